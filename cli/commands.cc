@@ -1,0 +1,199 @@
+#include "cli/commands.h"
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "cli/pipeline.h"
+#include "core/analytic_executor.h"
+#include "core/cost_model.h"
+#include "core/error.h"
+#include "core/hardware_markdown.h"
+#include "core/report.h"
+#include "core/scenario_reference.h"
+#include "models/model_builder.h"
+#include "models/model_spec.h"
+
+namespace dtsim::cli {
+namespace {
+
+std::vector<Override> to_overrides(const std::vector<std::string>& texts) {
+  std::vector<Override> out;
+  for (const auto& t : texts) out.push_back(Override{t});
+  return out;
+}
+
+// Opens an output file before any work is done, so a bad path costs nothing.
+std::ofstream open_output(const std::string& path, const std::string& flag) {
+  std::ofstream f(path, std::ios::trunc);
+  if (!f)
+    throw InputError(Diagnostic{SourceLocation{}, flag, "cannot write '" + path +
+                                                            "' (does its directory exist?)"});
+  return f;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string rank_list(const std::vector<Rank>& ranks) {
+  if (ranks.empty()) return "[]";
+  if (ranks.size() <= 8) {
+    std::string s = "[";
+    for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+    return s + "]";
+  }
+  return "[" + std::to_string(ranks.front()) + ", " + std::to_string(ranks[1]) + ", ..., " +
+         std::to_string(ranks.back()) + "] (" + std::to_string(ranks.size()) + " ranks)";
+}
+
+}  // namespace
+
+int run_simulate(const SimulateOptions& o, std::ostream& out) {
+  auto overrides = to_overrides(o.overrides);
+  if (!o.engine.empty()) overrides.push_back(Override{"simulate.engine=" + o.engine});
+  Scenario sc = load_scenario(o.scenario, overrides);
+  std::ofstream result_file, trace_file;
+  if (!o.output.empty()) result_file = open_output(o.output, "--output");
+  if (!o.trace.empty()) trace_file = open_output(o.trace, "--trace");
+
+  Prediction p = predict(std::move(sc));
+  nlohmann::json j = results_to_json(p.results);
+  if (o.json)
+    out << j.dump(2) << "\n";
+  else
+    out << render_summary(p.results);
+  if (!p.results.fits && !o.json)
+    out << "\nwarning: the peak memory exceeds the GPU's capacity; run dtsim validate for the "
+           "fix.\n";
+  if (result_file.is_open()) result_file << j.dump(2) << "\n";
+  if (trace_file.is_open()) trace_file << chrome_trace(p.trace, p.job, p.scenario.cluster).dump() << "\n";
+  if ((result_file.is_open() && !result_file) || (trace_file.is_open() && !trace_file))
+    throw RuntimeError("writing the output files failed (disk full?)");
+  return 0;
+}
+
+int run_validate(const ValidateOptions& o, std::ostream& out) {
+  Scenario sc = load_scenario(o.scenario, to_overrides(o.overrides));
+  Plan plan = plan_scenario(std::move(sc));
+  const Scenario& s = plan.scenario;
+  const auto& c = s.cluster;
+  out << "scenario " << s.name << " (" << s.file << "): OK so far\n";
+  out << "  cluster      " << c.nodes << " nodes x " << c.gpus_per_node << " " << c.gpu.name << " = "
+      << c.total_gpus() << " GPUs\n";
+  out << "  GPU          " << format_flop_rate(c.gpu.peak_for(s.training.precision)) << " dense "
+      << to_string(s.training.precision) << ", " << format_bytes(c.gpu.memory) << ", "
+      << format_bandwidth(c.gpu.memory_bandwidth) << " memory bandwidth\n";
+  out << "  intra-node   " << c.intra_node.name << ": " << format_bandwidth(c.intra_node.per_gpu_bandwidth)
+      << " per GPU per direction, " << format_duration(c.intra_node.latency) << " per hop\n";
+  out << "  network      " << c.network.preset << " (" << to_string(c.network.kind) << ", "
+      << to_string(c.network.topology) << "): " << c.network.nics_per_node << " x "
+      << fmt("%.0f Gb/s", c.network.nic_bandwidth.value() * 8 / 1e9) << " per node, "
+      << format_duration(c.network.latency) << ", oversubscription " << c.network.oversubscription
+      << ":1\n";
+  out << "  model        " << plan.model.name << ": " << fmt("%.3f B", plan.model.parameters() / 1e9)
+      << " parameters, " << plan.model.layers.size() << " layers\n";
+  out << "  parallelism  tensor " << s.parallelism.tensor.value << ", pipeline "
+      << s.parallelism.pipeline.value << ", data " << s.parallelism.data.value
+      << (s.parallelism.data_auto ? " (auto)" : "") << "; " << s.micro_batches()
+      << " micro-batches of " << s.training.micro_batch_size.value << " per replica per step\n";
+  out << "  placement    rank r runs on node r / " << c.gpus_per_node << ", GPU r % "
+      << c.gpus_per_node << "\n";
+  for (const auto& g : plan.job.groups) {
+    out << "    group " << g.name << ": " << rank_list(g.ranks) << ", spans "
+        << (g.ranks.empty() ? 0 : node_of(g.ranks.back(), c) - node_of(g.ranks.front(), c) + 1)
+        << " node(s)\n";
+  }
+  // Memory: the analytic executor's timeline gives the peak and what is live at it.
+  AnalyticExecutor exec;
+  Trace t = exec.run(plan.job, c, 1);
+  Results r = compute_results(s, plan.model, plan.job, t);
+  out << "  memory per GPU at peak:\n";
+  size_t largest = 0;
+  for (size_t k = 0; k < r.per_category_bytes.size(); ++k) {
+    std::string name(to_string(static_cast<MemoryCategory>(k)));
+    name.resize(12, ' ');
+    out << "    " << name << " "
+        << format_bytes(Bytes(r.per_category_bytes[k])) << "\n";
+    if (r.per_category_bytes[k] > r.per_category_bytes[largest]) largest = k;
+  }
+  out << "    total        " << format_bytes(Bytes(r.peak_bytes_per_gpu)) << " of "
+      << format_bytes(Bytes(r.capacity_bytes)) << (r.fits ? " (fits)" : " (does not fit)") << "\n";
+  if (!r.fits) {
+    const std::string cat(to_string(static_cast<MemoryCategory>(largest)));
+    throw InputError(Diagnostic{
+        c.gpu_where.known() ? c.gpu_where : SourceLocation{s.file, 0, 0}, "memory",
+        "the job needs " + format_bytes(Bytes(r.peak_bytes_per_gpu)) + " per GPU but " + c.gpu.name +
+            " has " + format_bytes(Bytes(r.capacity_bytes)) + " (short by " +
+            format_bytes(Bytes(r.peak_bytes_per_gpu - r.capacity_bytes)) + "); the largest category is " +
+            cat + " at " + format_bytes(Bytes(r.per_category_bytes[largest])) +
+            ". Reduce training.micro_batch_size, use training.recompute: full, choose a GPU with more "
+            "memory, or shard the model state (ZeRO, tensor or pipeline parallelism)"});
+  }
+  out << "valid: " << s.name << " can run\n";
+  return 0;
+}
+
+int run_catalog(const CatalogOptions& o, std::ostream& out) {
+  if (o.what == "keys") {
+    out << render_scenario_reference_markdown();
+    return 0;
+  }
+  if (o.what == "hardware") {
+    out << render_hardware_catalog_markdown();
+    return 0;
+  }
+  if (o.markdown) {
+    if (o.what == "gpus") out << render_gpu_catalog_markdown();
+    if (o.what == "fabrics") out << render_fabric_catalog_markdown();
+    if (o.what == "networks") out << render_network_catalog_markdown();
+    if (o.what != "models") return 0;
+  }
+  char buf[256];
+  if (o.what == "gpus") {
+    std::snprintf(buf, sizeof buf, "%-16s %12s %12s %10s %14s\n", "name", "bf16 TFLOP/s",
+                  "fp8 TFLOP/s", "memory GiB", "memory GB/s");
+    out << buf;
+    for (const auto& g : gpu_catalog()) {
+      std::snprintf(buf, sizeof buf, "%-16s %12.1f %12s %10.1f %14.0f\n", g.name.c_str(),
+                    g.peak_for(DType::kBf16).value() / 1e12,
+                    g.supports(DType::kFp8) ? fmt("%.1f", g.peak_for(DType::kFp8).value() / 1e12).c_str() : "-",
+                    g.memory.value() / (1024.0 * 1024 * 1024), g.memory_bandwidth.value() / 1e9);
+      out << buf;
+    }
+  } else if (o.what == "fabrics") {
+    std::snprintf(buf, sizeof buf, "%-26s %-7s %16s %12s\n", "name", "kind", "GB/s per GPU", "latency us");
+    out << buf;
+    for (const auto& f : fabric_catalog()) {
+      std::snprintf(buf, sizeof buf, "%-26s %-7s %16.1f %12.2f\n", f.name.c_str(),
+                    std::string(to_string(f.kind)).c_str(), f.per_gpu_bandwidth.value() / 1e9,
+                    f.latency.value() * 1e6);
+      out << buf;
+    }
+  } else if (o.what == "networks") {
+    std::snprintf(buf, sizeof buf, "%-12s %-11s %10s %12s %11s\n", "name", "kind", "Gb/s", "latency us",
+                  "efficiency");
+    out << buf;
+    for (const auto& n : network_catalog()) {
+      std::snprintf(buf, sizeof buf, "%-12s %-11s %10.0f %12.2f %11.2f\n", n.name.c_str(),
+                    std::string(to_string(n.kind)).c_str(), n.port_bandwidth.value() * 8 / 1e9,
+                    n.latency.value() * 1e6, n.protocol_efficiency);
+      out << buf;
+    }
+  } else if (o.what == "models") {
+    std::snprintf(buf, sizeof buf, "%-16s %-10s %14s\n", "name", "family", "parameters");
+    out << buf;
+    for (const auto& name : models::preset_names()) {
+      const models::ModelSpec* spec = models::find_preset(name);
+      ModelGraph g = models::build_model(*spec, models::BuildOptions{});
+      std::snprintf(buf, sizeof buf, "%-16s %-10s %13.3fB\n", name.c_str(),
+                    std::string(models::to_string(spec->family)).c_str(), g.parameters() / 1e9);
+      out << buf;
+    }
+  }
+  return 0;
+}
+
+}  // namespace dtsim::cli

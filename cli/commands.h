@@ -1,0 +1,35 @@
+// The dtsim verbs, callable from main() and from tests. Each returns the process exit code
+// and throws InputError (exit 2) or Error (exit 1) for main() to report.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace dtsim::cli {
+
+inline constexpr const char* kVersion = "0.1.0";
+
+struct SimulateOptions {
+  std::string scenario;
+  std::vector<std::string> overrides;
+  std::string engine;  // empty: the scenario's simulate.engine
+  bool json = false;
+  std::string output;
+  std::string trace;
+};
+int run_simulate(const SimulateOptions& o, std::ostream& out);
+
+struct ValidateOptions {
+  std::string scenario;
+  std::vector<std::string> overrides;
+};
+int run_validate(const ValidateOptions& o, std::ostream& out);
+
+struct CatalogOptions {
+  std::string what = "gpus";
+  bool markdown = false;
+};
+int run_catalog(const CatalogOptions& o, std::ostream& out);
+
+}  // namespace dtsim::cli

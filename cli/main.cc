@@ -1,0 +1,95 @@
+// dtsim: the command-line interface (design.md section 6).
+// Exit codes: 0 success; 2 bad input (scenario, flags, infeasible configuration); 1 runtime
+// failure. Errors go to stderr as "error: FILE:LINE:COL: key.path: message".
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitRuntime = 1;
+constexpr int kExitBadInput = 2;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace dtsim::cli;
+  CLI::App app{
+      "dtsim predicts the step time, memory and scaling of distributed deep-learning training "
+      "on a GPU cluster.\n\n"
+      "Examples:\n"
+      "  dtsim simulate scenarios/default.yaml\n"
+      "  dtsim simulate scenarios/default.yaml --set cluster.nodes=4 --json\n"
+      "  dtsim validate scenarios/default.yaml\n"
+      "  dtsim catalog gpus\n",
+      "dtsim"};
+  app.set_version_flag("--version", std::string("dtsim ") + kVersion);
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  SimulateOptions sim;
+  auto* simulate = app.add_subcommand(
+      "simulate",
+      "Predict one training step of a scenario: step time, throughput, MFU, where the time goes "
+      "and memory per GPU.\n"
+      "  dtsim simulate scenarios/default.yaml --json -o result.json --trace trace.json");
+  simulate->add_option("scenario", sim.scenario, "scenario YAML file (see docs/scenario-reference.md)")
+      ->required();
+  simulate->add_option("--set", sim.overrides,
+                       "override a scenario key, e.g. --set training.micro_batch_size=2 (repeatable)");
+  simulate->add_option("--engine", sim.engine, "analytic (closed form) or simgrid (discrete events)")
+      ->check(CLI::IsMember({"analytic", "simgrid"}));
+  simulate->add_flag("--json", sim.json, "print the result object as JSON instead of the summary");
+  simulate->add_option("-o,--output", sim.output, "also write the JSON result object to this file");
+  simulate->add_option("--trace", sim.trace, "write a Chrome trace-event file (open it in Perfetto)");
+
+  ValidateOptions val;
+  auto* validate = app.add_subcommand(
+      "validate",
+      "Check a scenario without simulating: keys, units, divisibility, rank placement and memory "
+      "fit. Exit 0 when it can run, 2 with every problem listed when it cannot.");
+  validate->add_option("scenario", val.scenario, "scenario YAML file")->required();
+  validate->add_option("--set", val.overrides, "override a scenario key (repeatable)");
+
+  CatalogOptions cat;
+  auto* catalog = app.add_subcommand(
+      "catalog",
+      "List built-in presets: gpus, fabrics, networks, models, hardware (all three hardware "
+      "tables) or keys (every scenario key).");
+  catalog->add_option("what", cat.what, "gpus | fabrics | networks | models | hardware | keys")
+      ->check(CLI::IsMember({"gpus", "fabrics", "networks", "models", "hardware", "keys"}));
+  catalog->add_flag("--markdown", cat.markdown, "print Markdown (as in docs/)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::cerr << "error: " << e.what() << "\n"
+              << "Run 'dtsim --help' or 'dtsim COMMAND --help' for usage.\n";
+    return kExitBadInput;
+  }
+
+  try {
+    if (simulate->parsed()) return run_simulate(sim, std::cout);
+    if (validate->parsed()) return run_validate(val, std::cout);
+    if (catalog->parsed()) return run_catalog(cat, std::cout);
+  } catch (const dtsim::InputError& e) {
+    for (const auto& d : e.diagnostics()) std::cerr << d.render() << "\n";
+    return kExitBadInput;
+  } catch (const dtsim::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitRuntime;
+  } catch (const std::exception& e) {
+    std::cerr << "error: internal failure: " << e.what() << "\n";
+    return kExitRuntime;
+  }
+  return kExitOk;
+}

@@ -1,0 +1,23 @@
+// The analytic executor: runs a Job in closed form, with no contention.
+//
+// Contract:
+// - Each op's duration comes from core/cost_model.h. Ordering follows the Program exactly:
+//   stream order, event waits, collectives that start when every simulated member of the group
+//   has reached them, and send/recv pairs that meet (rendezvous).
+// - Instant and deterministic; used directly, for search, and as the oracle that the SimGrid
+//   executor is tested against.
+// - A Job that cannot finish (a wait on an event nobody records, unmatched collectives) raises
+//   RuntimeError naming the stuck ops, never hangs.
+#pragma once
+
+#include "core/trace.h"
+
+namespace dtsim {
+
+class AnalyticExecutor : public Executor {
+ public:
+  std::string name() const override { return "analytic"; }
+  Trace run(const Job& job, const ClusterConfig& cluster, int iterations) override;
+};
+
+}  // namespace dtsim

@@ -1,0 +1,97 @@
+#include "core/cost_model.h"
+
+#include <algorithm>
+#include <set>
+
+namespace dtsim {
+
+FlopsPerSecond achievable_flop_rate(const GpuSpec& gpu, KernelKind kind, DType dtype) {
+  double eff = kind == KernelKind::kAttention ? gpu.attention_efficiency : gpu.gemm_efficiency;
+  return gpu.peak_for(dtype) * eff;
+}
+
+BytesPerSecond achievable_memory_bandwidth(const GpuSpec& gpu) {
+  return gpu.memory_bandwidth * gpu.memory_efficiency;
+}
+
+Seconds compute_time(const ComputeOp& op, const GpuSpec& gpu) {
+  Seconds t{0};
+  if (op.flops.value() > 0 && op.kind != KernelKind::kElementwise &&
+      op.kind != KernelKind::kOptimizer) {
+    t = op.flops / achievable_flop_rate(gpu, op.kind, op.dtype);
+  }
+  if (op.bytes.value() > 0) t = std::max(t, op.bytes / achievable_memory_bandwidth(gpu));
+  return t + gpu.kernel_launch_overhead;
+}
+
+int node_of(Rank r, const ClusterConfig& cluster) { return r / cluster.gpus_per_node; }
+
+LinkCost point_to_point_link(Rank a, Rank b, const ClusterConfig& cluster) {
+  if (node_of(a, cluster) == node_of(b, cluster))
+    return {cluster.intra_node.latency, cluster.intra_node.per_gpu_bandwidth};
+  const auto& net = cluster.network;
+  // One flow uses one NIC; it is also bounded by the GPU's own fabric link.
+  BytesPerSecond nic = net.nic_bandwidth * net.protocol_efficiency;
+  return {net.latency, std::min(nic, cluster.intra_node.per_gpu_bandwidth)};
+}
+
+LinkCost ring_link(const std::vector<Rank>& ranks, const ClusterConfig& cluster) {
+  std::set<int> nodes;
+  for (Rank r : ranks) nodes.insert(node_of(r, cluster));
+  LinkCost intra{cluster.intra_node.latency, cluster.intra_node.per_gpu_bandwidth};
+  if (nodes.size() <= 1) return intra;
+  // A ring that crosses nodes leaves each node once per channel. Summed over NCCL's channels,
+  // a node sends as many bytes out as one rank sends in total, spread over its NICs. Groups of
+  // the same shape on the other GPUs of the node run at the same time and share the NICs, so a
+  // group with g ranks per node gets g / gpus_per_node of them.
+  const auto& net = cluster.network;
+  double ranks_per_node = static_cast<double>(ranks.size()) / static_cast<double>(nodes.size());
+  double share = std::min(1.0, ranks_per_node / cluster.gpus_per_node);
+  BytesPerSecond node_nics = net.nic_bandwidth * (net.nics_per_node * net.protocol_efficiency);
+  BytesPerSecond inter = node_nics * share;
+  return {std::max(net.latency, intra.alpha), std::min(inter, intra.beta)};
+}
+
+double bus_bandwidth_factor(CollectiveKind kind, int n) {
+  if (n <= 1) return 0;
+  double nn = n;
+  switch (kind) {
+    case CollectiveKind::kAllReduce: return 2.0 * (nn - 1) / nn;
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllToAll: return (nn - 1) / nn;
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kReduce: return 1.0;
+    case CollectiveKind::kBarrier: return 0;
+  }
+  return 1.0;
+}
+
+Seconds collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                        const ClusterConfig& cluster) {
+  const int n = static_cast<int>(ranks.size());
+  if (n <= 1) return Seconds(0);
+  const LinkCost link = ring_link(ranks, cluster);
+  const double steps_all_reduce = 2.0 * (n - 1);
+  switch (op.kind) {
+    case CollectiveKind::kAllReduce:
+      return link.alpha * steps_all_reduce + op.bytes * (2.0 * (n - 1) / n) / link.beta;
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllToAll:
+      return link.alpha * (n - 1.0) + op.bytes * ((n - 1.0) / n) / link.beta;
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kReduce:
+      return link.alpha * (n - 1.0) + op.bytes / link.beta;
+    case CollectiveKind::kBarrier:
+      return link.alpha * steps_all_reduce;
+  }
+  return Seconds(0);
+}
+
+Seconds point_to_point_time(Bytes bytes, Rank a, Rank b, const ClusterConfig& cluster) {
+  LinkCost l = point_to_point_link(a, b, cluster);
+  return l.alpha + bytes / l.beta;
+}
+
+}  // namespace dtsim

@@ -1,0 +1,48 @@
+// Closed-form costs: the roofline for kernels and the alpha-beta model for collectives.
+//
+// Contract:
+// - compute_time: a kernel takes max(FLOPs / (peak(dtype) x efficiency(kind)),
+//   bytes / (memory bandwidth x memory efficiency)) plus the kernel launch overhead (Williams
+//   et al. 2009, "Roofline"). Efficiencies come from the GpuSpec.
+// - collective_time: ring algorithms under the alpha-beta model (reference.md, "Collectives"):
+//   all-reduce 2(N-1)a + 2(N-1)/N S/b; all-gather, reduce-scatter and all-to-all half of that;
+//   broadcast and reduce (N-1)a + S/b (pipelined chain). alpha and beta are those of the ring's
+//   slowest hop (ring_link). No contention: that is the SimGrid executor's job.
+// - The same functions give the SimGrid executor its host speeds and the differential tests
+//   their oracle, so there is one definition of each cost.
+#pragma once
+
+#include <vector>
+
+#include "core/program.h"
+#include "core/scenario.h"
+#include "core/units.h"
+
+namespace dtsim {
+
+// Peak rate a kernel of this kind can reach on this GPU: the compute roof.
+FlopsPerSecond achievable_flop_rate(const GpuSpec& gpu, KernelKind kind, DType dtype);
+BytesPerSecond achievable_memory_bandwidth(const GpuSpec& gpu);
+
+Seconds compute_time(const ComputeOp& op, const GpuSpec& gpu);
+
+// Node of a global rank: ranks fill nodes in order (rank r is on node r / gpus_per_node).
+int node_of(Rank r, const ClusterConfig& cluster);
+
+// Latency and bandwidth of the slowest hop of a ring over `ranks`.
+struct LinkCost {
+  Seconds alpha{0};
+  BytesPerSecond beta{0};
+};
+LinkCost ring_link(const std::vector<Rank>& ranks, const ClusterConfig& cluster);
+LinkCost point_to_point_link(Rank a, Rank b, const ClusterConfig& cluster);
+
+Seconds collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                        const ClusterConfig& cluster);
+Seconds point_to_point_time(Bytes bytes, Rank a, Rank b, const ClusterConfig& cluster);
+
+// nccl-tests bus-bandwidth factor (reference.md): 2(n-1)/n for all-reduce, (n-1)/n for
+// all-gather, reduce-scatter and all-to-all, 1 for broadcast and reduce.
+double bus_bandwidth_factor(CollectiveKind kind, int n);
+
+}  // namespace dtsim

@@ -1,0 +1,75 @@
+// The layer graph: what a model architecture hands to the parallel strategies.
+//
+// Contract:
+// - models/ builds a ModelGraph for one micro-batch (b samples); strategies in core/strategy
+//   turn it into per-rank Programs. Nothing here knows about a particular architecture.
+// - Every Kernel is one GPU kernel's worth of work for the whole micro-batch on one
+//   (unsharded) replica: its FLOPs, the bytes it moves through device memory, and its kind,
+//   which selects the efficiency model (roofline for elementwise, GEMM efficiency for gemm).
+// - Model FLOPs (for MFU) are the FLOPs of gemm and attention kernels in forward and backward,
+//   as Narayanan et al. 2021 count them; elementwise kernels carry bytes only.
+// - activation_bytes is what the layer stashes for backward for one micro-batch
+//   (Korthikanti et al. 2022, Table 2 for transformers).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/units.h"
+
+namespace dtsim {
+
+enum class KernelKind { kGemm, kAttention, kElementwise, kOptimizer, kCommunication };
+
+struct Kernel {
+  std::string name;  // "qkv", "attention_scores", "gelu", ...
+  KernelKind kind = KernelKind::kGemm;
+  Flops flops{0};
+  Bytes bytes{0};  // device-memory traffic (reads + writes)
+};
+
+struct Layer {
+  std::string name;   // "embedding", "block.3", "conv2_1", "lm_head"
+  std::string kind;   // "embedding", "transformer", "conv", "fc", "norm", "pool", "head"
+  double parameters = 0;  // trainable parameter count
+  std::vector<Kernel> forward;
+  std::vector<Kernel> backward;
+  // Kernels replayed before backward under selective recompute (the attention core,
+  // Korthikanti et al. 2022 section 5). Empty where the layer has no attention.
+  std::vector<Kernel> selective_recompute;
+  Bytes activation_bytes{0};            // stashed for backward, no recompute
+  Bytes activation_bytes_selective{0};  // stashed with selective recompute
+  Bytes activation_bytes_full{0};       // stashed with full recompute (the layer input)
+  // Whether full recompute replays this layer's forward (true for repeated blocks; false
+  // for embeddings and the output head, as Megatron-LM checkpoints only the blocks).
+  bool recomputable = false;
+};
+
+// Architecture facts used by feasibility checks and by FLOP formulas.
+struct ModelShape {
+  std::string family;  // gpt, llama, moe, bert, resnet, vgg, inception, mlp
+  int num_layers = 0;  // repeated blocks (transformer layers); for CNNs the layer count
+  int hidden_size = 0;
+  int num_attention_heads = 0;
+  int num_query_groups = 0;
+  int ffn_hidden_size = 0;
+  int seq_length = 1;  // tokens per sample; 1 for models without a sequence
+  int vocab_size = 0;
+  int num_experts = 0;
+  int top_k = 0;
+};
+
+struct ModelGraph {
+  std::string name;  // preset name or "custom"
+  ModelShape shape;
+  int micro_batch_size = 1;
+  std::vector<Layer> layers;
+
+  double parameters() const;
+  // Model FLOPs of forward + backward for this micro-batch (gemm and attention kernels).
+  Flops model_flops_per_micro_batch() const;
+  int64_t tokens_per_sample() const { return shape.seq_length; }
+};
+
+}  // namespace dtsim

@@ -1,0 +1,138 @@
+// The scenario: one training job on one cluster, as typed values with units checked.
+//
+// Contract (design.md section 4):
+// - load_scenario() reads a YAML file, applies `--set key.path=value` overrides, validates every
+//   key against scenario_schema() and reports all problems at once as an InputError whose
+//   diagnostics name FILE:LINE:COL and the key path. It never crashes on any input.
+// - Keys for features that later work will build are accepted by the schema; a value that asks
+//   for one (tensor > 1, stragglers, ...) is a "not supported yet" diagnostic, never silence.
+// - Catalog names (GPUs, fabrics, networks) are resolved here; the model section is kept as
+//   located raw values and resolved by models/ (core does not know the architectures).
+// - Cross-key checks that need the model (TP divides heads, ...) live in core/feasibility.h.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/hardware.h"
+#include "core/schema.h"
+#include "core/units.h"
+
+namespace dtsim {
+
+template <class T>
+struct Located {
+  Located(T v = T{}, SourceLocation w = {}) : value(std::move(v)), where(std::move(w)) {}
+  T value;
+  SourceLocation where;  // unknown when the value is a default
+};
+
+enum class Topology { kStar, kFatTree, kRailOptimized, kTorus };
+enum class Schedule { kGpipe, k1F1B, kInterleaved, kPipeDreamAsync };
+enum class Recompute { kNone, kSelective, kFull };
+enum class Optimizer { kAdam, kSgd, kAdafactor };
+enum class Engine { kAnalytic, kSimGrid };
+
+std::string_view to_string(Topology t);
+std::string_view to_string(Schedule s);
+std::string_view to_string(Recompute r);
+std::string_view to_string(Optimizer o);
+std::string_view to_string(Engine e);
+
+struct NetworkConfig {
+  std::string preset;  // catalog entry the defaults came from ("ib-hdr")
+  NetworkKind kind = NetworkKind::kInfiniBand;
+  Topology topology = Topology::kFatTree;
+  BytesPerSecond nic_bandwidth{0};  // per NIC, per direction
+  int nics_per_node = 1;
+  Seconds latency{0};
+  double oversubscription = 1.0;
+  double protocol_efficiency = 1.0;
+};
+
+struct ClusterConfig {
+  GpuSpec gpu;
+  SourceLocation gpu_where;
+  int nodes = 1;
+  int gpus_per_node = 1;
+  IntraNodeFabricSpec intra_node;
+  NetworkConfig network;
+
+  int total_gpus() const { return nodes * gpus_per_node; }
+};
+
+// Model keys as written, with locations, for models/ to resolve (preset + overrides).
+struct ModelSection {
+  EntryMap entries;  // "model.preset", "model.hidden_size", ... as validated
+  std::optional<Located<std::string>> preset;
+  std::optional<Located<std::string>> family;
+};
+
+struct ParallelismConfig {
+  Located<int> tensor{1};
+  Located<int> pipeline{1};
+  Located<int> data{1};  // resolved from "auto" by load_scenario
+  bool data_auto = true;
+  Located<int> context{1};
+  Located<int> expert{1};
+  bool sequence_parallel = false;
+  Schedule schedule = Schedule::k1F1B;
+  int virtual_stages = 1;
+  int zero_stage = 0;
+  std::vector<int64_t> layers_per_stage;
+  bool tp_comm_overlap = false;
+};
+
+struct TrainingConfig {
+  Located<int64_t> global_batch_size{1};
+  Located<int64_t> micro_batch_size{1};
+  DType precision = DType::kBf16;
+  Recompute recompute = Recompute::kNone;
+  Optimizer optimizer = Optimizer::kAdam;
+  Bytes gradient_bucket{25.0 * 1024 * 1024};
+  Bytes first_gradient_bucket{1.0 * 1024 * 1024};
+  bool overlap_grad_reduce = true;
+  std::string sync = "synchronous";
+  std::string compression = "none";
+};
+
+struct SimulateConfig {
+  Engine engine = Engine::kAnalytic;
+  std::string fidelity = "auto";
+  int iterations = 1;
+  uint64_t seed = 0;
+};
+
+struct Scenario {
+  std::string file;  // path it was loaded from ("<string>" for in-memory text)
+  std::string name;
+  std::string description;
+  ClusterConfig cluster;
+  ModelSection model;
+  ParallelismConfig parallelism;
+  TrainingConfig training;
+  SimulateConfig simulate;
+  EntryMap entries;  // every validated key, for reports and for later features
+
+  // Micro-batches per pipeline per step: B / (b * d) (Narayanan et al. 2021 notation m).
+  int64_t micro_batches() const;
+};
+
+// The schema of scenario files; the single source of truth for keys, types and defaults.
+const SchemaNode& scenario_schema();
+
+// One --set override, "cluster.nodes=16".
+struct Override {
+  std::string text;
+};
+
+// Throws InputError listing every problem.
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides = {});
+Scenario load_scenario_text(const std::string& yaml_text, const std::string& name = "<string>",
+                            const std::vector<Override>& overrides = {});
+
+}  // namespace dtsim

@@ -1,0 +1,275 @@
+// The scenario schema (design.md section 4): every key, its type, default and meaning.
+// docs/scenario-reference.md is generated from this table and checked by a test.
+#include <string>
+
+#include "core/hardware.h"
+#include "core/scenario.h"
+
+namespace dtsim {
+namespace {
+
+SchemaNode leaf(std::string key, ValueType type, std::string doc, std::string def = "") {
+  SchemaNode n;
+  n.key = std::move(key);
+  n.type = type;
+  n.doc = std::move(doc);
+  n.default_text = std::move(def);
+  return n;
+}
+
+SchemaNode count(std::string key, std::string doc, std::string def, double min, double max) {
+  SchemaNode n = leaf(std::move(key), ValueType::kCount, std::move(doc), std::move(def));
+  n.min = min;
+  n.max = max;
+  return n;
+}
+
+SchemaNode choice(std::string key, std::vector<std::string> choices, std::string doc,
+                  std::string def) {
+  SchemaNode n = leaf(std::move(key), ValueType::kEnum, std::move(doc), std::move(def));
+  n.choices = std::move(choices);
+  return n;
+}
+
+SchemaNode section(std::string key, std::string doc, std::vector<SchemaNode> children) {
+  SchemaNode n = leaf(std::move(key), ValueType::kMap, std::move(doc));
+  n.children = std::move(children);
+  return n;
+}
+
+SchemaNode positive(SchemaNode n, double max) {
+  n.positive = true;
+  n.max = max;
+  return n;
+}
+
+// "not supported yet" unless the value equals the one that is built.
+template <class T>
+std::function<std::optional<std::string>(const Value&)> only(T built, std::string why) {
+  return [built, why](const Value& v) -> std::optional<std::string> {
+    if (const T* x = std::get_if<T>(&v); x && *x == built) return std::nullopt;
+    return why;
+  };
+}
+
+std::function<std::optional<std::string>(const Value&)> only_empty(std::string why) {
+  return [why](const Value& v) -> std::optional<std::string> {
+    if (const auto* s = std::get_if<std::string>(&v); s && s->empty()) return std::nullopt;
+    return why;
+  };
+}
+
+const std::string kStrategies = "the parallel-strategies issue";
+
+SchemaNode build_schema() {
+  // Limits that catch absurd input (1e30 GPUs) while leaving room for any real cluster.
+  constexpr double kMaxNodes = 1e6, kMaxGpusPerNode = 1024, kMaxDegree = 1e7;
+
+  SchemaNode gpu = leaf("gpu", ValueType::kNameOrMap,
+                        "GPU model: a catalog name (dtsim catalog gpus) or an inline spec",
+                        "H100-SXM");
+  gpu.catalog = [] {
+    std::vector<std::string> names;
+    for (const auto& g : gpu_catalog()) names.push_back(g.name);
+    return names;
+  };
+  {
+    SchemaNode peak = section("peak", "dense peak compute per dtype", {});
+    for (const char* dt : {"fp32", "tf32", "fp16", "bf16", "fp8"})
+      peak.children.push_back(positive(
+          leaf(dt, ValueType::kFlopRate, std::string("dense ") + dt + " peak, e.g. 312TFLOPS"), 1e21));
+    gpu.children = {
+        leaf("name", ValueType::kString, "display name of the inline GPU", "custom-gpu"),
+        leaf("base", ValueType::kString,
+             "catalog GPU whose figures the inline spec starts from (fields below override)"),
+        peak,
+        positive(leaf("memory", ValueType::kBytes, "device memory capacity, e.g. 80GiB"), 1e15),
+        positive(leaf("memory_bandwidth", ValueType::kBandwidth,
+                      "device memory bandwidth, e.g. 3.35TBps"), 1e15),
+        positive(leaf("gemm_efficiency", ValueType::kNumber,
+                      "achieved fraction of peak for large GEMMs (0-1]"), 1),
+        positive(leaf("attention_efficiency", ValueType::kNumber,
+                      "achieved fraction of peak for attention kernels (0-1]"), 1),
+        positive(leaf("memory_efficiency", ValueType::kNumber,
+                      "achieved fraction of memory bandwidth for streaming kernels (0-1]"), 1),
+        leaf("kernel_launch_overhead", ValueType::kDuration, "fixed cost per kernel, e.g. 5us"),
+    };
+  }
+
+  SchemaNode intra = leaf("intra_node", ValueType::kNameOrMap,
+                          "links between the GPUs of a node: nvswitch (the GPU's NVLink "
+                          "generation), nvlink-hybrid-cube-mesh, nvlink-ring, pcie, a fabric "
+                          "catalog name, or an inline spec",
+                          "nvswitch");
+  intra.choices = {"nvswitch", "nvlink-hybrid-cube-mesh", "nvlink-ring", "pcie"};
+  intra.catalog = [] {
+    std::vector<std::string> names;
+    for (const auto& f : fabric_catalog()) names.push_back(f.name);
+    return names;
+  };
+  intra.children = {
+      leaf("name", ValueType::kString, "display name of the inline fabric", "custom-fabric"),
+      choice("kind", {"switch", "mesh", "ring", "pcie"}, "how the GPUs are connected", "switch"),
+      positive(leaf("bandwidth", ValueType::kBandwidth,
+                    "one GPU's injection bandwidth per direction, e.g. 450GBps"), 1e15),
+      leaf("latency", ValueType::kDuration, "one GPU-to-GPU hop, e.g. 1us", "1us"),
+  };
+
+  SchemaNode net_preset = leaf("preset", ValueType::kEnum,
+                               "network catalog entry whose figures are the defaults "
+                               "(dtsim catalog networks)",
+                               "ib-ndr");
+  net_preset.catalog = [] {
+    std::vector<std::string> names;
+    for (const auto& n : network_catalog()) names.push_back(n.name);
+    return names;
+  };
+
+  SchemaNode topology = choice("topology", {"fat-tree", "rail-optimized", "torus", "star"},
+                               "inter-node topology", "fat-tree");
+  SchemaNode network = section(
+      "network", "the network between nodes",
+      {net_preset,
+       choice("kind", {"infiniband", "roce", "ethernet"}, "transport (defaults from the preset)",
+              "from preset"),
+       topology,
+       positive(leaf("nic_bandwidth", ValueType::kBandwidth, "line rate of one NIC per direction",
+                     "from preset"),
+                1e15),
+       count("nics_per_node", "NICs per node", "gpus_per_node", 1, 64),
+       leaf("latency", ValueType::kDuration, "end-to-end small-message latency between nodes",
+            "from preset"),
+       positive(leaf("oversubscription", ValueType::kNumber,
+                     "downlink:uplink ratio at the first switch level above the leaves", "1"),
+                1024),
+       positive(leaf("protocol_efficiency", ValueType::kNumber,
+                     "usable fraction of line rate for bulk transfers (0-1]", "from preset"),
+                1)});
+
+  SchemaNode cluster =
+      section("cluster", "the machines",
+              {gpu, count("nodes", "number of nodes", "1", 1, kMaxNodes),
+               count("gpus_per_node", "GPUs in each node", "8", 1, kMaxGpusPerNode), intra,
+               network});
+
+  SchemaNode model_preset = leaf("preset", ValueType::kString,
+                                 "model preset (dtsim catalog models); fields below override it");
+  SchemaNode model = section(
+      "model", "the network being trained: a preset, or a family with its fields",
+      {model_preset,
+       choice("family", {"gpt", "llama", "moe", "bert", "resnet", "vgg", "inception", "mlp"},
+              "architecture family for a custom model", "from preset"),
+       count("num_layers", "transformer blocks (or CNN depth where the family has variants)",
+             "from preset", 1, 1e5),
+       count("hidden_size", "hidden dimension h", "from preset", 1, 1e7),
+       count("num_attention_heads", "attention heads a", "from preset", 1, 1e6),
+       count("num_query_groups", "key/value head groups for GQA (= heads for MHA)", "heads", 1,
+             1e6),
+       count("ffn_hidden_size", "MLP inner dimension", "4 x hidden (gpt)", 1, 1e8),
+       count("seq_length", "tokens per sample s", "from preset", 1, 1e8),
+       count("vocab_size", "vocabulary size V", "from preset", 1, 1e8),
+       count("num_experts", "experts per MoE layer", "from preset", 1, 1e5),
+       count("top_k", "experts each token is routed to", "from preset", 1, 1e5),
+       choice("activation", {"gelu", "swiglu"}, "MLP activation", "from preset"),
+       count("image_size", "input image side in pixels (CNNs)", "from preset", 1, 1e5),
+       count("num_classes", "output classes (CNNs, MLP)", "from preset", 1, 1e8),
+       leaf("mlp_widths", ValueType::kCountList, "layer widths of an MLP, input first",
+            "from preset")});
+
+  auto tp = count("tensor", "tensor-parallel size t", "1", 1, kMaxDegree);
+  tp.unsupported = only<int64_t>(1, "tensor parallelism comes with " + kStrategies + "; use 1");
+  auto pp = count("pipeline", "pipeline-parallel size p", "1", 1, kMaxDegree);
+  pp.unsupported = only<int64_t>(1, "pipeline parallelism comes with " + kStrategies + "; use 1");
+  auto dp = leaf("data", ValueType::kCountOrAuto,
+                 "data-parallel size d; auto = GPUs / (t x p x context)", "auto");
+  dp.min = 1;
+  dp.max = kMaxDegree * 100;
+  auto cp = count("context", "context-parallel size", "1", 1, kMaxDegree);
+  cp.unsupported = only<int64_t>(1, "context parallelism comes with " + kStrategies + "; use 1");
+  auto ep = count("expert", "expert-parallel size", "1", 1, kMaxDegree);
+  ep.unsupported = only<int64_t>(1, "expert parallelism comes with " + kStrategies + "; use 1");
+  auto sp = leaf("sequence_parallel", ValueType::kBool, "Megatron sequence parallelism", "false");
+  sp.unsupported = only<bool>(false, "sequence parallelism comes with " + kStrategies);
+  auto vs = count("virtual_stages", "model chunks per device (interleaved schedule)", "1", 1, 1e4);
+  vs.unsupported = only<int64_t>(1, "interleaved pipelines come with " + kStrategies + "; use 1");
+  auto zero = count("zero_stage", "ZeRO stage: 0 none, 1 optimizer, 2 + gradients, 3 + weights",
+                    "0", 0, 3);
+  zero.unsupported = only<int64_t>(0, "ZeRO sharding comes with " + kStrategies + "; use 0");
+  auto lps = leaf("layers_per_stage", ValueType::kCountList,
+                  "explicit layers per pipeline stage", "even split");
+  lps.unsupported = [](const Value&) -> std::optional<std::string> {
+    return "explicit stage splits come with " + kStrategies;
+  };
+  auto tpo = leaf("tp_comm_overlap", ValueType::kBool, "overlap TP communication with GEMMs",
+                  "false");
+  tpo.unsupported = only<bool>(false, "TP overlap comes with " + kStrategies);
+  SchemaNode parallelism = section(
+      "parallelism", "how the job is split over GPUs",
+      {tp, pp, dp, cp, ep, sp,
+       choice("schedule", {"gpipe", "1f1b", "interleaved", "pipedream-async"},
+              "pipeline schedule (matters when pipeline > 1)", "1f1b"),
+       vs, zero, lps, tpo});
+
+  auto sync = choice("sync", {"synchronous", "async", "ssp", "local-sgd"},
+                     "how replicas synchronise", "synchronous");
+  sync.unsupported = only<std::string>("synchronous", "asynchronous training comes in a later issue");
+  auto compression = choice("compression", {"none", "fp16", "int8", "topk", "powersgd"},
+                            "gradient compression", "none");
+  compression.unsupported = only<std::string>("none", "gradient compression comes in a later issue");
+  SchemaNode training = section(
+      "training", "the optimisation step",
+      {count("global_batch_size", "samples per optimizer step B", "micro_batch_size x data", 1,
+             1e12),
+       count("micro_batch_size", "samples per micro-batch b", "1", 1, 1e9),
+       choice("precision", {"fp32", "tf32", "fp16", "bf16", "fp8"},
+              "compute precision (mixed precision keeps fp32 master weights)", "bf16"),
+       choice("recompute", {"none", "selective", "full"}, "activation recomputation", "none"),
+       choice("optimizer", {"adam", "sgd", "adafactor"}, "optimizer", "adam"),
+       positive(leaf("gradient_bucket", ValueType::kBytes,
+                     "gradient all-reduce bucket size (PyTorch DDP default)", "25MiB"),
+                1e15),
+       positive(leaf("first_gradient_bucket", ValueType::kBytes,
+                     "size of the first bucket (PyTorch DDP uses 1 MiB)", "1MiB"),
+                1e15),
+       leaf("overlap_grad_reduce", ValueType::kBool,
+            "overlap gradient all-reduce with the rest of backward", "true"),
+       sync, compression});
+
+  auto stragglers = leaf("stragglers", ValueType::kFreeform,
+                         "slow ranks, e.g. [{ranks: [3], slowdown: 1.3}]", "[]");
+  stragglers.unsupported = only_empty("stragglers come with the stragglers-and-failures issue");
+  auto failures = leaf("failures", ValueType::kFreeform,
+                       "failure model, e.g. {gpu_mtbf: 50000h}", "{}");
+  failures.unsupported = only_empty("failures come with the stragglers-and-failures issue");
+  auto checkpoint = leaf("checkpoint", ValueType::kFreeform,
+                         "checkpointing, e.g. {interval: 30min, write_bandwidth: 2TBps}", "{}");
+  checkpoint.unsupported = only_empty("checkpointing comes with the stragglers-and-failures issue");
+
+  auto engine = choice("engine", {"analytic", "simgrid"},
+                       "executor: closed-form analytic, or the SimGrid discrete-event simulator",
+                       "analytic");
+  engine.unsupported =
+      only<std::string>("analytic", "the SimGrid engine comes with the SimGrid-executor issue; "
+                                    "use analytic");
+  auto fidelity = choice("fidelity", {"auto", "chunk", "collective"},
+                         "SimGrid message granularity (design.md section 8)", "auto");
+  SchemaNode simulate = section(
+      "simulate", "how to run the prediction",
+      {engine, fidelity, count("iterations", "training steps to simulate", "1", 1, 1e6),
+       count("seed", "random seed (same seed, same output)", "0", 0, 9e15)});
+
+  return section("", "a dtsim scenario",
+                 {leaf("name", ValueType::kString, "scenario name, shown in reports",
+                       "the file name"),
+                  leaf("description", ValueType::kString, "free text", ""), cluster, model,
+                  parallelism, training, stragglers, failures, checkpoint, simulate});
+}
+
+}  // namespace
+
+const SchemaNode& scenario_schema() {
+  static const SchemaNode schema = build_schema();
+  return schema;
+}
+
+}  // namespace dtsim

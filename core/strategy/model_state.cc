@@ -1,0 +1,36 @@
+#include "core/strategy/model_state.h"
+
+namespace dtsim {
+
+namespace {
+bool is_full_precision(DType p) { return p == DType::kFp32 || p == DType::kTf32; }
+}  // namespace
+
+double weight_bytes_per_parameter(DType precision) {
+  return is_full_precision(precision) ? 4.0 : 2.0;
+}
+
+double optimizer_bytes_per_parameter(DType precision, Optimizer optimizer) {
+  const double master = is_full_precision(precision) ? 0.0 : 4.0;
+  switch (optimizer) {
+    case Optimizer::kAdam: return master + 8.0;
+    case Optimizer::kSgd: return master + 4.0;
+    case Optimizer::kAdafactor: return master;
+  }
+  return master + 8.0;
+}
+
+ModelStateBytes model_state_bytes(double parameters, DType precision, Optimizer optimizer,
+                                  int zero_stage, int data_parallel) {
+  const double nd = data_parallel > 0 ? data_parallel : 1;
+  const double w = weight_bytes_per_parameter(precision) * parameters;
+  const double g = weight_bytes_per_parameter(precision) * parameters;
+  const double k = optimizer_bytes_per_parameter(precision, optimizer) * parameters;
+  ModelStateBytes m;
+  m.weights = Bytes(zero_stage >= 3 ? w / nd : w);
+  m.gradients = Bytes(zero_stage >= 2 ? g / nd : g);
+  m.optimizer = Bytes(zero_stage >= 1 ? k / nd : k);
+  return m;
+}
+
+}  // namespace dtsim

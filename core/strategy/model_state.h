@@ -1,0 +1,38 @@
+// Bytes of model state per device: weights, gradients and optimizer states.
+//
+// Contract: follows Rajbhandari et al. 2020 (ZeRO), section 3.1 and Table 1 (reference.md):
+// mixed-precision Adam keeps 2 bytes of 16-bit weights, 2 bytes of 16-bit gradients and
+// K = 12 bytes of fp32 master weights, momentum and variance per parameter. Other settings
+// follow the same accounting:
+// - fp32/tf32 training: 4 B weights, 4 B gradients; Adam K = 8 (momentum, variance; the weights
+//   are already fp32), SGD with momentum K = 4, Adafactor K = 4 x (factored second moments
+//   are O(rows + cols), taken as negligible; its first moment is off by default) -> K = 0.
+// - 16-bit and fp8 training: 2 B weights and gradients (fp8 GEMMs keep bf16 weights and
+//   gradients, as Transformer Engine does); fp32 master weights add 4 B to K: Adam K = 12,
+//   SGD K = 8, Adafactor K = 4.
+// The ZeRO stage divides optimizer states (stage >= 1), gradients (>= 2) and weights (3) by the
+// data-parallel size.
+#pragma once
+
+#include "core/dtype.h"
+#include "core/scenario.h"
+#include "core/units.h"
+
+namespace dtsim {
+
+struct ModelStateBytes {
+  Bytes weights{0};
+  Bytes gradients{0};
+  Bytes optimizer{0};
+  Bytes total() const { return weights + gradients + optimizer; }
+};
+
+// Bytes per parameter of the optimizer states (K in the ZeRO paper).
+double optimizer_bytes_per_parameter(DType precision, Optimizer optimizer);
+// Bytes per parameter of the weights and of the gradients as stored and communicated.
+double weight_bytes_per_parameter(DType precision);
+
+ModelStateBytes model_state_bytes(double parameters, DType precision, Optimizer optimizer,
+                                  int zero_stage, int data_parallel);
+
+}  // namespace dtsim

@@ -1,0 +1,38 @@
+// Parallel strategies: (layer graph, scenario) -> Job of per-rank Programs.
+//
+// Contract:
+// - build_job() emits the Programs for one training step. Strategies never talk to an executor;
+//   the same Job runs on the analytic, SimGrid and real executors (design.md section 1).
+// - Data parallel (this file's first strategy) emits one representative rank; the other
+//   replicas are identical and folded by symmetry (core/program.h).
+#pragma once
+
+#include <vector>
+
+#include "core/model_graph.h"
+#include "core/program.h"
+#include "core/scenario.h"
+
+namespace dtsim {
+
+// One gradient bucket: the layers whose gradients it holds and its size.
+struct GradientBucket {
+  int first_layer = 0;  // lowest layer index in the bucket
+  int last_layer = 0;   // highest layer index; backward reaches it first
+  Bytes bytes{0};
+};
+
+// PyTorch DDP's bucketing (torch/csrc/distributed/c10d/reducer.cpp,
+// compute_bucket_assignment_by_size): parameters are taken in reverse layer order, the order
+// their gradients become ready in backward, and a bucket closes once it holds at least its cap.
+// The first bucket's cap is first_cap (1 MiB in DDP), later ones use cap (25 MiB). A bucket is
+// ready when the backward of its lowest layer ends. Granularity here is a whole layer.
+std::vector<GradientBucket> assign_gradient_buckets(const ModelGraph& model, double grad_bytes_per_param,
+                                                    Bytes first_cap, Bytes cap);
+
+Job build_data_parallel_job(const ModelGraph& model, const Scenario& scenario);
+
+// Dispatches on the scenario's parallelism (data parallel only so far).
+Job build_job(const ModelGraph& model, const Scenario& scenario);
+
+}  // namespace dtsim

@@ -1,0 +1,65 @@
+#include "models/internal/layer_builder.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace dtsim::models::internal {
+
+LayerBuilder::LayerBuilder(std::string name, std::string kind, double bytes_per_element)
+    : element_bytes_(bytes_per_element) {
+  layer_.name = std::move(name);
+  layer_.kind = std::move(kind);
+}
+
+void LayerBuilder::matmul(const std::string& name, KernelKind kind, double flops, double a_elements,
+                          double b_elements, double c_elements, std::string_view grad_a,
+                          std::string_view grad_b) {
+  const Bytes traffic((a_elements + b_elements + c_elements) * element_bytes_);
+  layer_.forward.push_back({name, kind, Flops(flops), traffic});
+  // Pushed in reverse so that finish()'s reversal yields grad_a first, then grad_b.
+  layer_.backward.push_back({name + "." + std::string(grad_b), kind, Flops(flops), traffic});
+  layer_.backward.push_back({name + "." + std::string(grad_a), kind, Flops(flops), traffic});
+}
+
+void LayerBuilder::linear(const std::string& name, double m, double k, double n, bool bias) {
+  matmul(name, KernelKind::kGemm, 2 * m * k * n, m * k, k * n, m * n);
+  add_parameters(k * n + (bias ? n : 0));
+}
+
+void LayerBuilder::elementwise(const std::string& name, double forward_bytes,
+                               double backward_bytes) {
+  layer_.forward.push_back({name, KernelKind::kElementwise, Flops(0), Bytes(forward_bytes)});
+  if (backward_bytes > 0) backward_only(name, backward_bytes);
+}
+
+void LayerBuilder::backward_only(const std::string& name, double bytes) {
+  layer_.backward.push_back({name + ".backward", KernelKind::kElementwise, Flops(0), Bytes(bytes)});
+}
+
+void LayerBuilder::mark_last_selective() {
+  layer_.selective_recompute.push_back(layer_.forward.back());
+}
+
+void LayerBuilder::stash(const std::string& tensor, double bytes, StashKind kind) {
+  stash_.try_emplace(tensor, Stashed{bytes, kind});
+}
+
+void LayerBuilder::forget(const std::string& tensor) {
+  stash_.erase(tensor);
+}
+
+Layer LayerBuilder::finish() {
+  std::reverse(layer_.backward.begin(), layer_.backward.end());
+  double all = 0;
+  double kept = 0;
+  for (const auto& [name, t] : stash_) {
+    all += t.bytes;
+    if (t.kind == StashKind::kKept) kept += t.bytes;
+  }
+  layer_.activation_bytes = Bytes(all);
+  layer_.activation_bytes_selective = layer_.selective_recompute.empty() ? Bytes(all) : Bytes(kept);
+  layer_.activation_bytes_full = layer_.recomputable ? Bytes(input_bytes_) : Bytes(all);
+  return std::move(layer_);
+}
+
+}  // namespace dtsim::models::internal

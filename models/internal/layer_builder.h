@@ -1,0 +1,69 @@
+// LayerBuilder: the bookkeeping shared by the transformer, CNN and MLP builders.
+//
+// Contract (private to models/):
+// - Forward kernels are recorded in execution order. Backward kernels are recorded alongside
+//   their forward kernel and reversed by finish(), because backward walks the layer in reverse.
+// - matmul() records one forward kernel and two backward kernels of the same FLOPs and the
+//   same traffic |A|+|B|+|C| elements (each backward product reads the output gradient and one
+//   operand and writes the other operand's gradient), so backward FLOPs are exactly 2x forward.
+// - stash() counts a tensor kept for backward once per name, however many kernels read it;
+//   tensors flagged kAttentionCore are the ones selective recompute drops (Korthikanti et al.
+//   2022, section 5). forget() drops a tensor that turned out to be the layer's output, which
+//   the next layer counts as its input.
+// - Sizes are doubles: element counts of 1e20 and more are exact enough and never overflow.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "core/model_graph.h"
+
+namespace dtsim::models::internal {
+
+enum class StashKind { kKept, kAttentionCore };
+
+class LayerBuilder {
+ public:
+  LayerBuilder(std::string name, std::string kind, double bytes_per_element);
+
+  // Size in bytes of one 16-bit (or fp32, per BuildOptions) activation or weight element.
+  double element_bytes() const { return element_bytes_; }
+
+  // C = A·B with `flops` forward FLOPs; a/b/c_elements are the operand sizes in elements.
+  // Backward kernels are "<name>.<grad_a>" (dA = dC·Bᵀ) and "<name>.<grad_b>" (dB = Aᵀ·dC).
+  void matmul(const std::string& name, KernelKind kind, double flops, double a_elements,
+              double b_elements, double c_elements, std::string_view grad_a = "dgrad",
+              std::string_view grad_b = "wgrad");
+  // A dense layer on m rows: (m×k)·(k×n), 2mkn FLOPs (Narayanan et al. 2021, section 5.1);
+  // adds k·n weights and n biases when `bias`.
+  void linear(const std::string& name, double m, double k, double n, bool bias);
+  // An elementwise kernel: 0 FLOPs and the given device-memory traffic in bytes.
+  void elementwise(const std::string& name, double forward_bytes, double backward_bytes);
+  // A kernel that only backward has (gradient accumulation where a tensor has two consumers).
+  void backward_only(const std::string& name, double bytes);
+  // Replays the most recent forward kernel under selective recompute.
+  void mark_last_selective();
+
+  void add_parameters(double count) { layer_.parameters += count; }
+  void stash(const std::string& tensor, double bytes, StashKind kind = StashKind::kKept);
+  void forget(const std::string& tensor);
+  void set_recomputable(bool recomputable) { layer_.recomputable = recomputable; }
+  // What full recompute keeps: the layer input. Ignored for layers that are not recomputable,
+  // which keep everything (Megatron-LM checkpoints only the repeated blocks).
+  void set_input_bytes(double bytes) { input_bytes_ = bytes; }
+
+  Layer finish();
+
+ private:
+  struct Stashed {
+    double bytes = 0;
+    StashKind kind = StashKind::kKept;
+  };
+  Layer layer_;
+  double element_bytes_;
+  double input_bytes_ = 0;
+  std::map<std::string, Stashed> stash_;
+};
+
+}  // namespace dtsim::models::internal

@@ -1,0 +1,44 @@
+// build_model: turns a ModelSpec into the layer graph the parallel strategies consume.
+//
+// Contract:
+// - The graph describes ONE micro-batch of b samples on one unsharded replica
+//   (core/model_graph.h): per layer, forward and backward kernels with FLOPs and device-memory
+//   bytes, parameter count, and the activation bytes stashed for backward under each recompute
+//   setting. Strategies shard and replicate it; build_model knows nothing of parallelism.
+// - FLOP accounting (Narayanan et al. 2021, section 5.1): a GEMM (m×k)·(k×n) costs 2mkn; every
+//   GEMM and attention kernel appears once forward and twice backward (input gradient and
+//   weight/operand gradient) with the same FLOPs, so backward is exactly 2× forward.
+//   Elementwise kernels (norms, softmax, dropout, activations, residual adds, embedding
+//   lookups, pooling, the loss) carry 0 FLOPs and bytes = elements read + written × element
+//   size; the element counts are documented next to each kernel in the .cc files.
+// - Activation bytes follow Korthikanti et al. 2022, section 4: 16-bit tensors are scaled by
+//   BuildOptions::activation_bytes_per_element, dropout masks are 1 byte per element, and the
+//   fp32 loss keeps 4-byte probabilities. A layer counts its input and every intermediate that
+//   a backward kernel reads, each tensor once; it does not count its output, which is the next
+//   layer's input.
+// - Layers: transformers give "embedding", "block.0".."block.{l-1}" (recomputable),
+//   "final_norm" (not BERT, which is post-norm) and "lm_head"; CNNs and MLPs give one layer per
+//   block, documented in cnn.cc and mlp.cc.
+// - Throws InputError (key paths "model.<field>" and "training.micro_batch_size") when
+//   check_spec(spec) is not empty or micro_batch_size < 1. Never asserts on input.
+// Thread safety: pure function.
+#pragma once
+
+#include "core/model_graph.h"
+#include "models/model_spec.h"
+
+namespace dtsim::models {
+
+struct BuildOptions {
+  int micro_batch_size = 1;  // samples per micro-batch, b
+  // Bytes of one stashed activation element: 2 for fp16/bf16 training (the default,
+  // Korthikanti et al. 2022), 4 for fp32. GEMM operand traffic uses the same size.
+  double activation_bytes_per_element = 2;
+};
+
+ModelGraph build_model(const ModelSpec& spec, const BuildOptions& options);
+
+// The ModelShape build_model() records for a spec (after resolve_spec()).
+ModelShape shape_of(const ModelSpec& spec);
+
+}  // namespace dtsim::models

@@ -1,0 +1,139 @@
+#include "models/scenario_model.h"
+
+#include "models/model_builder.h"
+
+namespace dtsim::models {
+namespace {
+
+SourceLocation where(const Scenario& sc, const std::string& path) {
+  auto it = sc.model.entries.find(path);
+  if (it != sc.model.entries.end()) return it->second.where;
+  return SourceLocation{sc.file, 0, 0};
+}
+
+// The location to blame for a model field: the key itself if written, else the preset line.
+SourceLocation blame(const Scenario& sc, const std::string& field) {
+  const std::string path = "model." + field;
+  if (sc.model.entries.count(path)) return where(sc, path);
+  if (sc.model.preset) return sc.model.preset->where;
+  if (sc.model.family) return sc.model.family->where;
+  return SourceLocation{sc.file, 0, 0};
+}
+
+std::string divisors(int n) {
+  std::string out;
+  for (int d = 1; d <= n && out.size() < 60; ++d)
+    if (n % d == 0) out += (out.empty() ? "" : ", ") + std::to_string(d);
+  return out;
+}
+
+}  // namespace
+
+ModelSpec spec_from_scenario(const Scenario& sc) {
+  DiagnosticSink sink;
+  ModelSpec spec;
+  if (sc.model.preset) {
+    const ModelSpec* p = find_preset(sc.model.preset->value);
+    if (!p) {
+      std::string msg = "unknown model preset '" + sc.model.preset->value + "'";
+      if (auto dym = did_you_mean(sc.model.preset->value, preset_names()); !dym.empty())
+        msg += "; did you mean '" + dym + "'?";
+      msg += " (dtsim catalog models lists them)";
+      sink.add(sc.model.preset->where, "model.preset", msg);
+      sink.throw_if_any();
+    }
+    spec = *p;
+    if (sc.model.family && family_from_string(sc.model.family->value) != spec.family)
+      sink.add(sc.model.family->where, "model.family",
+               "family '" + sc.model.family->value + "' contradicts preset '" + p->name +
+                   "', which is " + std::string(to_string(p->family)) +
+                   "; remove one of the two keys");
+  } else if (sc.model.family) {
+    auto d = family_defaults(sc.model.family->value);
+    if (!d) {
+      sink.add(sc.model.family->where, "model.family",
+               "unknown family '" + sc.model.family->value + "'");
+      sink.throw_if_any();
+    }
+    spec = *d;
+    spec.name = "custom-" + sc.model.family->value;
+  } else {
+    sink.add(SourceLocation{sc.file, 0, 0}, "model",
+             "expected model.preset (dtsim catalog models) or model.family with its fields");
+    sink.throw_if_any();
+  }
+  auto set_int = [&](const char* field, int& target) {
+    auto it = sc.model.entries.find(std::string("model.") + field);
+    if (it == sc.model.entries.end()) return;
+    if (const auto* v = std::get_if<int64_t>(&it->second.value)) target = static_cast<int>(*v);
+  };
+  set_int("num_layers", spec.num_layers);
+  set_int("hidden_size", spec.hidden_size);
+  set_int("num_attention_heads", spec.num_attention_heads);
+  set_int("num_query_groups", spec.num_query_groups);
+  set_int("ffn_hidden_size", spec.ffn_hidden_size);
+  set_int("seq_length", spec.seq_length);
+  set_int("vocab_size", spec.vocab_size);
+  set_int("num_experts", spec.num_experts);
+  set_int("top_k", spec.top_k);
+  set_int("image_size", spec.image_size);
+  set_int("num_classes", spec.num_classes);
+  if (auto it = sc.model.entries.find("model.activation"); it != sc.model.entries.end())
+    if (const auto* v = std::get_if<std::string>(&it->second.value))
+      if (auto a = activation_from_string(*v)) spec.activation = *a;
+  if (auto it = sc.model.entries.find("model.mlp_widths"); it != sc.model.entries.end())
+    if (const auto* v = std::get_if<std::vector<int64_t>>(&it->second.value)) {
+      spec.mlp_widths.clear();
+      for (auto w : *v) spec.mlp_widths.push_back(static_cast<int>(w));
+    }
+  spec = resolve_spec(spec);
+  for (const auto& problem : check_spec(spec))
+    sink.add(blame(sc, problem.field), "model." + problem.field, problem.message);
+  sink.throw_if_any();
+  return spec;
+}
+
+ModelGraph model_from_scenario(const Scenario& sc) {
+  const ModelSpec spec = spec_from_scenario(sc);
+  DiagnosticSink sink;
+  const auto& par = sc.parallelism;
+  if (is_transformer(spec.family)) {
+    const int t = par.tensor.value;
+    if (t > 1 && spec.num_attention_heads % t != 0)
+      sink.add(par.tensor.where, "parallelism.tensor",
+               "tensor-parallel size " + std::to_string(t) + " does not divide the " +
+                   std::to_string(spec.num_attention_heads) +
+                   " attention heads (model.num_attention_heads); choose one of " +
+                   divisors(spec.num_attention_heads));
+    else if (t > 1 && spec.num_query_groups % t != 0)
+      sink.add(par.tensor.where, "parallelism.tensor",
+               "tensor-parallel size " + std::to_string(t) + " does not divide the " +
+                   std::to_string(spec.num_query_groups) +
+                   " key/value groups (model.num_query_groups); choose one of " +
+                   divisors(spec.num_query_groups));
+    const int p = par.pipeline.value;
+    if (p > 1 && par.layers_per_stage.empty() && spec.num_layers % p != 0)
+      sink.add(par.pipeline.where, "parallelism.pipeline",
+               "pipeline size " + std::to_string(p) + " does not divide the " +
+                   std::to_string(spec.num_layers) + " layers; choose one of " +
+                   divisors(spec.num_layers) + " or give parallelism.layers_per_stage");
+  } else if (par.tensor.value > 1) {
+    sink.add(par.tensor.where, "parallelism.tensor",
+             "tensor parallelism applies to transformer models; " +
+                 std::string(to_string(spec.family)) + " needs tensor: 1");
+  }
+  if (par.tensor.value > 1 && sc.cluster.gpus_per_node % par.tensor.value != 0)
+    sink.add(par.tensor.where, "parallelism.tensor",
+             "tensor-parallel size " + std::to_string(par.tensor.value) + " does not divide the " +
+                 std::to_string(sc.cluster.gpus_per_node) +
+                 " GPUs of a node (cluster.gpus_per_node); TP groups must stay inside a node");
+  sink.throw_if_any();
+
+  BuildOptions options;
+  options.micro_batch_size = static_cast<int>(sc.training.micro_batch_size.value);
+  options.activation_bytes_per_element =
+      sc.training.precision == DType::kFp32 || sc.training.precision == DType::kTf32 ? 4.0 : 2.0;
+  return build_model(spec, options);
+}
+
+}  // namespace dtsim::models

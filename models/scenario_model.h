@@ -1,0 +1,21 @@
+// Resolves a scenario's model section (preset + overrides, or family + fields) into a
+// ModelSpec and a layer graph, and runs the checks that need both the model and the
+// parallel configuration (tensor size divides the heads, pipeline size divides the layers).
+//
+// Contract: every problem becomes a Diagnostic at the line of the key at fault; all are thrown
+// together as one InputError (exit 2).
+#pragma once
+
+#include "core/model_graph.h"
+#include "core/scenario.h"
+#include "models/model_spec.h"
+
+namespace dtsim::models {
+
+// The spec the scenario asks for (preset fields overridden by explicit keys), resolved.
+ModelSpec spec_from_scenario(const Scenario& scenario);
+
+// spec_from_scenario + feasibility checks + build_model for the scenario's micro-batch.
+ModelGraph model_from_scenario(const Scenario& scenario);
+
+}  // namespace dtsim::models

@@ -1,0 +1,349 @@
+// Transformer graphs: GPT (Radford et al. 2019; Brown et al. 2020), Llama (Touvron et al. 2023;
+// Dubey et al. 2024), Mixtral-style MoE (Jiang et al. 2024) and BERT (Devlin et al. 2019).
+//
+// Notation (reference.md): b micro-batch, s sequence, h hidden, a heads, g key/value groups,
+// f ffn width, V vocabulary, E experts, k top-k, e bytes per activation element.
+// Element counts used below: N = bsh (one hidden-state tensor), N_kv = bs·(h/a)·g (K or V),
+// N_s = b·a·s² (attention scores), N_f = bsf (MLP inner tensor), N_V = bsV (logits).
+//
+// FLOPs per block (Narayanan et al. 2021, section 5.1, generalised as Megatron-LM's
+// num_floating_point_operations does for GQA, SwiGLU and MoE):
+//   QKV 2bsh(h + 2h·g/a), scores 2bs²h, attention·V 2bs²h, projection 2bsh²,
+//   GELU MLP 2 GEMMs of 2bshf, SwiGLU MLP 3 GEMMs of 2bshf, MoE MLP the same times k.
+// For GPT (g = a, f = 4h) the forward total is 24bsh² + 4bs²h, and with the 2bshV logit GEMM
+// and backward = 2x forward the step total is 72·B·s·l·h²·(1 + s/(6h) + V/(12lh)).
+//
+// Activation bytes per block (Korthikanti et al. 2022, section 4.1), tensor by tensor:
+//   attention: norm input e·N, QKV input e·N, Q e·N, K e·N_kv, V e·N_kv, projection input e·N;
+//              softmax output e·N_s; with dropout also its mask 1·N_s and output e·N_s, and
+//              the 1-byte mask of the bias-dropout-add, 1·N.
+//   MLP:       norm input e·N, MLP input e·N; GELU: GELU input e·N_f and fc2 input e·N_f;
+//              SwiGLU: gate and up outputs 2e·N_f and down-projection input e·N_f; with
+//              dropout the bias-dropout-add mask 1·N.
+// GPT (e = 2, g = a, f = 4h): 34·sbh + 5·a·s²·b, Korthikanti's s·b·h·(34 + 5as/h) exactly.
+// Llama (no dropout, RMSNorm, SwiGLU, GQA): e·sbh·(6 + 2g/a) + 3e·sbf + e·a·s²·b; at e = 2
+// that is sbh·(12 + 4g/a) + 6·sbf + 2·a·s²·b. RMSNorm stashes what LayerNorm does (its input);
+// RoPE needs no stash (a fixed rotation, its backward is the inverse rotation).
+// Selective recompute drops the a·s²·b terms and replays scores, softmax, dropout and
+// attention·V (Megatron-LM's checkpointed CoreAttention); full recompute keeps the block
+// input e·N (2·sbh at e = 2). FlashAttention, which never stores N_s, is not modelled.
+//
+// Elementwise traffic in elements (× e unless marked 1-byte or fp32):
+//   LayerNorm/RMSNorm fwd read N + write N, bwd read x, dy + write dx (3N);
+//   softmax fwd 2·N_s, bwd 3·N_s (read y, dy; write dx);
+//   dropout fwd read N + write N + 1-byte mask, bwd read dy + mask, write dx;
+//   bias-dropout-add (Megatron's fused kernel) fwd read branch and residual, write out (3N) +
+//   1-byte mask, bwd read dy + mask, write the branch gradient; a plain residual add is 3N
+//   forward and free backward (the gradient is passed through); where a tensor has two
+//   consumers, backward adds the two gradients (3N, "residual_grad_add");
+//   GELU fwd 2·N_f, bwd 3·N_f; SwiGLU fwd read gate and up, write out (3·N_f), bwd read gate,
+//   up, dy, write two gradients (5·N_f); RoPE reads and writes Q and K both ways;
+//   embedding lookup fwd reads one row per token from each table and writes N, bwd reads dy
+//   once and read-modify-writes each table's rows; cross-entropy fwd reads the logits and
+//   writes fp32 probabilities (kept for backward, Korthikanti's 4·sbV), bwd reads them and
+//   writes the logit gradient.
+//
+// MoE MLP: a router GEMM (2bshE), top-k softmax, token dispatch (each token copied to its k
+// experts), one grouped GEMM per expert matrix over the k·b·s routed tokens (so every token's
+// expert FFN costs k dense FFNs of FLOPs, as the task statement and Megatron-LM count it), and
+// a weighted combine. Weight traffic and parameters count all E experts. Stashed: router
+// input e·N, router probabilities e·bsE, expert inputs e·k·N, the expert MLP tensors above
+// times k, and expert outputs e·k·N (the combine's backward needs them for the router
+// gradient). Expert-parallel all-to-alls belong to the strategy, not to the graph.
+//
+// BERT is post-norm (Devlin et al. 2019 follows Vaswani et al. 2017): each block normalises
+// after the residual add, so there is no final_norm layer; the stashed element counts are the
+// same as GPT's. Its lm_head holds the masked-LM head (dense + GELU + LayerNorm + a decoder
+// tied to the word embeddings with its own V biases), evaluated on all s positions as
+// Megatron-LM's BERT does, and the pooler + next-sentence classifier on the first token.
+#include <string>
+#include <vector>
+
+#include "models/internal/builders.h"
+#include "models/internal/layer_builder.h"
+
+namespace dtsim::models::internal {
+namespace {
+
+// Model dimensions as doubles, so that products of large sizes neither overflow nor truncate.
+struct Dims {
+  double b = 0;   // micro-batch
+  double s = 0;   // sequence length
+  double h = 0;   // hidden size
+  double a = 0;   // attention heads
+  double kv = 0;  // key/value width: (h/a)·g
+  double f = 0;   // ffn width (per expert)
+  double V = 0;   // vocabulary
+  double E = 0;   // experts (1 for a dense MLP)
+  double k = 1;   // experts per token (1 for a dense MLP)
+  double e = 2;   // bytes per activation element
+  bool moe = false;
+
+  double tokens() const { return b * s; }
+  double n() const { return b * s * h; }
+  double n_kv() const { return b * s * kv; }
+  double n_scores() const { return b * a * s * s; }
+  double n_ffn() const { return b * s * f; }
+};
+
+Dims dims_of(const ModelSpec& spec, const BuildOptions& options) {
+  Dims d;
+  d.b = options.micro_batch_size;
+  d.s = spec.seq_length;
+  d.h = spec.hidden_size;
+  d.a = spec.num_attention_heads;
+  // h/a is whole (check_spec), so the key/value width is an exact integer.
+  d.kv = static_cast<double>(spec.hidden_size / spec.num_attention_heads) * spec.num_query_groups;
+  d.f = spec.ffn_hidden_size;
+  d.V = spec.vocab_size;
+  d.moe = spec.num_experts >= 2;
+  d.E = d.moe ? spec.num_experts : 1;
+  d.k = d.moe ? spec.top_k : 1;
+  d.e = options.activation_bytes_per_element;
+  return d;
+}
+
+class BlockBuilder {
+ public:
+  BlockBuilder(const ModelSpec& spec, const Dims& d, LayerBuilder& layer)
+      : spec_(spec), d_(d), layer_(layer), e_(d.e) {}
+
+  // A LayerNorm (2h parameters: gain and bias) or RMSNorm (h: gain only, Zhang and Sennrich
+  // 2019) over N elements, stashing its input.
+  void norm(const std::string& name, const std::string& input_tensor) {
+    const bool layer_norm = spec_.norm == Norm::kLayerNorm;
+    layer_.elementwise(name, 2 * e_ * d_.n(), 3 * e_ * d_.n());
+    layer_.add_parameters(layer_norm ? 2 * d_.h : d_.h);
+    layer_.stash(input_tensor, e_ * d_.n());
+  }
+
+  // The residual add after the attention or MLP branch; with dropout, Megatron-LM's fused
+  // bias-dropout-add, which keeps a 1-byte mask.
+  void residual(const std::string& branch) {
+    if (spec_.dropout) {
+      layer_.elementwise(branch + "_bias_dropout_add", (3 * e_ + 1) * d_.n(),
+                         (2 * e_ + 1) * d_.n());
+      layer_.stash(branch + "_dropout_mask", d_.n());
+    } else {
+      layer_.elementwise(branch + "_residual_add", 3 * e_ * d_.n(), 0);
+    }
+  }
+
+  void residual_grad_add(const std::string& branch) {
+    layer_.backward_only(branch + "_residual_grad_add", 3 * e_ * d_.n());
+  }
+
+  void attention(const std::string& input_tensor) {
+    const bool bias = spec_.linear_biases;
+    layer_.linear("qkv", d_.tokens(), d_.h, d_.h + 2 * d_.kv, bias);
+    layer_.stash(input_tensor, e_ * d_.n());
+    if (spec_.positions == Positions::kRope) {
+      const double qk = d_.n() + d_.n_kv();
+      layer_.elementwise("rope", 2 * e_ * qk, 2 * e_ * qk);
+    }
+    // Q·Kᵀ per head: (s × h/a)·(h/a × s) for b·a heads = 2bs²h FLOPs; GQA heads share K.
+    const double core_flops = 2 * d_.b * d_.s * d_.s * d_.h;
+    layer_.matmul("attention_scores", KernelKind::kAttention, core_flops, d_.n(), d_.n_kv(),
+                  d_.n_scores(), "dgrad_query", "dgrad_key");
+    layer_.mark_last_selective();
+    layer_.stash("query", e_ * d_.n());
+    layer_.stash("key", e_ * d_.n_kv());
+    // Scale, causal mask and softmax in one kernel (Megatron-LM's scaled_masked_softmax).
+    layer_.elementwise("softmax", 2 * e_ * d_.n_scores(), 3 * e_ * d_.n_scores());
+    layer_.mark_last_selective();
+    layer_.stash("softmax_output", e_ * d_.n_scores(), StashKind::kAttentionCore);
+    if (spec_.dropout) {
+      const double bytes = (2 * e_ + 1) * d_.n_scores();
+      layer_.elementwise("attention_dropout", bytes, bytes);
+      layer_.mark_last_selective();
+      layer_.stash("attention_dropout_mask", d_.n_scores(), StashKind::kAttentionCore);
+      layer_.stash("attention_dropout_output", e_ * d_.n_scores(), StashKind::kAttentionCore);
+    }
+    layer_.matmul("attention_v", KernelKind::kAttention, core_flops, d_.n_scores(), d_.n_kv(),
+                  d_.n(), "dgrad_probs", "dgrad_value");
+    layer_.mark_last_selective();
+    layer_.stash("value", e_ * d_.n_kv());
+    layer_.linear("attention_proj", d_.tokens(), d_.h, d_.h, bias);
+    layer_.stash("attention_proj_input", e_ * d_.n());
+  }
+
+  void mlp(const std::string& input_tensor) {
+    layer_.stash(input_tensor, e_ * d_.n());
+    const std::string prefix = d_.moe ? "expert_" : "mlp_";
+    const double k = d_.k;
+    const double n_in = k * d_.n();  // routed copies of the MLP input
+    if (d_.moe) {
+      const double te = d_.tokens() * d_.E;
+      layer_.linear("router", d_.tokens(), d_.h, d_.E, false);
+      layer_.elementwise("router_softmax_topk", 2 * e_ * te, 3 * e_ * te);
+      layer_.stash("router_probs", e_ * te);
+      layer_.elementwise("token_dispatch", 2 * e_ * n_in, 2 * e_ * n_in);
+      layer_.stash("expert_input", e_ * n_in);
+    }
+    const double n_mid = k * d_.n_ffn();
+    if (spec_.activation == Activation::kSwiglu) {
+      expert_matmul(prefix + "gate", d_.h, d_.f);
+      expert_matmul(prefix + "up", d_.h, d_.f);
+      layer_.elementwise("swiglu", 3 * e_ * n_mid, 5 * e_ * n_mid);
+      layer_.stash("gate_output", e_ * n_mid);
+      layer_.stash("up_output", e_ * n_mid);
+      expert_matmul(prefix + "down", d_.f, d_.h);
+      layer_.stash("down_input", e_ * n_mid);
+    } else {
+      expert_matmul(prefix + "fc1", d_.h, d_.f);
+      layer_.elementwise("gelu", 2 * e_ * n_mid, 3 * e_ * n_mid);
+      layer_.stash("gelu_input", e_ * n_mid);
+      expert_matmul(prefix + "fc2", d_.f, d_.h);
+      layer_.stash("fc2_input", e_ * n_mid);
+    }
+    if (d_.moe) {
+      // Weighted sum of each token's k expert outputs; backward also forms the gradient of
+      // the routing weights, which reads the expert outputs.
+      layer_.elementwise("token_combine", e_ * (n_in + d_.n() + d_.tokens() * k),
+                         e_ * (2 * n_in + d_.n()));
+      layer_.stash("expert_output", e_ * n_in);
+    }
+  }
+
+ private:
+  // One MLP matrix applied to the k·b·s routed rows; holds E copies of the weights for MoE.
+  void expert_matmul(const std::string& name, double in, double out) {
+    const double rows = d_.k * d_.tokens();
+    const double copies = d_.E;
+    layer_.matmul(name, KernelKind::kGemm, 2 * rows * in * out, rows * in, copies * in * out,
+                  rows * out);
+    layer_.add_parameters(copies * (in * out + (spec_.linear_biases ? out : 0)));
+  }
+
+  const ModelSpec& spec_;
+  const Dims& d_;
+  LayerBuilder& layer_;
+  double e_;
+};
+
+std::string norm_name(const ModelSpec& spec) {
+  return spec.norm == Norm::kLayerNorm ? "layernorm" : "rmsnorm";
+}
+
+Layer build_block(const ModelSpec& spec, const Dims& d, int index) {
+  LayerBuilder layer("block." + std::to_string(index), "transformer", d.e);
+  layer.set_recomputable(true);
+  layer.set_input_bytes(d.e * d.n());
+  BlockBuilder block(spec, d, layer);
+  const std::string norm = norm_name(spec);
+  if (spec.family == ModelFamily::kBert) {
+    // Post-norm: x -> attention -> add -> norm -> MLP -> add -> norm.
+    block.residual_grad_add("attention");
+    block.attention("block_input");
+    block.residual("attention");
+    block.norm("attention_output_" + norm, "attention_norm_input");
+    block.residual_grad_add("mlp");
+    block.mlp("mlp_input");
+    block.residual("mlp");
+    block.norm("output_" + norm, "mlp_norm_input");
+  } else {
+    // Pre-norm (GPT-2 onwards, Llama): x -> norm -> attention -> add -> norm -> MLP -> add.
+    // The backward-only gradient adds are recorded first so they run last in each half.
+    block.residual_grad_add("attention");
+    block.norm("input_" + norm, "block_input");
+    block.attention("attention_input");
+    block.residual("attention");
+    block.residual_grad_add("mlp");
+    block.norm("post_attention_" + norm, "attention_output");
+    block.mlp("mlp_input");
+    block.residual("mlp");
+  }
+  return layer.finish();
+}
+
+Layer build_embedding(const ModelSpec& spec, const Dims& d) {
+  LayerBuilder layer("embedding", "embedding", d.e);
+  const double e = d.e;
+  double tables = 1;
+  layer.add_parameters(d.V * d.h);
+  if (spec.positions == Positions::kLearned) {
+    layer.add_parameters(d.s * d.h);
+    tables += 1;
+  }
+  if (spec.type_vocab_size > 0) {
+    layer.add_parameters(static_cast<double>(spec.type_vocab_size) * d.h);
+    tables += 1;
+  }
+  // Lookup (and sum) of one row per token from each table; backward scatter-adds dy into
+  // each table's gradient rows. Token ids are not counted (8 bytes per token, under 0.1%).
+  layer.elementwise("embedding_lookup", (tables + 1) * e * d.n(), (1 + 2 * tables) * e * d.n());
+  if (spec.family == ModelFamily::kBert) {
+    layer.elementwise("embedding_layernorm", 2 * e * d.n(), 3 * e * d.n());
+    layer.add_parameters(2 * d.h);
+    layer.stash("embedding_sum", e * d.n());
+  }
+  if (spec.dropout) {
+    // Korthikanti et al. 2022, section 4.3: the input embedding keeps its 1-byte dropout mask.
+    const double bytes = (2 * e + 1) * d.n();
+    layer.elementwise("embedding_dropout", bytes, bytes);
+    layer.stash("embedding_dropout_mask", d.n());
+  }
+  return layer.finish();
+}
+
+Layer build_final_norm(const ModelSpec& spec, const Dims& d) {
+  LayerBuilder layer("final_norm", "norm", d.e);
+  BlockBuilder norm(spec, d, layer);
+  norm.norm("final_" + norm_name(spec), "final_norm_input");
+  return layer.finish();
+}
+
+// Softmax cross-entropy over `classes` per row in fp32 (Korthikanti et al. 2022, section 4.3).
+void cross_entropy(LayerBuilder& layer, const std::string& name, double rows, double classes) {
+  const double n = rows * classes;
+  const double e = layer.element_bytes();
+  layer.elementwise(name, (e + 4) * n, (4 + e) * n);
+  layer.stash(name + "_probabilities", 4 * n);
+}
+
+Layer build_lm_head(const ModelSpec& spec, const Dims& d) {
+  LayerBuilder layer("lm_head", "head", d.e);
+  const double e = d.e;
+  if (spec.family == ModelFamily::kBert) {
+    // Masked-LM head on all positions.
+    layer.linear("mlm_dense", d.tokens(), d.h, d.h, true);
+    layer.stash("mlm_dense_input", e * d.n());
+    layer.elementwise("mlm_gelu", 2 * e * d.n(), 3 * e * d.n());
+    layer.stash("mlm_gelu_input", e * d.n());
+    layer.elementwise("mlm_layernorm", 2 * e * d.n(), 3 * e * d.n());
+    layer.add_parameters(2 * d.h);
+    layer.stash("mlm_layernorm_input", e * d.n());
+  }
+  // Logits: (bs × h)·(h × V), 2bshV FLOPs (Narayanan et al. 2021, eq. 3's V/(12lh) term).
+  layer.matmul("logits", KernelKind::kGemm, 2 * d.tokens() * d.h * d.V, d.n(), d.h * d.V,
+               d.tokens() * d.V);
+  if (!spec.tied_embeddings) layer.add_parameters(d.V * d.h);
+  if (spec.family == ModelFamily::kBert) layer.add_parameters(d.V);  // decoder bias
+  layer.stash("logits_input", e * d.n());
+  cross_entropy(layer, "cross_entropy", d.tokens(), d.V);
+  if (spec.family == ModelFamily::kBert) {
+    // Pooler (dense + tanh on the first token) and the 2-way next-sentence classifier.
+    layer.linear("pooler_dense", d.b, d.h, d.h, true);
+    layer.stash("pooler_input", e * d.b * d.h);
+    layer.elementwise("pooler_tanh", 2 * e * d.b * d.h, 3 * e * d.b * d.h);
+    layer.stash("pooler_output", e * d.b * d.h);
+    layer.linear("nsp_classifier", d.b, d.h, 2, true);
+    cross_entropy(layer, "nsp_cross_entropy", d.b, 2);
+  }
+  return layer.finish();
+}
+
+}  // namespace
+
+std::vector<Layer> build_transformer_layers(const ModelSpec& spec, const BuildOptions& options) {
+  const Dims d = dims_of(spec, options);
+  std::vector<Layer> layers;
+  layers.reserve(static_cast<size_t>(spec.num_layers) + 3);
+  layers.push_back(build_embedding(spec, d));
+  for (int i = 0; i < spec.num_layers; ++i) layers.push_back(build_block(spec, d, i));
+  if (spec.family != ModelFamily::kBert) layers.push_back(build_final_norm(spec, d));
+  layers.push_back(build_lm_head(spec, d));
+  return layers;
+}
+
+}  // namespace dtsim::models::internal
