@@ -197,7 +197,15 @@ IntraNodeFabricSpec resolve_fabric(const Reader& r, const GpuSpec& gpu, const st
                                    DiagnosticSink& sink) {
   const std::string path = "cluster.intra_node";
   std::string name = r.get_or<std::string>(path, "nvswitch");
-  if (!r.find(path)) name = gpu.default_intra_node.empty() ? "nvswitch" : gpu.default_intra_node;
+  if (!r.find(path)) {
+    if (gpu.default_intra_node.empty()) {
+      sink.add(r.where("cluster.gpu"), path,
+               "the inline GPU has no usual board, so name its fabric: cluster.intra_node: "
+               "nvswitch-nvlink4, pcie-gen5, ... (dtsim catalog fabrics) or an inline spec");
+      return {};
+    }
+    name = gpu.default_intra_node;
+  }
   if (name.empty()) {  // inline
     IntraNodeFabricSpec f;
     f.name = r.get_or<std::string>(path + ".name", "custom-fabric");
@@ -219,8 +227,9 @@ IntraNodeFabricSpec resolve_fabric(const Reader& r, const GpuSpec& gpu, const st
   if (name == "nvswitch") {
     if (home.rfind("nvswitch", 0) != 0) {
       sink.add(r.where(path), path,
-               gpu.name + " has no NVSwitch board; use " + (home.empty() ? "pcie" : home) +
-                   " or pcie");
+               gpu.name + " has no NVSwitch board" +
+                   (home.empty() ? "" : " (its usual fabric is " + home + ")") +
+                   "; name a fabric from dtsim catalog fabrics, pcie, or an inline spec");
       return {};
     }
     resolved = home;

@@ -31,12 +31,17 @@ class ProblemList {
   std::vector<SpecProblem> problems_;
 };
 
-void check_transformer(const ModelSpec& s, ProblemList& out) {
+// `s` is resolved; `given` is the spec as written, to tell derived fields from given ones.
+void check_transformer(const ModelSpec& s, const ModelSpec& given, ProblemList& out) {
   out.require_range("num_layers", s.num_layers, 1, kMaxLayers);
   out.require_range("hidden_size", s.hidden_size, 1, kMaxHidden);
   out.require_range("num_attention_heads", s.num_attention_heads, 1, kMaxHeads);
-  out.require_range("num_query_groups", s.num_query_groups, 1, kMaxHeads);
-  out.require_range("ffn_hidden_size", s.ffn_hidden_size, 1, kMaxFfn);
+  // A derived field is only as good as the field it comes from, which is reported itself.
+  if (given.num_query_groups != 0) {
+    out.require_range("num_query_groups", s.num_query_groups, 1, kMaxHeads);
+  }
+  if (given.ffn_hidden_size != 0)
+    out.require_range("ffn_hidden_size", s.ffn_hidden_size, 1, kMaxFfn);
   out.require_range("seq_length", s.seq_length, 1, kMaxSeqLength);
   out.require_range("vocab_size", s.vocab_size, 1, kMaxVocab);
   out.require_range("num_experts", s.num_experts, 0, kMaxExperts);
@@ -277,7 +282,7 @@ std::vector<SpecProblem> check_spec(const ModelSpec& spec) {
   const ModelSpec s = resolve_spec(spec);
   ProblemList out;
   if (is_transformer(s.family)) {
-    check_transformer(s, out);
+    check_transformer(s, spec, out);
   } else if (s.family == ModelFamily::kMlp) {
     check_mlp(s, out);
   } else {

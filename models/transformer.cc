@@ -123,7 +123,7 @@ class BlockBuilder {
     if (spec_.dropout) {
       layer_.elementwise(branch + "_bias_dropout_add", (3 * e_ + 1) * d_.n(),
                          (2 * e_ + 1) * d_.n());
-      layer_.stash(branch + "_dropout_mask", d_.n());
+      layer_.stash(branch + "_residual_dropout_mask", d_.n());
     } else {
       layer_.elementwise(branch + "_residual_add", 3 * e_ * d_.n(), 0);
     }

@@ -1,6 +1,7 @@
 #include "models/internal/layer_builder.h"
 
 #include <algorithm>
+#include <cassert>
 #include <utility>
 
 namespace dtsim::models::internal {
@@ -41,7 +42,11 @@ void LayerBuilder::mark_last_selective() {
 }
 
 void LayerBuilder::stash(const std::string& tensor, double bytes, StashKind kind) {
-  stash_.try_emplace(tensor, Stashed{bytes, kind});
+  const auto [it, inserted] = stash_.try_emplace(tensor, Stashed{bytes, kind});
+  // A second stash of one name must be the same tensor; anything else is two tensors that
+  // were given one name by mistake, and one of them would go uncounted.
+  assert(inserted || (it->second.bytes == bytes && it->second.kind == kind));
+  (void)inserted;
 }
 
 void LayerBuilder::forget(const std::string& tensor) {

@@ -72,9 +72,13 @@ TEST(CnnTest, BackwardIsTwiceForwardAndElementwiseHasNoFlops) {
     SCOPED_TRACE(name);
     const ModelGraph g = build_preset(name, 3);
     EXPECT_EQ(backward_model_flops(g), 2 * forward_model_flops(g));
-    for (const Layer& l : g.layers)
-      for (const Kernel& k : l.forward)
-        if (k.kind == KernelKind::kElementwise) EXPECT_EQ(k.flops.value(), 0);
+    for (const Layer& l : g.layers) {
+      for (const Kernel& k : l.forward) {
+        if (k.kind == KernelKind::kElementwise) {
+          EXPECT_EQ(k.flops.value(), 0);
+        }
+      }
+    }
   }
 }
 
@@ -123,8 +127,11 @@ TEST(CnnTest, SmallerImagesCostFewerMacs) {
   spec.image_size = 112;
   const ModelGraph small = build_model(spec, BuildOptions{1});
   const ModelGraph full = build_preset("resnet-50", 1);
-  // Convolution work scales with pixels; the fc does not.
-  EXPECT_LT(forward_macs_per_sample(small), 0.26 * forward_macs_per_sample(full));
+  // Convolution work scales with pixels (a quarter, plus padding effects on the 4x4 final
+  // map instead of 7x7); the fc does not.
+  const double ratio = forward_macs_per_sample(small) / forward_macs_per_sample(full);
+  EXPECT_GT(ratio, 0.25);
+  EXPECT_LT(ratio, 0.28);
   EXPECT_EQ(small.parameters(), full.parameters());
 }
 

@@ -84,8 +84,7 @@ TEST(ModelSpecTest, UnknownNamesGiveNothing) {
 TEST(ModelSpecTest, FamilyDefaultsLeaveSizesToTheUser) {
   const ModelSpec s = *family_defaults("gpt");
   EXPECT_EQ(fields(check_spec(s)),
-            (std::vector<std::string>{"num_layers", "hidden_size", "num_attention_heads",
-                                      "num_query_groups", "ffn_hidden_size"}));
+            (std::vector<std::string>{"num_layers", "hidden_size", "num_attention_heads"}));
   EXPECT_TRUE(check_spec(gpt_small()).empty());
   const ModelSpec r = resolve_spec(gpt_small());
   EXPECT_EQ(r.ffn_hidden_size, 1024);

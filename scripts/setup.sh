@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Sets up a Debian 12 machine for dtsim and builds it. Idempotent: a second run installs
+# nothing and rebuilds incrementally.
+#
+#   scripts/setup.sh run    install what is missing, build, run scenarios/default.yaml
+#   scripts/setup.sh test   install what is missing, build, run the whole test suite
+#
+# Environment: BUILD_DIR (default build), JOBS (default: all cores), DTSIM_SKIP_SANITIZE=1 to
+# skip the AddressSanitizer/UBSan pass over the bad-input corpus in `test`.
+set -euo pipefail
+
+mode=${1:-run}
+case "$mode" in
+  run | test) ;;
+  *)
+    echo "usage: scripts/setup.sh run|test" >&2
+    exit 2
+    ;;
+esac
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+build=${BUILD_DIR:-build}
+jobs=${JOBS:-$(nproc)}
+
+# Debian packages the build and tests need (see docs/user-guide.md, "Install").
+packages=(build-essential cmake ninja-build pkg-config
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libeigen3-dev libsimgrid-dev)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing missing Debian packages: ${missing[*]}"
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup: installing packages needs root; rerun as root (or with sudo)" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all ${#packages[@]} Debian packages already installed"
+fi
+
+configure() {  # dir, extra cmake args...
+  local dir=$1
+  shift
+  if [[ ! -f $dir/build.ninja ]]; then
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+  fi
+}
+
+configure "$build"
+echo "setup: building in $build with $jobs jobs"
+cmake --build "$build" --parallel "$jobs"
+
+if [[ $mode == run ]]; then
+  echo "setup: running dtsim simulate scenarios/default.yaml"
+  "$build/cli/dtsim" simulate scenarios/default.yaml
+  exit 0
+fi
+
+echo "setup: running the test suite"
+(cd "$build" && ctest --output-on-failure --parallel "$jobs" --label-exclude slow)
+
+if [[ ${DTSIM_SKIP_SANITIZE:-0} != 1 ]]; then
+  # The bad-input corpus again, with AddressSanitizer and UBSan on every dtsim code path it hits.
+  san=${build}-sanitize
+  configure "$san" -DCMAKE_BUILD_TYPE=Debug -DDTSIM_SANITIZE=address,undefined
+  echo "setup: building the sanitizer configuration in $san"
+  cmake --build "$san" --parallel "$jobs" --target dtsim bad_input_test
+  (cd "$san" && ctest --output-on-failure --parallel "$jobs" --label-regex badinput)
+fi

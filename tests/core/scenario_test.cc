@@ -1,0 +1,144 @@
+// The scenario loader: typed values, every problem in one pass, did-you-mean, --set.
+#include "core/scenario.h"
+
+#include <gtest/gtest.h>
+
+namespace dtsim {
+namespace {
+
+const char* kMinimal = R"(name: t
+cluster:
+  gpu: A100-SXM-80GB
+  nodes: 2
+  gpus_per_node: 8
+  network:
+    preset: ib-hdr
+model:
+  preset: gpt3-125m
+training:
+  global_batch_size: 64
+  micro_batch_size: 2
+  gradient_bucket: 50MiB
+)";
+
+std::vector<Diagnostic> problems(const std::string& text, std::vector<Override> ov = {}) {
+  try {
+    load_scenario_text(text, "s.yaml", ov);
+  } catch (const InputError& e) {
+    return e.diagnostics();
+  }
+  return {};
+}
+
+TEST(Scenario, TypedValuesAndDefaults) {
+  Scenario s = load_scenario_text(kMinimal, "s.yaml");
+  EXPECT_EQ(s.name, "t");
+  EXPECT_EQ(s.cluster.gpu.name, "A100-SXM-80GB");
+  EXPECT_EQ(s.cluster.total_gpus(), 16);
+  EXPECT_EQ(s.parallelism.data.value, 16);  // auto
+  EXPECT_TRUE(s.parallelism.data_auto);
+  EXPECT_EQ(s.micro_batches(), 2);  // 64 / (2 x 16)
+  EXPECT_DOUBLE_EQ(s.training.gradient_bucket.value(), 50.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(s.training.first_gradient_bucket.value(), 1024.0 * 1024);  // DDP default
+  EXPECT_DOUBLE_EQ(s.cluster.network.nic_bandwidth.value(), 25e9);            // HDR 200 Gb/s
+  EXPECT_EQ(s.cluster.network.nics_per_node, 8);
+  EXPECT_EQ(s.cluster.intra_node.name, "nvswitch-nvlink3");
+  EXPECT_EQ(s.training.precision, DType::kBf16);
+  EXPECT_EQ(s.simulate.engine, Engine::kAnalytic);
+}
+
+TEST(Scenario, ReportsEveryProblemInOnePass) {
+  auto d = problems(R"(cluster:
+  gpus_per_nod: 8
+  nodes: -3
+model:
+  preset: gpt3-125m
+training:
+  gradient_bucket: 25
+  precision: bf17
+)");
+  ASSERT_EQ(d.size(), 4u);
+  EXPECT_EQ(d[0].key_path, "cluster.gpus_per_nod");
+  EXPECT_NE(d[0].message.find("did you mean 'gpus_per_node'"), std::string::npos) << d[0].message;
+  EXPECT_EQ(d[0].location.line, 2);
+  EXPECT_EQ(d[0].location.column, 3);
+  EXPECT_EQ(d[1].key_path, "cluster.nodes");
+  EXPECT_EQ(d[1].location.line, 3);
+  EXPECT_EQ(d[2].key_path, "training.gradient_bucket");
+  EXPECT_NE(d[2].message.find("no unit"), std::string::npos);
+  EXPECT_EQ(d[3].key_path, "training.precision");
+  EXPECT_NE(d[3].message.find("did you mean bf16"), std::string::npos) << d[3].message;
+  EXPECT_EQ(d[3].render().rfind("error: s.yaml:8:14: training.precision: ", 0), 0u) << d[3].render();
+}
+
+TEST(Scenario, OverridesReplaceAnyKey) {
+  Scenario s = load_scenario_text(kMinimal, "s.yaml",
+                                  {{"cluster.nodes=4"}, {"training.gradient_bucket=10MB"},
+                                   {"cluster.gpu=H100-SXM"}});
+  EXPECT_EQ(s.cluster.nodes, 4);
+  EXPECT_DOUBLE_EQ(s.training.gradient_bucket.value(), 10e6);
+  EXPECT_EQ(s.cluster.gpu.name, "H100-SXM");
+  EXPECT_EQ(s.parallelism.data.value, 32);
+}
+
+TEST(Scenario, BadOverridesAreLocated) {
+  auto d = problems(kMinimal, {{"cluster.nodez=4"}, {"cluster.nodes=many"}, {"nonsense"}});
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_NE(d[0].message.find("did you mean 'cluster.nodes'"), std::string::npos) << d[0].message;
+  EXPECT_EQ(d[0].location.file, "--set");
+  EXPECT_EQ(d[1].key_path, "cluster.nodes");
+  EXPECT_EQ(d[1].location.line, 2);
+  EXPECT_EQ(d[2].location.line, 3);
+}
+
+TEST(Scenario, UnsupportedFeaturesAreErrorsNotSilence) {
+  auto d = problems(std::string(kMinimal) + "stragglers: [{ranks: [3], slowdown: 1.3}]\n");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].key_path, "stragglers");
+  EXPECT_NE(d[0].message.find("not supported yet"), std::string::npos);
+  EXPECT_TRUE(problems(std::string(kMinimal) + "stragglers: []\n").empty());
+}
+
+TEST(Scenario, GpuCountMustMatchParallelSizes) {
+  // Also reported in the same pass: 64 samples do not divide into micro-batch 2 x data 5.
+  auto d = problems(std::string(kMinimal) + "parallelism:\n  data: 5\n");
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].key_path, "parallelism.data");
+  EXPECT_NE(d[0].message.find("use data: 16"), std::string::npos) << d[0].message;
+}
+
+TEST(Scenario, GlobalBatchMustDivide) {
+  auto d = problems(kMinimal, {{"training.global_batch_size=65"}});
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].key_path, "training.global_batch_size");
+  EXPECT_NE(d[0].message.find("use 64 or 96"), std::string::npos) << d[0].message;
+}
+
+TEST(Scenario, InlineGpuSpec) {
+  Scenario s = load_scenario_text(R"(cluster:
+  gpu: {name: my-gpu, peak: {bf16: 100TFLOPS}, memory: 16GiB, memory_bandwidth: 1TBps}
+  intra_node: pcie-gen4
+model: {preset: gpt3-125m}
+)",
+                                  "s.yaml");
+  EXPECT_EQ(s.cluster.gpu.name, "my-gpu");
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.peak_for(DType::kBf16).value(), 100e12);
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.memory_bandwidth.value(), 1e12);
+  auto d = problems(
+      "cluster:\n  gpu: {name: x, peak: {bf16: 1TFLOPS}}\n  intra_node: pcie-gen4\nmodel: {preset: "
+      "gpt3-125m}\n");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_NE(d[0].message.find("memory"), std::string::npos);
+}
+
+TEST(Scenario, WholeFileProblems) {
+  EXPECT_EQ(problems("").size(), 1u);
+  EXPECT_EQ(problems("- a\n- b\n").size(), 1u);
+  EXPECT_EQ(problems(std::string("\x89PNG\r\n\x1a\n\0\0", 10)).size(), 1u);
+  auto syntax = problems("cluster:\n  nodes: [1, 2\n");
+  ASSERT_EQ(syntax.size(), 1u);
+  EXPECT_GT(syntax[0].location.line, 0);
+}
+
+}  // namespace
+}  // namespace dtsim
