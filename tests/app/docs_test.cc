@@ -1,0 +1,41 @@
+// Generated documentation must equal what the code renders, so docs cannot drift.
+// To refresh after a schema or catalog change:
+//   build/cli/dtsim catalog keys > docs/scenario-reference.md
+//   build/cli/dtsim catalog hardware > docs/hardware.md
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "core/hardware_markdown.h"
+#include "core/scenario_reference.h"
+
+namespace dtsim {
+namespace {
+
+std::string read(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+TEST(Docs, ScenarioReferenceMatchesTheSchema) {
+  EXPECT_EQ(read(DTSIM_SOURCE_DIR "/docs/scenario-reference.md"), render_scenario_reference_markdown())
+      << "regenerate with: build/cli/dtsim catalog keys > docs/scenario-reference.md";
+}
+
+TEST(Docs, HardwareCatalogMatchesTheCode) {
+  EXPECT_EQ(read(DTSIM_SOURCE_DIR "/docs/hardware.md"), render_hardware_catalog_markdown())
+      << "regenerate with: build/cli/dtsim catalog hardware > docs/hardware.md";
+}
+
+TEST(Docs, EveryScenarioKeyIsDocumented) {
+  const std::string ref = read(DTSIM_SOURCE_DIR "/docs/scenario-reference.md");
+  for (const char* key : {"`cluster.gpu`", "`cluster.network.nic_bandwidth`", "`parallelism.tensor`",
+                          "`training.gradient_bucket`", "`simulate.engine`", "`stragglers`"})
+    EXPECT_NE(ref.find(key), std::string::npos) << key;
+}
+
+}  // namespace
+}  // namespace dtsim

@@ -1,0 +1,112 @@
+// The result contract (design.md section 5) and the Chrome trace file's structure.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/commands.h"
+
+namespace dtsim::cli {
+namespace {
+
+const std::string kDefault = DTSIM_SOURCE_DIR "/scenarios/default.yaml";
+
+nlohmann::json simulate_json(std::vector<std::string> overrides = {}) {
+  SimulateOptions o;
+  o.scenario = kDefault;
+  o.overrides = std::move(overrides);
+  o.json = true;
+  std::ostringstream out;
+  EXPECT_EQ(run_simulate(o, out), 0);
+  return nlohmann::json::parse(out.str());
+}
+
+TEST(Results, JsonHasEveryContractKey) {
+  nlohmann::json j = simulate_json();
+  const std::vector<std::string> keys = {
+      "engine", "scenario", "step_time_s", "throughput.samples_per_s", "throughput.tokens_per_s",
+      "flops.model_tflops_per_gpu", "flops.hardware_tflops_per_gpu", "flops.mfu", "flops.hfu",
+      "breakdown_s.compute", "breakdown_s.exposed_communication", "breakdown_s.pipeline_bubble",
+      "breakdown_s.straggler_wait", "breakdown_s.other", "memory.peak_bytes_per_gpu",
+      "memory.capacity_bytes", "memory.fits", "memory.per_category_bytes.weights",
+      "memory.per_category_bytes.gradients", "memory.per_category_bytes.optimizer",
+      "memory.per_category_bytes.activations", "memory.per_category_bytes.buffers",
+      "model.parameters", "model.flops_per_step", "reliability.goodput",
+      "reliability.expected_interruptions"};
+  for (const auto& k : keys) {
+    nlohmann::json::json_pointer ptr("/" + std::regex_replace(k, std::regex("\\."), "/"));
+    EXPECT_TRUE(j.contains(ptr)) << "missing " << k;
+  }
+  EXPECT_EQ(j["engine"], "analytic");
+  EXPECT_GT(j["step_time_s"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(j["throughput"]["samples_per_s"].get<double>(),
+                   512.0 / j["step_time_s"].get<double>());
+}
+
+TEST(Results, SameInputGivesByteIdenticalJson) {
+  SimulateOptions o;
+  o.scenario = kDefault;
+  o.json = true;
+  std::ostringstream a, b;
+  run_simulate(o, a);
+  run_simulate(o, b);
+  EXPECT_EQ(a.str(), b.str());
+}
+
+TEST(Results, ChromeTraceIsWellFormedAndSpansDoNotOverlapPerStream) {
+  const auto dir = std::filesystem::temp_directory_path() / ("dtsim_trace_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  SimulateOptions o;
+  o.scenario = kDefault;
+  o.trace = (dir / "trace.json").string();
+  o.output = (dir / "result.json").string();
+  std::ostringstream out;
+  ASSERT_EQ(run_simulate(o, out), 0);
+  std::ifstream f(o.trace);
+  nlohmann::json t = nlohmann::json::parse(f);
+  ASSERT_TRUE(t.contains("traceEvents"));
+  ASSERT_TRUE(t["traceEvents"].is_array());
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> per_stream;
+  size_t complete = 0;
+  for (const auto& e : t["traceEvents"]) {
+    ASSERT_TRUE(e.contains("ph"));
+    ASSERT_TRUE(e.contains("pid"));
+    ASSERT_TRUE(e.contains("tid"));
+    if (e["ph"] != "X") continue;
+    ++complete;
+    ASSERT_TRUE(e.contains("ts"));
+    ASSERT_TRUE(e.contains("dur"));
+    ASSERT_GE(e["dur"].get<double>(), 0);
+    per_stream[{e["pid"].get<int>(), e["tid"].get<int>()}].push_back(
+        {e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
+  }
+  EXPECT_GT(complete, 100u);
+  EXPECT_GE(per_stream.size(), 2u);  // compute and gradient-communication streams
+  for (auto& [stream, spans] : per_stream) {
+    std::sort(spans.begin(), spans.end());
+    for (size_t i = 1; i < spans.size(); ++i)
+      EXPECT_LE(spans[i - 1].second, spans[i].first + 1e-6)
+          << "overlap on pid " << stream.first << " tid " << stream.second;
+  }
+  // -o wrote the same object that --json prints.
+  std::ifstream rf(o.output);
+  nlohmann::json written = nlohmann::json::parse(rf);
+  EXPECT_EQ(written, simulate_json());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Results, NoOverlapCostsMoreThanOverlap) {
+  nlohmann::json overlapped = simulate_json();
+  nlohmann::json serial = simulate_json({"training.overlap_grad_reduce=false"});
+  EXPECT_GT(serial["step_time_s"].get<double>(), overlapped["step_time_s"].get<double>());
+  EXPECT_GT(serial["breakdown_s"]["exposed_communication"].get<double>(),
+            overlapped["breakdown_s"]["exposed_communication"].get<double>());
+}
+
+}  // namespace
+}  // namespace dtsim::cli

@@ -1,0 +1,49 @@
+// Every scenario in scenarios/ loads and runs (one test per file, found at run time, so a new
+// scenario is covered without editing this file).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "cli/pipeline.h"
+
+namespace dtsim::cli {
+namespace {
+
+std::vector<std::string> scenario_files() {
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(DTSIM_SOURCE_DIR "/scenarios"))
+    if (e.path().extension() == ".yaml") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+class EveryScenario : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryScenario, LoadsAndRunsOnTheAnalyticEngine) {
+  Scenario sc = load_scenario(GetParam(), {{"simulate.engine=analytic"}});
+  Prediction p = predict(std::move(sc));
+  const Results& r = p.results;
+  EXPECT_GT(r.step_time_s, 0);
+  EXPECT_GT(r.samples_per_s, 0);
+  EXPECT_GT(r.mfu, 0);
+  EXPECT_LT(r.mfu, 1) << "MFU above 100 % is impossible";
+  EXPECT_GE(r.hfu, r.mfu);
+  EXPECT_GT(r.parameters, 0);
+  EXPECT_GT(r.peak_bytes_per_gpu, 0);
+  const auto& b = r.breakdown_s;
+  EXPECT_NEAR(b.compute + b.exposed_communication + b.pipeline_bubble + b.straggler_wait + b.other,
+              r.step_time_s, 1e-9 * r.step_time_s);
+  // Files whose name says so demonstrate the out-of-memory verdict; all others must fit.
+  EXPECT_EQ(r.fits, GetParam().find("-oom") == std::string::npos) << r.peak_bytes_per_gpu;
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, EveryScenario, ::testing::ValuesIn(scenario_files()),
+                         [](const auto& info) {
+                           std::string name = std::filesystem::path(info.param).stem().string();
+                           for (char& c : name)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace dtsim::cli
