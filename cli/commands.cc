@@ -183,13 +183,16 @@ int run_catalog(const CatalogOptions& o, std::ostream& out) {
       out << buf;
     }
   } else if (o.what == "models") {
-    std::snprintf(buf, sizeof buf, "%-16s %-10s %14s\n", "name", "family", "parameters");
+    std::snprintf(buf, sizeof buf, "%-16s %-10s %14s  %s\n", "name", "family", "parameters", "source");
     out << buf;
     for (const auto& name : models::preset_names()) {
       const models::ModelSpec* spec = models::find_preset(name);
       ModelGraph g = models::build_model(*spec, models::BuildOptions{});
-      std::snprintf(buf, sizeof buf, "%-16s %-10s %13.3fB\n", name.c_str(),
-                    std::string(models::to_string(spec->family)).c_str(), g.parameters() / 1e9);
+      const double p = g.parameters();
+      const std::string count = p >= 1e9 ? fmt("%.3f B", p / 1e9) : fmt("%.1f M", p / 1e6);
+      std::snprintf(buf, sizeof buf, "%-16s %-10s %14s  %s\n", name.c_str(),
+                    std::string(models::to_string(spec->family)).c_str(), count.c_str(),
+                    spec->source.substr(0, 60).c_str());
       out << buf;
     }
   }

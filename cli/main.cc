@@ -44,7 +44,9 @@ int main(int argc, char** argv) {
   simulate->add_option("scenario", sim.scenario, "scenario YAML file (see docs/scenario-reference.md)")
       ->required();
   simulate->add_option("--set", sim.overrides,
-                       "override a scenario key, e.g. --set training.micro_batch_size=2 (repeatable)");
+                       "override a scenario key, e.g. --set training.micro_batch_size=2 (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   simulate->add_option("--engine", sim.engine, "analytic (closed form) or simgrid (discrete events)")
       ->check(CLI::IsMember({"analytic", "simgrid"}));
   simulate->add_flag("--json", sim.json, "print the result object as JSON instead of the summary");
@@ -57,7 +59,9 @@ int main(int argc, char** argv) {
       "Check a scenario without simulating: keys, units, divisibility, rank placement and memory "
       "fit. Exit 0 when it can run, 2 with every problem listed when it cannot.");
   validate->add_option("scenario", val.scenario, "scenario YAML file")->required();
-  validate->add_option("--set", val.overrides, "override a scenario key (repeatable)");
+  validate->add_option("--set", val.overrides, "override a scenario key (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 
   CatalogOptions cat;
   auto* catalog = app.add_subcommand(
