@@ -1,9 +1,11 @@
 // The analytic executor: runs a Job in closed form, with no contention.
 //
 // Contract:
-// - Each op's duration comes from core/cost_model.h. Ordering follows the Program exactly:
-//   stream order, event waits, collectives that start when every simulated member of the group
-//   has reached them, and send/recv pairs that meet (rendezvous).
+// - The Job is lowered to the activity graph every engine runs (core/activity_graph.h), with
+//   closed-form bodies: kernels from the roofline and collectives from the alpha-beta formulas in
+//   core/cost_model.h. Ordering follows the Program exactly: stream order, event waits,
+//   collectives that start when every simulated member of the group has reached them, and
+//   send/recv pairs that meet (rendezvous). Times are longest paths through the graph.
 // - Instant and deterministic; used directly, for search, and as the oracle that the SimGrid
 //   executor is tested against.
 // - A Job that cannot finish (a wait on an event nobody records, unmatched collectives) raises

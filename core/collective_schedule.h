@@ -1,0 +1,52 @@
+// One decomposition serves every collective: a collective becomes point-to-point flows with
+// dependencies, which any network model (the SimGrid platform, or a closed form) can time.
+//
+// Contract:
+// - Ring algorithms (Patarasuk and Yuan 2009; NCCL's ring): all-reduce is 2(N-1) steps, all-gather
+//   and reduce-scatter N-1 steps; in each step every rank sends one segment (S/N of its channel's
+//   share) to its ring successor, after it has received the previous step's segment and sent its
+//   own previous one. On a contention-free network the critical path is steps x (alpha + S/(N
+//   beta)), which is exactly the alpha-beta formula in core/cost_model.h.
+// - Multi-node rings use one channel per GPU of the group on a node, each carrying S/channels and
+//   leaving the node through a different GPU's NIC, as NCCL spreads its channels over the NICs.
+//   Ring orders rotate per node so that the GPU leaving a node and the GPU entering the next one
+//   have the same local index (same rail on a rail-optimized network).
+// - Fidelity kChunk emits every step's flows. Fidelity kCollective emits one bulk flow per ring
+//   edge carrying everything that edge moves over the whole collective, all concurrent, plus
+//   (steps - 1) x alpha of latency: N flows instead of steps x N, and concurrent collectives still
+//   share links.
+// - Broadcast and reduce are pipelined chains; all-to-all is pairwise exchange (N-1 steps);
+//   barrier is a zero-byte all-reduce. Tree and other algorithms arrive with the collectives issue.
+#pragma once
+
+#include <vector>
+
+#include "core/program.h"
+#include "core/scenario.h"
+#include "core/units.h"
+
+namespace dtsim {
+
+enum class Fidelity { kChunk, kCollective };
+
+struct Flow {
+  Rank src = 0;
+  Rank dst = 0;
+  Bytes bytes{0};
+  std::vector<int> after;  // indices of flows that must finish first
+};
+
+struct CollectiveSchedule {
+  std::vector<Flow> flows;
+  Seconds trailing_latency{0};  // added after the flows finish (collective fidelity)
+  int channels = 1;
+  int steps = 0;
+};
+
+// Ring orders, one per channel (see the contract above).
+std::vector<std::vector<Rank>> ring_channels(const std::vector<Rank>& ranks, const ClusterConfig& cluster);
+
+CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                             const ClusterConfig& cluster, Fidelity fidelity);
+
+}  // namespace dtsim
