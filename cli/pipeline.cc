@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "core/strategy/strategy.h"
 #include "models/scenario_model.h"
+#include "sim/simgrid_executor.h"
 
 namespace dtsim::cli {
 
@@ -13,17 +14,15 @@ Plan plan_scenario(Scenario scenario) {
   return Plan{std::move(scenario), std::move(model), std::move(job)};
 }
 
-std::unique_ptr<Executor> make_executor(Engine engine) {
-  switch (engine) {
-    case Engine::kAnalytic: return std::make_unique<AnalyticExecutor>();
-    case Engine::kSimGrid: break;
-  }
-  throw RuntimeError("the SimGrid engine is not built in this version; use --engine analytic");
+std::unique_ptr<Executor> make_executor(const Scenario& scenario) {
+  if (scenario.simulate.engine == Engine::kAnalytic) return std::make_unique<AnalyticExecutor>();
+  return std::make_unique<sim::SimGridExecutor>(
+      sim::SimGridOptions{scenario.simulate.fidelity, scenario.training.precision});
 }
 
 Prediction predict(Scenario scenario) {
   Plan plan = plan_scenario(std::move(scenario));
-  auto executor = make_executor(plan.scenario.simulate.engine);
+  auto executor = make_executor(plan.scenario);
   Trace trace = executor->run(plan.job, plan.scenario.cluster, plan.scenario.simulate.iterations);
   Results results = compute_results(plan.scenario, plan.model, plan.job, trace);
   return Prediction{std::move(plan.scenario), std::move(plan.model), std::move(plan.job),

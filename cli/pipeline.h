@@ -31,8 +31,8 @@ struct Plan {
 };
 Plan plan_scenario(Scenario scenario);
 
-// The executor for an engine; RuntimeError when that engine is not built.
-std::unique_ptr<Executor> make_executor(Engine engine);
+// The executor the scenario's simulate section asks for.
+std::unique_ptr<Executor> make_executor(const Scenario& scenario);
 
 Prediction predict(Scenario scenario);
 

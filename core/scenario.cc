@@ -390,9 +390,9 @@ Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) 
                  " tensor-core peak in the catalog; choose a precision it supports");
 
   // Simulate.
-  s.simulate.engine = r.get_or<std::string>("simulate.engine", "analytic") == "simgrid"
-                          ? Engine::kSimGrid
-                          : Engine::kAnalytic;
+  s.simulate.engine = r.get_or<std::string>("simulate.engine", "simgrid") == "analytic"
+                          ? Engine::kAnalytic
+                          : Engine::kSimGrid;
   s.simulate.fidelity = r.get_or<std::string>("simulate.fidelity", "auto");
   s.simulate.iterations = r.count("simulate.iterations", 1).value;
   s.simulate.seed = static_cast<uint64_t>(r.get_or<int64_t>("simulate.seed", 0));

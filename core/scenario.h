@@ -101,7 +101,7 @@ struct TrainingConfig {
 };
 
 struct SimulateConfig {
-  Engine engine = Engine::kAnalytic;
+  Engine engine = Engine::kSimGrid;
   std::string fidelity = "auto";
   int iterations = 1;
   uint64_t seed = 0;

@@ -245,14 +245,15 @@ SchemaNode build_schema() {
                          "checkpointing, e.g. {interval: 30min, write_bandwidth: 2TBps}", "{}");
   checkpoint.unsupported = only_empty("checkpointing comes with the stragglers-and-failures issue");
 
-  auto engine = choice("engine", {"analytic", "simgrid"},
-                       "executor: closed-form analytic, or the SimGrid discrete-event simulator",
-                       "analytic");
-  engine.unsupported =
-      only<std::string>("analytic", "the SimGrid engine comes with the SimGrid-executor issue; "
-                                    "use analytic");
+  auto engine = choice("engine", {"simgrid", "analytic"},
+                       "executor: the SimGrid discrete-event simulator (contention, topology), or "
+                       "the closed-form analytic engine (instant, no contention)",
+                       "simgrid");
   auto fidelity = choice("fidelity", {"auto", "chunk", "collective"},
-                         "SimGrid message granularity (design.md section 8)", "auto");
+                         "SimGrid granularity: chunk = every ring step is a flow; collective = one "
+                         "bulk flow per ring edge; auto = chunk while every group has at most 64 "
+                         "ranks (design.md section 8)",
+                         "auto");
   SchemaNode simulate = section(
       "simulate", "how to run the prediction",
       {engine, fidelity, count("iterations", "training steps to simulate", "1", 1, 1e6),

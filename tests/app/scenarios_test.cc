@@ -19,10 +19,7 @@ std::vector<std::string> scenario_files() {
 
 class EveryScenario : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(EveryScenario, LoadsAndRunsOnTheAnalyticEngine) {
-  Scenario sc = load_scenario(GetParam(), {{"simulate.engine=analytic"}});
-  Prediction p = predict(std::move(sc));
-  const Results& r = p.results;
+void check_results(const Results& r) {
   EXPECT_GT(r.step_time_s, 0);
   EXPECT_GT(r.samples_per_s, 0);
   EXPECT_GT(r.mfu, 0);
@@ -34,7 +31,20 @@ TEST_P(EveryScenario, LoadsAndRunsOnTheAnalyticEngine) {
   EXPECT_NEAR(b.compute + b.exposed_communication + b.pipeline_bubble + b.straggler_wait + b.other,
               r.step_time_s, 1e-9 * r.step_time_s);
   // Files whose name says so demonstrate the out-of-memory verdict; all others must fit.
-  EXPECT_EQ(r.fits, GetParam().find("-oom") == std::string::npos) << r.peak_bytes_per_gpu;
+}
+
+TEST_P(EveryScenario, RunsOnBothEnginesAndTheyAgreeWithoutContention) {
+  Prediction analytic = predict(load_scenario(GetParam(), {{"simulate.engine=analytic"}}));
+  Prediction simgrid = predict(load_scenario(GetParam(), {{"simulate.engine=simgrid"}}));
+  check_results(analytic.results);
+  check_results(simgrid.results);
+  // Files whose name says so demonstrate the out-of-memory verdict; all others must fit.
+  EXPECT_EQ(analytic.results.fits, GetParam().find("-oom") == std::string::npos);
+  EXPECT_EQ(simgrid.results.fits, analytic.results.fits);
+  // The example clusters are contention-free for data parallelism (one job, non-blocking
+  // networks), so the discrete-event engine must reproduce the closed form.
+  EXPECT_NEAR(simgrid.results.step_time_s, analytic.results.step_time_s, 0.01 * analytic.results.step_time_s);
+  EXPECT_DOUBLE_EQ(simgrid.results.peak_bytes_per_gpu, analytic.results.peak_bytes_per_gpu);
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, EveryScenario, ::testing::ValuesIn(scenario_files()),

@@ -1,0 +1,124 @@
+#include "sim/platform.h"
+
+#include <algorithm>
+#include <string>
+
+namespace dtsim::sim {
+
+namespace sg4 = simgrid::s4u;
+
+namespace {
+
+using Direction = sg4::LinkInRoute::Direction;
+
+sg4::Link* duplex(sg4::NetZone* zone, const std::string& name, double bytes_per_s, double latency_s) {
+  return zone->create_split_duplex_link(name, bytes_per_s)->set_latency(latency_s)->seal();
+}
+
+// A star zone whose center is a router used as the zone's gateway.
+sg4::NetZone* star_with_gateway(const std::string& name, sg4::NetZone* parent, simgrid::kernel::routing::NetPoint** gateway) {
+  auto* z = sg4::create_star_zone(name);
+  z->set_parent(parent);
+  *gateway = z->create_router(name + "-switch");
+  z->add_route(*gateway, nullptr, nullptr, nullptr, {}, true);
+  return z;
+}
+
+}  // namespace
+
+int default_nodes_per_leaf(const ClusterConfig& cluster) {
+  return std::max(1, 32 / std::max(1, cluster.network.nics_per_node));
+}
+
+Platform build_platform(const ClusterConfig& c, DType precision) {
+  Platform p;
+  const int world = c.total_gpus();
+  const int gpn = c.gpus_per_node;
+  const int nics = std::max(1, c.network.nics_per_node);
+  p.gpu.resize(static_cast<size_t>(world));
+  p.nic.resize(static_cast<size_t>(world));
+  p.gpu_speed = c.gpu.peak_for(precision).value();
+  p.nodes_per_leaf = default_nodes_per_leaf(c);
+
+  auto* root = sg4::create_star_zone("cluster");
+  // Timer host for joins and delays: enough cores that concurrent delays never share one.
+  auto* timer_zone = sg4::create_star_zone("timers");
+  timer_zone->set_parent(root);
+  p.timer = timer_zone->create_host("timer", 1.0);
+  p.timer->set_core_count(1 << 24);
+  p.timer->seal();
+  timer_zone->seal();
+
+  // Nodes: GPU hosts and their fabric links.
+  const double fabric_bw = c.intra_node.per_gpu_bandwidth.value();
+  const double hop_latency = c.intra_node.latency.value();
+  const bool pcie = c.intra_node.kind == FabricKind::kPcie;
+  std::vector<sg4::Link*> gpu_link(static_cast<size_t>(world));
+  for (int n = 0; n < c.nodes; ++n) {
+    const std::string name = "node-" + std::to_string(n);
+    simgrid::kernel::routing::NetPoint* gw = nullptr;
+    auto* zone = star_with_gateway(name, root, &gw);
+    for (int i = 0; i < gpn; ++i) {
+      const int r = n * gpn + i;
+      auto* h = zone->create_host("gpu-" + std::to_string(r), p.gpu_speed);
+      auto* link = duplex(zone, "fabric-" + std::to_string(r), fabric_bw, hop_latency / 2);
+      zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr, {sg4::LinkInRoute(link, Direction::UP)}, true);
+      h->seal();
+      p.gpu[static_cast<size_t>(r)] = h;
+      gpu_link[static_cast<size_t>(r)] = link;
+    }
+    zone->seal();
+  }
+
+  // Network: NIC hosts grouped by leaf (fat-tree), by rail (rail-optimized) or all together (star).
+  const auto& net = c.network;
+  const double nic_bw = net.nic_bandwidth.value() * net.protocol_efficiency;
+  const double nic_latency = net.latency.value() / 2;
+  auto* network = sg4::create_star_zone("network");
+  network->set_parent(root);
+  network->add_route(network->create_router("spine"), nullptr, nullptr, nullptr, {}, true);
+
+  const bool rails = net.topology == Topology::kRailOptimized;
+  const bool leaves = net.topology == Topology::kFatTree && c.nodes > p.nodes_per_leaf;
+  const int groups = rails ? nics : leaves ? (c.nodes + p.nodes_per_leaf - 1) / p.nodes_per_leaf : 1;
+  std::vector<sg4::NetZone*> group_zone(static_cast<size_t>(groups), network);
+  for (int k = 0; k < groups && (rails || leaves); ++k) {
+    const std::string name = (rails ? "rail-" : "leaf-") + std::to_string(k);
+    simgrid::kernel::routing::NetPoint* gw = nullptr;
+    group_zone[static_cast<size_t>(k)] = star_with_gateway(name, network, &gw);
+    // Uplink: the NIC bandwidth the group's nodes inject, divided by the oversubscription.
+    const int nodes_in_group = rails ? c.nodes : std::min(p.nodes_per_leaf, c.nodes - k * p.nodes_per_leaf);
+    const int nics_in_group = rails ? nodes_in_group : nodes_in_group * nics;
+    auto* up = duplex(network, name + "-uplink", nics_in_group * nic_bw / net.oversubscription, 0);
+    network->add_route(group_zone[static_cast<size_t>(k)]->get_netpoint(), nullptr, gw, nullptr,
+                       {sg4::LinkInRoute(up, Direction::UP)}, true);
+  }
+  for (int n = 0; n < c.nodes; ++n) {
+    std::vector<sg4::Link*> nic_links;
+    for (int q = 0; q < nics; ++q) {
+      const int k = rails ? q : leaves ? n / p.nodes_per_leaf : 0;
+      nic_links.push_back(duplex(group_zone[static_cast<size_t>(k)],
+                                 "nic-" + std::to_string(n) + "-" + std::to_string(q), nic_bw, nic_latency));
+    }
+    for (int i = 0; i < gpn; ++i) {
+      const int r = n * gpn + i;
+      const int q = i * nics / gpn;  // GPU-NIC affinity
+      const int k = rails ? q : leaves ? n / p.nodes_per_leaf : 0;
+      auto* zone = group_zone[static_cast<size_t>(k)];
+      auto* h = zone->create_host("nic-" + std::to_string(r), p.gpu_speed);
+      std::vector<sg4::LinkInRoute> route;
+      if (pcie) route.emplace_back(gpu_link[static_cast<size_t>(r)], Direction::UP);  // shared root complex
+      route.emplace_back(nic_links[static_cast<size_t>(q)], Direction::UP);
+      zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr, route, true);
+      h->seal();
+      p.nic[static_cast<size_t>(r)] = h;
+    }
+  }
+  for (auto* z : group_zone)
+    if (z != network) z->seal();
+  network->seal();
+  root->seal();
+  return p;
+}
+
+}  // namespace dtsim::sim

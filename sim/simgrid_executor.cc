@@ -1,0 +1,237 @@
+#include "sim/simgrid_executor.h"
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <simgrid/s4u.hpp>
+#include <unordered_map>
+
+#include "core/cost_model.h"
+#include "core/error.h"
+#include "sim/platform.h"
+
+namespace dtsim::sim {
+
+namespace sg4 = simgrid::s4u;
+
+namespace {
+
+// Releases activities into SimGrid only when their predecessors have finished. SimGrid 3.32's
+// cost per event grows with the number of started-but-blocked activities (a fully pre-built DAG
+// of 40k activities runs 4x slower than one of 20k), so the graph is walked here instead: joins
+// resolve without SimGrid, and each finished activity's completion callback launches its ready
+// successors. Measured: 200k dependent comms in 0.7 s this way, against minutes pre-built.
+class LazyRunner {
+ public:
+  LazyRunner(const ActivityGraph& g, const ClusterConfig& cluster, const Platform& p)
+      : g_(g), cluster_(cluster), p_(p), waiting_(g.nodes.size()), finish_(g.nodes.size(), -1.0),
+        holder_(g.nodes.size()) {
+    for (size_t i = 0; i < g.nodes.size(); ++i) waiting_[i] = g.nodes[i].predecessors;
+  }
+
+  void start() {
+    sg4::Activity::on_completion_cb([this](sg4::Activity const& a) { on_completion(a); });
+    std::vector<int32_t> roots;
+    for (size_t i = 0; i < g_.nodes.size(); ++i)
+      if (waiting_[i] == 0) roots.push_back(static_cast<int32_t>(i));
+    for (int32_t v : roots) ready(v, 0.0);
+  }
+
+  std::vector<double> finish_times() const {
+    size_t unfinished = 0;
+    for (double f : finish_) unfinished += f < 0 ? 1 : 0;
+    if (unfinished > 0)
+      throw RuntimeError(std::to_string(unfinished) + " of " + std::to_string(finish_.size()) +
+                         " activities never ran: the program's ops wait on each other in a cycle");
+    return finish_;
+  }
+
+ private:
+  // Marks v ready at time `now`: joins finish at once, the rest are launched.
+  void ready(int32_t first, double now) {
+    std::vector<int32_t> stack{first};
+    while (!stack.empty()) {
+      const int32_t v = stack.back();
+      stack.pop_back();
+      if (g_.nodes[static_cast<size_t>(v)].kind != GraphNode::Kind::kJoin) {
+        launch(v);
+        continue;
+      }
+      finish_[static_cast<size_t>(v)] = now;
+      for (int32_t s : g_.nodes[static_cast<size_t>(v)].successors)
+        if (--waiting_[static_cast<size_t>(s)] == 0) stack.push_back(s);
+    }
+  }
+
+  void launch(int32_t v) {
+    const GraphNode& node = g_.nodes[static_cast<size_t>(v)];
+    sg4::ActivityPtr act;
+    if (node.kind == GraphNode::Kind::kFlow) {
+      const bool same_node = node_of(node.rank, cluster_) == node_of(node.peer, cluster_);
+      const auto& hosts = same_node ? p_.gpu : p_.nic;
+      auto c = sg4::Comm::sendto_init(hosts[static_cast<size_t>(node.rank)], hosts[static_cast<size_t>(node.peer)]);
+      c->set_payload_size(static_cast<uint64_t>(std::llround(node.amount)));
+      act = c;
+      live_[act.get()] = v;
+      c->start();
+    } else {
+      auto e = sg4::Exec::init();
+      if (node.kind == GraphNode::Kind::kCompute)
+        e->set_flops_amount(node.amount * p_.gpu_speed)->set_host(p_.gpu[static_cast<size_t>(node.rank)]);
+      else
+        e->set_flops_amount(node.amount)->set_host(p_.timer);
+      act = e;
+      live_[act.get()] = v;
+      e->start();
+    }
+    holder_[static_cast<size_t>(v)] = std::move(act);
+  }
+
+  void on_completion(sg4::Activity const& a) {
+    auto it = live_.find(&a);
+    if (it == live_.end()) return;
+    const int32_t v = it->second;
+    live_.erase(it);
+    // Drop our reference later: SimGrid is still using the activity inside this callback.
+    graveyard_.clear();
+    graveyard_.push_back(std::move(holder_[static_cast<size_t>(v)]));
+    const double now = sg4::Engine::get_clock();
+    finish_[static_cast<size_t>(v)] = now;
+    for (int32_t s : g_.nodes[static_cast<size_t>(v)].successors)
+      if (--waiting_[static_cast<size_t>(s)] == 0) ready(s, now);
+  }
+
+  const ActivityGraph& g_;
+  const ClusterConfig& cluster_;
+  const Platform& p_;
+  std::vector<int32_t> waiting_;
+  std::vector<double> finish_;
+  std::vector<sg4::ActivityPtr> holder_;
+  std::vector<sg4::ActivityPtr> graveyard_;
+  std::unordered_map<const sg4::Activity*, int32_t> live_;
+};
+
+// The simulation proper; runs in the child process.
+std::vector<double> simulate_in_this_process(const ActivityGraph& g, const ClusterConfig& cluster,
+                                             DType precision) {
+  int argc = 2;
+  char arg0[] = "dtsim";
+  char arg1[] = "--log=root.thres:warning";
+  char* argv[] = {arg0, arg1, nullptr};
+  sg4::Engine engine(&argc, argv);
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic:0");
+  sg4::Engine::set_config("network/TCP-gamma:0");
+  const Platform p = build_platform(cluster, precision);
+  LazyRunner runner(g, cluster, p);
+  runner.start();
+  engine.run();
+  return runner.finish_times();
+}
+
+bool write_all(int fd, const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t w = ::write(fd, p, size);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    size -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<double> simulate_graph(const ActivityGraph& graph, const ClusterConfig& cluster, DType precision) {
+  int result_pipe[2], error_pipe[2];
+  if (::pipe(result_pipe) != 0 || ::pipe(error_pipe) != 0)
+    throw RuntimeError(std::string("cannot create a pipe for the simulation: ") + std::strerror(errno));
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw RuntimeError(std::string("cannot start the simulation process: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::close(result_pipe[0]);
+    ::close(error_pipe[0]);
+    ::dup2(error_pipe[1], STDERR_FILENO);
+    int code = 0;
+    try {
+      const std::vector<double> finish = simulate_in_this_process(graph, cluster, precision);
+      const uint64_t count = finish.size();
+      if (!write_all(result_pipe[1], &count, sizeof count) ||
+          !write_all(result_pipe[1], finish.data(), finish.size() * sizeof(double)))
+        code = 3;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      code = 4;
+    }
+    std::fflush(nullptr);
+    ::_exit(code);  // skip SimGrid's and the parent's static destructors
+  }
+  ::close(result_pipe[1]);
+  ::close(error_pipe[1]);
+  std::string result_bytes, error_text;
+  pollfd fds[2] = {{result_pipe[0], POLLIN, 0}, {error_pipe[0], POLLIN, 0}};
+  int open_fds = 2;
+  char buf[1 << 16];
+  while (open_fds > 0) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int k = 0; k < 2; ++k) {
+      if (fds[k].fd < 0 || !(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t r = ::read(fds[k].fd, buf, sizeof buf);
+      if (r > 0) {
+        (k == 0 ? result_bytes : error_text).append(buf, static_cast<size_t>(r));
+      } else if (r == 0 || errno != EINTR) {
+        ::close(fds[k].fd);
+        fds[k].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  auto tail = [&] {
+    std::string t = error_text;
+    if (t.size() > 2000) t = "..." + t.substr(t.size() - 2000);
+    while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+    return t.empty() ? std::string("(no message)") : t;
+  };
+  if (WIFSIGNALED(status))
+    throw RuntimeError("the SimGrid simulation failed (killed by signal " + std::to_string(WTERMSIG(status)) +
+                       " " + strsignal(WTERMSIG(status)) + "): " + tail());
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw RuntimeError("the SimGrid simulation failed: " + tail());
+  uint64_t count = 0;
+  if (result_bytes.size() < sizeof count) throw RuntimeError("the SimGrid simulation returned no result: " + tail());
+  std::memcpy(&count, result_bytes.data(), sizeof count);
+  if (count != graph.nodes.size() || result_bytes.size() != sizeof count + count * sizeof(double))
+    throw RuntimeError("the SimGrid simulation returned a truncated result: " + tail());
+  std::vector<double> finish(count);
+  std::memcpy(finish.data(), result_bytes.data() + sizeof count, count * sizeof(double));
+  return finish;
+}
+
+CollectiveBody SimGridExecutor::body_for(const Job& job) const {
+  if (options_.fidelity == "chunk") return CollectiveBody::kChunkFlows;
+  if (options_.fidelity == "collective") return CollectiveBody::kCollectiveFlows;
+  size_t largest = 0;
+  for (const auto& g : job.groups) largest = std::max(largest, g.ranks.size());
+  return largest <= static_cast<size_t>(kAutoChunkRanks) ? CollectiveBody::kChunkFlows
+                                                         : CollectiveBody::kCollectiveFlows;
+}
+
+Trace SimGridExecutor::run(const Job& job, const ClusterConfig& cluster, int iterations) {
+  const ActivityGraph graph = lower(job, cluster, iterations, body_for(job));
+  return trace_from_times(graph, job, simulate_graph(graph, cluster, options_.precision), name());
+}
+
+}  // namespace dtsim::sim

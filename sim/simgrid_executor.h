@@ -1,0 +1,51 @@
+// The SimGrid executor: runs a Job on a discrete-event model of the cluster, so that link
+// contention, topology and overlap emerge from simulation rather than formulas.
+//
+// Contract:
+// - The Job is lowered to the same activity graph as the analytic engine (core/activity_graph.h);
+//   kernels become SimGrid Execs on their GPU's host, flows become Comms over the platform of
+//   sim/platform.h, joins and delays are Execs on a timer host, and graph edges become SimGrid
+//   activity dependencies. No actors run: the dependency engine starts each activity when its
+//   predecessors finish, which is both exact and the fastest way SimGrid offers.
+// - Network model: CM02 with cross-traffic off and TCP-gamma 0 (no window cap), so one flow alone
+//   takes exactly latency + bytes / bandwidth (docs/simgrid-platform.md has the evidence), while
+//   concurrent flows share links max-min fairly.
+// - Fidelity: chunk (every ring step is a flow), collective (one bulk flow per ring edge) or auto
+//   (chunk when every group has at most kAutoChunkRanks ranks).
+// - Each run happens in a forked child process: SimGrid allows one simulation per process and a
+//   SimGrid fatal error aborts the process. A failed child becomes a RuntimeError carrying the
+//   end of its error output; the caller's process survives.
+// - Deterministic: the same Job gives bit-identical times.
+#pragma once
+
+#include <string>
+
+#include "core/activity_graph.h"
+#include "core/trace.h"
+
+namespace dtsim::sim {
+
+inline constexpr int kAutoChunkRanks = 64;
+
+struct SimGridOptions {
+  std::string fidelity = "auto";  // auto | chunk | collective
+  DType precision = DType::kBf16;
+};
+
+class SimGridExecutor : public Executor {
+ public:
+  explicit SimGridExecutor(SimGridOptions options) : options_(std::move(options)) {}
+  std::string name() const override { return "simgrid"; }
+  Trace run(const Job& job, const ClusterConfig& cluster, int iterations) override;
+
+  // The collective body the fidelity setting selects for this Job.
+  CollectiveBody body_for(const Job& job) const;
+
+ private:
+  SimGridOptions options_;
+};
+
+// Runs an activity graph on SimGrid in a child process and returns every node's finish time (s).
+std::vector<double> simulate_graph(const ActivityGraph& graph, const ClusterConfig& cluster, DType precision);
+
+}  // namespace dtsim::sim
