@@ -1,5 +1,6 @@
 #include "cli/commands.h"
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -133,6 +134,98 @@ int run_validate(const ValidateOptions& o, std::ostream& out) {
             "memory, or shard the model state (ZeRO, tensor or pipeline parallelism)"});
   }
   out << "valid: " << s.name << " can run\n";
+  return 0;
+}
+
+int run_collective(const CollectiveOptions& o, std::ostream& out) {
+  auto overrides = to_overrides(o.overrides);
+  if (!o.engine.empty()) overrides.push_back(Override{"simulate.engine=" + o.engine});
+  Scenario sc = load_scenario(o.scenario, overrides);
+  const ClusterConfig& c = sc.cluster;
+  auto bad = [](const std::string& flag, const std::string& msg) {
+    return InputError(Diagnostic{SourceLocation{}, flag, msg});
+  };
+  // Sizes.
+  auto size = [&](const std::string& flag, const std::string& text) {
+    auto p = parse_bytes(text);
+    if (!p) throw bad(flag, p.error);
+    return *p.value;
+  };
+  std::vector<Bytes> sizes;
+  if (!o.bytes.empty()) {
+    if (!o.min_bytes.empty() || !o.max_bytes.empty())
+      throw bad("--bytes", "give either --bytes or --min-bytes/--max-bytes, not both");
+    sizes.push_back(size("--bytes", o.bytes));
+  } else if (!o.min_bytes.empty() && !o.max_bytes.empty()) {
+    const Bytes lo = size("--min-bytes", o.min_bytes), hi = size("--max-bytes", o.max_bytes);
+    if (hi < lo) throw bad("--max-bytes", "--max-bytes is smaller than --min-bytes");
+    for (double b = lo.value(); b <= hi.value() * (1 + 1e-12) && sizes.size() < 200; b *= o.factor)
+      sizes.push_back(Bytes(std::round(b)));
+  } else {
+    throw bad("--bytes", "give --bytes SIZE, or --min-bytes and --max-bytes for a sweep (e.g. --bytes 1GiB)");
+  }
+  const DType dtype = *dtype_from_string(o.dtype);
+  const double elem = bytes_per_element(dtype);
+  for (Bytes b : sizes)
+    if (std::fmod(b.value(), elem) != 0)
+      throw bad(o.bytes.empty() ? "--min-bytes" : "--bytes",
+                format_bytes(b) + " (" + fmt("%.0f", b.value()) + " B) is not a whole number of " + o.dtype +
+                    " elements of " + fmt("%.0f", elem) + " B");
+  const int ranks = o.ranks > 0 ? o.ranks : c.total_gpus();
+  if (ranks > c.total_gpus())
+    throw bad("--ranks", std::to_string(ranks) + " ranks requested but the cluster has " +
+                             std::to_string(c.total_gpus()) + " GPUs (cluster.nodes x cluster.gpus_per_node)");
+  if (o.algorithm != "ring" && o.algorithm != "auto")
+    throw bad("--algorithm", "'" + o.algorithm + "' is not supported yet: ring is built (tree, NVLS, "
+                             "hierarchical and the rest arrive with the collectives issue); use ring or auto");
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
+                           CollectiveKind::kBroadcast, CollectiveKind::kReduce, CollectiveKind::kAllToAll,
+                           CollectiveKind::kBarrier})
+    if (to_string(k) == o.op) kind = k;
+
+  // One program runs the sizes back to back; the other members are folded by symmetry.
+  Job job;
+  job.world_size = c.total_gpus();
+  Group g{0, "collective", {}};
+  for (int r = 0; r < ranks; ++r) g.ranks.push_back(r);
+  job.groups.push_back(g);
+  Program p;
+  p.rank = 0;
+  const StreamId s = p.add_stream("comm");
+  for (size_t i = 0; i < sizes.size(); ++i)
+    p.append(s, CollectiveOp{kind, 0, sizes[i], dtype, CollectiveAlgorithm::kRing, 0},
+             Label{std::string(to_string(kind)) + "." + std::to_string(i), -1, -1, Phase::kOther});
+  job.programs.push_back(std::move(p));
+  auto executor = make_executor(sc);
+  Trace t = executor->run(job, c, 1);
+  std::vector<double> times(sizes.size(), 0);
+  for (const auto& span : t.spans) times[span.op_index] = (span.end - span.start).value();
+
+  const double bus_factor = bus_bandwidth_factor(kind, ranks);
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const double algbw = times[i] > 0 ? sizes[i].value() / times[i] / 1e9 : 0;
+    rows.push_back({{"op", o.op}, {"bytes", sizes[i].value()}, {"count", sizes[i].value() / elem},
+                    {"dtype", o.dtype}, {"ranks", ranks}, {"algorithm", "ring"}, {"engine", t.engine},
+                    {"time_s", times[i]}, {"algbw_GBps", algbw}, {"busbw_GBps", algbw * bus_factor}});
+  }
+  if (o.json) {
+    out << (rows.size() == 1 ? rows[0] : nlohmann::json{{"results", rows}}).dump(2) << "\n";
+    return 0;
+  }
+  out << "# dtsim collective: " << o.op << ", ring, " << ranks << " ranks on " << c.nodes << " x "
+      << c.gpus_per_node << " " << c.gpu.name << ", engine " << t.engine << "\n";
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "#%14s %14s %7s %12s %10s %10s\n#%14s %14s %7s %12s %10s %10s\n", "size", "count",
+                "type", "time", "algbw", "busbw", "(B)", "(elements)", "", "(us)", "(GB/s)", "(GB/s)");
+  out << buf;
+  for (const auto& r : rows) {
+    std::snprintf(buf, sizeof buf, " %14.0f %14.0f %7s %12.2f %10.2f %10.2f\n", r["bytes"].get<double>(),
+                  r["count"].get<double>(), o.dtype.c_str(), r["time_s"].get<double>() * 1e6,
+                  r["algbw_GBps"].get<double>(), r["busbw_GBps"].get<double>());
+    out << buf;
+  }
   return 0;
 }
 

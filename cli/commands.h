@@ -26,6 +26,22 @@ struct ValidateOptions {
 };
 int run_validate(const ValidateOptions& o, std::ostream& out);
 
+struct CollectiveOptions {
+  std::string scenario;
+  std::vector<std::string> overrides;
+  std::string op = "all-reduce";
+  std::string bytes;      // one size, e.g. 1GiB
+  std::string min_bytes;  // or a sweep: min, max and factor, as nccl-tests -b -e -f
+  std::string max_bytes;
+  double factor = 2;
+  std::string algorithm = "auto";
+  std::string dtype = "bf16";
+  int ranks = 0;  // 0 = every GPU of the cluster
+  std::string engine;
+  bool json = false;
+};
+int run_collective(const CollectiveOptions& o, std::ostream& out);
+
 struct CatalogOptions {
   std::string what = "gpus";
   bool markdown = false;

@@ -63,6 +63,32 @@ int main(int argc, char** argv) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 
+  CollectiveOptions col;
+  auto* collective = app.add_subcommand(
+      "collective",
+      "Simulate one collective on the scenario's cluster, like nccl-tests: time, algbw and busbw "
+      "(nccl-tests definitions). One size with --bytes, or a sweep with --min-bytes, --max-bytes "
+      "and --factor.\n"
+      "  dtsim collective scenarios/default.yaml --op all-reduce --min-bytes 1MiB --max-bytes 1GiB");
+  collective->add_option("scenario", col.scenario, "scenario YAML file (its cluster is used)")->required();
+  collective->add_option("--set", col.overrides, "override a scenario key (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  collective->add_option("--op", col.op, "all-reduce | all-gather | reduce-scatter | broadcast | reduce | all-to-all | barrier")
+      ->check(CLI::IsMember({"all-reduce", "all-gather", "reduce-scatter", "broadcast", "reduce", "all-to-all", "barrier"}));
+  collective->add_option("--bytes", col.bytes, "operation size with a unit, e.g. 1GiB (nccl-tests size)");
+  collective->add_option("--min-bytes", col.min_bytes, "sweep start, e.g. 8B");
+  collective->add_option("--max-bytes", col.max_bytes, "sweep end, e.g. 4GiB");
+  collective->add_option("--factor", col.factor, "sweep multiplier (default 2)")->check(CLI::Range(1.0001, 1e6));
+  collective->add_option("--algorithm", col.algorithm, "ring | auto (tree, nvls and others come later)");
+  collective->add_option("--dtype", col.dtype, "element type: fp32 | tf32 | fp16 | bf16 | fp8")
+      ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16", "fp8"}));
+  collective->add_option("--ranks", col.ranks, "ranks taking part (the first N GPUs; default all)")
+      ->check(CLI::Range(1, 100000000));
+  collective->add_option("--engine", col.engine, "simgrid (default) or analytic")
+      ->check(CLI::IsMember({"analytic", "simgrid"}));
+  collective->add_flag("--json", col.json, "print JSON");
+
   CatalogOptions cat;
   auto* catalog = app.add_subcommand(
       "catalog",
@@ -84,6 +110,7 @@ int main(int argc, char** argv) {
   try {
     if (simulate->parsed()) return run_simulate(sim, std::cout);
     if (validate->parsed()) return run_validate(val, std::cout);
+    if (collective->parsed()) return run_collective(col, std::cout);
     if (catalog->parsed()) return run_catalog(cat, std::cout);
   } catch (const dtsim::InputError& e) {
     for (const auto& d : e.diagnostics()) std::cerr << d.render() << "\n";

@@ -61,6 +61,23 @@ void ring_bulk(const std::vector<Rank>& order, Bytes per_edge, std::vector<Flow>
   for (size_t i = 0; i < n; ++i) flows.push_back(Flow{order[i], order[(i + 1) % n], per_edge, {}});
 }
 
+// Merges independent flows between the same pair into one carrying their sum. The channels of a
+// multi-node ring reuse most intra-node GPU pairs, so this cuts the flows of a collective-level
+// all-reduce from channels x N to about 2N. It is exact under max-min sharing: flows on one
+// route split its bandwidth equally, and the merged flow ends when the last of them would.
+void merge_parallel_flows(std::vector<Flow>& flows) {
+  std::map<std::pair<Rank, Rank>, size_t> first;
+  std::vector<Flow> merged;
+  for (auto& f : flows) {
+    auto [it, inserted] = first.emplace(std::make_pair(f.src, f.dst), merged.size());
+    if (inserted)
+      merged.push_back(std::move(f));
+    else
+      merged[it->second].bytes += f.bytes;
+  }
+  flows = std::move(merged);
+}
+
 }  // namespace
 
 CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ranks,
@@ -86,7 +103,10 @@ CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ra
         else
           ring_bulk(order, per_channel * (static_cast<double>(s.steps) / n), s.flows);
       }
-      if (fidelity == Fidelity::kCollective) s.trailing_latency = alpha * static_cast<double>(s.steps - 1);
+      if (fidelity == Fidelity::kCollective) {
+        s.trailing_latency = alpha * static_cast<double>(s.steps - 1);
+        merge_parallel_flows(s.flows);
+      }
       return s;
     }
     case CollectiveKind::kBroadcast:
@@ -124,6 +144,7 @@ CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ra
           for (int k = 1; k < n; ++k)
             s.flows.push_back(Flow{ranks[static_cast<size_t>(i)], ranks[static_cast<size_t>((i + k) % n)], block, {}});
         s.trailing_latency = alpha * static_cast<double>(n - 2);
+        merge_parallel_flows(s.flows);
       }
       return s;
     }

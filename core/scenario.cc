@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -300,6 +301,8 @@ Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) 
   c.intra_node = resolve_fabric(r, c.gpu, file, sink);
   c.network = resolve_network(r, sink);
   c.network.nics_per_node = r.count("cluster.network.nics_per_node", c.gpus_per_node).value;
+  c.network.nodes_per_leaf =
+      r.count("cluster.network.nodes_per_leaf", std::max(1, 32 / c.network.nics_per_node)).value;
 
   // Model: kept raw for models/.
   for (const auto& [path, entry] : entries)

@@ -52,6 +52,7 @@ struct NetworkConfig {
   Seconds latency{0};
   double oversubscription = 1.0;
   double protocol_efficiency = 1.0;
+  int nodes_per_leaf = 4;  // fat-tree leaf size; 32 NICs per 64-port leaf by default
 };
 
 struct ClusterConfig {

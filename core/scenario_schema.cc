@@ -139,6 +139,8 @@ SchemaNode build_schema() {
        count("nics_per_node", "NICs per node", "gpus_per_node", 1, 64),
        leaf("latency", ValueType::kDuration, "end-to-end small-message latency between nodes",
             "from preset"),
+       count("nodes_per_leaf", "nodes under one leaf switch of a fat-tree (64-port switches with "
+             "half their ports down: 32 NICs per leaf)", "32 / nics_per_node", 1, 1e6),
        positive(leaf("oversubscription", ValueType::kNumber,
                      "downlink:uplink ratio at the first switch level above the leaves", "1"),
                 1024),

@@ -26,10 +26,6 @@ sg4::NetZone* star_with_gateway(const std::string& name, sg4::NetZone* parent, s
 
 }  // namespace
 
-int default_nodes_per_leaf(const ClusterConfig& cluster) {
-  return std::max(1, 32 / std::max(1, cluster.network.nics_per_node));
-}
-
 Platform build_platform(const ClusterConfig& c, DType precision) {
   Platform p;
   const int world = c.total_gpus();
@@ -38,7 +34,7 @@ Platform build_platform(const ClusterConfig& c, DType precision) {
   p.gpu.resize(static_cast<size_t>(world));
   p.nic.resize(static_cast<size_t>(world));
   p.gpu_speed = c.gpu.peak_for(precision).value();
-  p.nodes_per_leaf = default_nodes_per_leaf(c);
+  p.nodes_per_leaf = std::max(1, c.network.nodes_per_leaf);
 
   auto* root = sg4::create_star_zone("cluster");
   // Timer host for joins and delays: enough cores that concurrent delays never share one.

@@ -11,7 +11,8 @@
 // - NICs: nics_per_node split-duplex links per node at nic_bandwidth x protocol_efficiency; GPU
 //   i uses NIC i x nics / gpus (GPU-NIC affinity). Half the network latency on each side.
 // - Topology: star (one non-blocking switch); fat-tree (leaf zones of nodes_per_leaf nodes whose
-//   aggregated uplink carries their NIC bandwidth / oversubscription); rail-optimized (rail zone k
+//   aggregated uplink carries their NIC bandwidth / oversubscription; cluster.network.nodes_per_leaf,
+//   by default 32 NICs per leaf as on 64-port NDR switches with half their ports down); rail-optimized (rail zone k
 //   holds NIC k of every node; rails meet at a spine through uplinks / oversubscription).
 // - Compute hosts run at the GPU's dense peak for the training precision; a kernel is an Exec of
 //   (roofline seconds x peak) FLOPs, so its duration is exactly the roofline time.
@@ -33,10 +34,6 @@ struct Platform {
   double gpu_speed = 1;                  // FLOP/s of every gpu host
   int nodes_per_leaf = 1;
 };
-
-// Nodes under one leaf switch of a fat-tree: 64-port switches (NVIDIA QM9700 NDR, Quantum-2) with
-// half their ports down, so 32 NICs per leaf.
-int default_nodes_per_leaf(const ClusterConfig& cluster);
 
 // Builds the platform into the current Engine (which must exist and have no platform yet).
 Platform build_platform(const ClusterConfig& cluster, DType precision);

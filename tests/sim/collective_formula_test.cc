@@ -1,0 +1,78 @@
+// Ring collectives on SimGrid against the alpha-beta closed forms (reference.md), at both
+// fidelities, on contention-free networks.
+#include <gtest/gtest.h>
+
+#include "sim_fixtures.h"
+
+namespace dtsim::testing {
+namespace {
+
+// N nodes with one GPU each on a non-blocking switch: every ring hop is a NIC hop, with
+// alpha = 2 us and beta = 25 GB/s (200 Gb/s at efficiency 1).
+ClusterConfig star_of(int n) {
+  return cluster_from("cluster:\n  nodes: " + std::to_string(n) +
+                      "\n  gpus_per_node: 1\n  network: {topology: star, nic_bandwidth: 200Gbps, latency: 2us, "
+                      "protocol_efficiency: 1, nics_per_node: 1}\n");
+}
+
+double ring_all_reduce_formula(int n, double bytes, double alpha, double beta) {
+  return 2.0 * (n - 1) * alpha + 2.0 * (n - 1) / n * bytes / beta;
+}
+
+class RingAllReduce : public ::testing::TestWithParam<int> {};
+
+TEST_P(RingAllReduce, MatchesTheAlphaBetaFormula) {
+  const int n = GetParam();
+  const ClusterConfig c = star_of(n);
+  for (double bytes : {8.0, 1048576.0, 1073741824.0}) {
+    const Job job = concurrent_collectives({first_ranks(n)}, Bytes(bytes), n);
+    const double expected = ring_all_reduce_formula(n, bytes, 2e-6, 25e9);
+    EXPECT_NEAR(analytic_time(job, c), expected, 1e-9 * expected);
+    EXPECT_NEAR(simgrid_time(job, c, "collective"), expected, 0.01 * expected) << "bytes " << bytes;
+    // Chunk level sends 2(N-1) x N messages; 1000 ranks would be 2 M of them, which is what the
+    // collective level exists for.
+    if (n <= 64) {
+      EXPECT_NEAR(simgrid_time(job, c, "chunk"), expected, 0.01 * expected) << "bytes " << bytes;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, RingAllReduce, ::testing::Values(2, 3, 5, 8, 64, 1000));
+
+TEST(RingCollectives, InsideOneNvSwitchNode) {
+  // 8 H100 on NVSwitch: 450 GB/s per GPU and 0.6 us per hop.
+  const ClusterConfig c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
+  const double alpha = c.intra_node.latency.value(), beta = c.intra_node.per_gpu_bandwidth.value();
+  const double s = 1073741824.0;
+  struct Case {
+    CollectiveKind kind;
+    double expected;
+  };
+  for (const Case& k : {Case{CollectiveKind::kAllReduce, 14 * alpha + 14.0 / 8 * s / beta},
+                        Case{CollectiveKind::kAllGather, 7 * alpha + 7.0 / 8 * s / beta},
+                        Case{CollectiveKind::kReduceScatter, 7 * alpha + 7.0 / 8 * s / beta},
+                        Case{CollectiveKind::kBroadcast, 7 * alpha + s / beta},
+                        Case{CollectiveKind::kAllToAll, 7 * alpha + 7.0 / 8 * s / beta}}) {
+    const Job job = concurrent_collectives({first_ranks(8)}, Bytes(s), 8, k.kind);
+    EXPECT_NEAR(analytic_time(job, c), k.expected, 1e-9 * k.expected) << to_string(k.kind);
+    EXPECT_NEAR(simgrid_time(job, c, "chunk"), k.expected, 0.01 * k.expected) << to_string(k.kind);
+    EXPECT_NEAR(simgrid_time(job, c, "collective"), k.expected, 0.01 * k.expected) << to_string(k.kind);
+  }
+}
+
+TEST(RingCollectives, MultiNodeChannelsUseEveryNic) {
+  // 4 nodes x 8 GPUs, 8 NICs each: the ring's bandwidth is the node's 8 NICs, not one.
+  const ClusterConfig c = cluster_from(
+      "cluster:\n  gpu: H100-SXM\n  nodes: 4\n  gpus_per_node: 8\n  network: {preset: ib-ndr, "
+      "protocol_efficiency: 1}\n");
+  const double s = 1073741824.0, n = 32;
+  const double beta = 8 * 50e9, alpha = c.network.latency.value();
+  const double expected = 2 * (n - 1) * alpha + 2 * (n - 1) / n * s / beta;
+  const Job job = concurrent_collectives({first_ranks(32)}, Bytes(s), 32);
+  EXPECT_NEAR(analytic_time(job, c), expected, 1e-9 * expected);
+  EXPECT_NEAR(simgrid_time(job, c, "chunk"), expected, 0.01 * expected);
+  EXPECT_NEAR(simgrid_time(job, c, "collective"), expected, 0.01 * expected);
+}
+
+}  // namespace
+}  // namespace dtsim::testing

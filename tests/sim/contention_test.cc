@@ -1,0 +1,89 @@
+// Contention that only the discrete-event engine sees. Each test states the slowdown expected
+// from the topology and checks that the analytic engine, which ignores contention, cannot see it.
+#include <gtest/gtest.h>
+
+#include "sim_fixtures.h"
+
+namespace dtsim::testing {
+namespace {
+
+constexpr double kGiB = 1073741824.0;
+
+TEST(Contention, TwoAllReducesShareAnOversubscribedUplink) {
+  // 4 single-GPU nodes, 2 per leaf, 2:1 oversubscribed: each leaf's uplink carries one NIC's worth.
+  // Groups {0, 2} and {1, 3} both cross the leaves. Alone, one group fills the uplink exactly;
+  // together they split it, so each takes twice as long.
+  const ClusterConfig c = cluster_from(
+      "cluster:\n  nodes: 4\n  gpus_per_node: 1\n  network: {topology: fat-tree, nodes_per_leaf: 2, "
+      "oversubscription: 2, nics_per_node: 1, nic_bandwidth: 200Gbps, protocol_efficiency: 1}\n");
+  const Job alone = concurrent_collectives({{0, 2}}, Bytes(kGiB), 4);
+  const Job together = concurrent_collectives({{0, 2}, {1, 3}}, Bytes(kGiB), 4);
+  for (const char* fidelity : {"chunk", "collective"}) {
+    const double t_alone = simgrid_time(alone, c, fidelity);
+    const double t_together = simgrid_time(together, c, fidelity);
+    EXPECT_NEAR(t_together / t_alone, 2.0, 0.02) << fidelity;
+  }
+  EXPECT_DOUBLE_EQ(analytic_time(together, c), analytic_time(alone, c));
+}
+
+TEST(Contention, OversubscribedFatTreeAgainstNonBlocking) {
+  // 8 single-GPU nodes, 4 per leaf. The ring 0,4,1,5,2,6,3,7 crosses between the leaves on every
+  // hop, so each leaf uplink carries 4 flows. Non-blocking, the uplink has 4 NICs' worth; at 2:1
+  // it has 2, and the bandwidth term doubles.
+  const std::string base =
+      "cluster:\n  nodes: 8\n  gpus_per_node: 1\n  network: {topology: fat-tree, nodes_per_leaf: 4, "
+      "nics_per_node: 1, nic_bandwidth: 200Gbps, protocol_efficiency: 1, oversubscription: ";
+  const ClusterConfig blocking = cluster_from(base + "2}\n");
+  const ClusterConfig nonblocking = cluster_from(base + "1}\n");
+  const Job job = concurrent_collectives({{0, 4, 1, 5, 2, 6, 3, 7}}, Bytes(kGiB), 8);
+  for (const char* fidelity : {"chunk", "collective"}) {
+    const double ratio = simgrid_time(job, blocking, fidelity) / simgrid_time(job, nonblocking, fidelity);
+    EXPECT_NEAR(ratio, 2.0, 0.03) << fidelity;
+  }
+  EXPECT_DOUBLE_EQ(analytic_time(job, blocking), analytic_time(job, nonblocking));
+}
+
+TEST(Contention, RailOptimizedPenalisesAllReducesThatCrossRails) {
+  // 4 nodes x 8 GPUs with a 2:1 oversubscribed spine above the rails. Eight concurrent
+  // all-reduces, one per local GPU index. Same-rail groups {GPU j of every node} stay on rail
+  // switch j and run as fast as on a single non-blocking leaf. Cross-rail groups {node k's GPU
+  // (j + k) mod 8} send every hop through a rail uplink that has 2 NICs' worth for 4 flows.
+  const std::string base =
+      "cluster:\n  gpu: H100-SXM\n  nodes: 4\n  gpus_per_node: 8\n  network: {preset: ib-ndr, "
+      "protocol_efficiency: 1, oversubscription: 2, topology: ";
+  const ClusterConfig rails = cluster_from(base + "rail-optimized}\n");
+  const ClusterConfig leaf = cluster_from(base + "fat-tree, nodes_per_leaf: 4}\n");
+  std::vector<std::vector<Rank>> same_rail, cross_rail;
+  for (int j = 0; j < 8; ++j) {
+    same_rail.push_back({}), cross_rail.push_back({});
+    for (int k = 0; k < 4; ++k) {
+      same_rail.back().push_back(k * 8 + j);
+      cross_rail.back().push_back(k * 8 + (j + k) % 8);
+    }
+  }
+  const Job same = concurrent_collectives(same_rail, Bytes(kGiB), 32);
+  const Job cross = concurrent_collectives(cross_rail, Bytes(kGiB), 32);
+  for (const char* fidelity : {"chunk", "collective"}) {
+    const double leaf_time = simgrid_time(cross, leaf, fidelity);
+    EXPECT_NEAR(simgrid_time(same, rails, fidelity) / leaf_time, 1.0, 0.01) << fidelity;
+    EXPECT_NEAR(simgrid_time(cross, rails, fidelity) / leaf_time, 2.0, 0.03) << fidelity;
+  }
+  EXPECT_DOUBLE_EQ(analytic_time(cross, rails), analytic_time(same, rails));
+}
+
+TEST(SimGridFailures, AFatalSimGridErrorIsAnErrorNotACrash) {
+  // A deliberately broken platform: a negative link bandwidth, which the scenario loader would
+  // reject but which reaches SimGrid here. SimGrid aborts its process; dtsim must survive it.
+  ClusterConfig c = cluster_from("cluster: {nodes: 1, gpus_per_node: 2}\n");
+  c.intra_node.per_gpu_bandwidth = BytesPerSecond(-1);
+  const Job job = concurrent_collectives({{0, 1}}, Bytes(kGiB), 2);
+  try {
+    simgrid_time(job, c, "chunk");
+    FAIL() << "a broken platform must not simulate";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("SimGrid simulation failed"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace dtsim::testing

@@ -1,0 +1,56 @@
+// Shared helpers for the SimGrid executor tests: clusters from YAML and one-collective Jobs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/analytic_executor.h"
+#include "core/scenario.h"
+#include "sim/simgrid_executor.h"
+
+namespace dtsim::testing {
+
+inline ClusterConfig cluster_from(const std::string& cluster_yaml) {
+  return load_scenario_text(cluster_yaml + "model: {preset: unused}\n", "test.yaml").cluster;
+}
+
+// A Job in which the first rank of each group runs one collective of `bytes` on its group; the
+// other members are folded by symmetry, and all groups start together at t = 0.
+inline Job concurrent_collectives(const std::vector<std::vector<Rank>>& groups, Bytes bytes, int world,
+                                  CollectiveKind kind = CollectiveKind::kAllReduce) {
+  Job job;
+  job.world_size = world;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    job.groups.push_back(Group{static_cast<GroupId>(g), "g" + std::to_string(g), groups[g]});
+    Program p;
+    p.rank = groups[g].front();
+    auto s = p.add_stream("comm");
+    p.append(s, CollectiveOp{kind, static_cast<GroupId>(g), bytes, DType::kBf16, CollectiveAlgorithm::kRing, 0},
+             Label{"collective", -1, -1, Phase::kOther});
+    job.programs.push_back(std::move(p));
+  }
+  return job;
+}
+
+// Longest collective span in a trace (s).
+inline double longest_span(const Trace& t) {
+  double longest = 0;
+  for (const auto& s : t.spans) longest = std::max(longest, (s.end - s.start).value());
+  return longest;
+}
+
+inline double simgrid_time(const Job& job, const ClusterConfig& c, const std::string& fidelity) {
+  return longest_span(sim::SimGridExecutor(sim::SimGridOptions{fidelity, DType::kBf16}).run(job, c, 1));
+}
+
+inline double analytic_time(const Job& job, const ClusterConfig& c) {
+  return longest_span(AnalyticExecutor().run(job, c, 1));
+}
+
+inline std::vector<Rank> first_ranks(int n) {
+  std::vector<Rank> r;
+  for (int i = 0; i < n; ++i) r.push_back(i);
+  return r;
+}
+
+}  // namespace dtsim::testing
