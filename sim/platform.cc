@@ -32,7 +32,8 @@ Platform build_platform(const ClusterConfig& c, DType precision) {
   const int gpn = c.gpus_per_node;
   const int nics = std::max(1, c.network.nics_per_node);
   p.gpu.resize(static_cast<size_t>(world));
-  p.nic.resize(static_cast<size_t>(world));
+  p.nic_local.resize(static_cast<size_t>(world));
+  p.nic_global.resize(static_cast<size_t>(world));
   p.gpu_speed = c.gpu.peak_for(precision).value();
   p.nodes_per_leaf = std::max(1, c.network.nodes_per_leaf);
 
@@ -45,17 +46,17 @@ Platform build_platform(const ClusterConfig& c, DType precision) {
   p.timer->seal();
   timer_zone->seal();
 
-  // Nodes: GPU hosts and their fabric links.
+  // GPU hosts and their fabric links, all in one star zone. Flows between gpu hosts only ever
+  // join GPUs of the same node, so one shared center is equivalent to one switch per node, and
+  // SimGrid 3.32 builds child zones in time quadratic in their number (2048 node zones: minutes).
   const double fabric_bw = c.intra_node.per_gpu_bandwidth.value();
   const double hop_latency = c.intra_node.latency.value();
   const bool pcie = c.intra_node.kind == FabricKind::kPcie;
   std::vector<sg4::Link*> gpu_link(static_cast<size_t>(world));
-  for (int n = 0; n < c.nodes; ++n) {
-    const std::string name = "node-" + std::to_string(n);
-    simgrid::kernel::routing::NetPoint* gw = nullptr;
-    auto* zone = star_with_gateway(name, root, &gw);
-    for (int i = 0; i < gpn; ++i) {
-      const int r = n * gpn + i;
+  {
+    simgrid::kernel::routing::NetPoint* center = nullptr;
+    auto* zone = star_with_gateway("gpus", root, &center);
+    for (int r = 0; r < world; ++r) {
       auto* h = zone->create_host("gpu-" + std::to_string(r), p.gpu_speed);
       auto* link = duplex(zone, "fabric-" + std::to_string(r), fabric_bw, hop_latency / 2);
       zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr, {sg4::LinkInRoute(link, Direction::UP)}, true);
@@ -66,53 +67,55 @@ Platform build_platform(const ClusterConfig& c, DType precision) {
     zone->seal();
   }
 
-  // Network: NIC hosts grouped by leaf (fat-tree), by rail (rail-optimized) or all together (star).
+  // Network. A fat-tree groups nodes under leaf switches; a rail-optimized network groups NIC k of
+  // every node under rail switch k. Flows inside a group cross only the two NICs; flows between
+  // groups also cross both groups' aggregated uplinks (the NIC bandwidth the group injects divided
+  // by the oversubscription). Each GPU has one NIC host per case, `nic-local` and `nic-global`,
+  // whose routes share the same NIC link objects, in two flat star zones: SimGrid 3.32 creates
+  // links and hosts in time proportional to the number of zones, so a zone per leaf would make
+  // large platforms quadratic (512 leaves: 2 minutes to build).
   const auto& net = c.network;
   const double nic_bw = net.nic_bandwidth.value() * net.protocol_efficiency;
   const double nic_latency = net.latency.value() / 2;
-  auto* network = sg4::create_star_zone("network");
-  network->set_parent(root);
-  network->add_route(network->create_router("spine"), nullptr, nullptr, nullptr, {}, true);
-
   const bool rails = net.topology == Topology::kRailOptimized;
   const bool leaves = net.topology == Topology::kFatTree && c.nodes > p.nodes_per_leaf;
   const int groups = rails ? nics : leaves ? (c.nodes + p.nodes_per_leaf - 1) / p.nodes_per_leaf : 1;
-  std::vector<sg4::NetZone*> group_zone(static_cast<size_t>(groups), network);
+  p.group.resize(static_cast<size_t>(world));
+  simgrid::kernel::routing::NetPoint* center = nullptr;
+  auto* local = star_with_gateway("network-local", root, &center);
+  auto* global = star_with_gateway("network-global", root, &center);
+  std::vector<sg4::Link*> uplink(static_cast<size_t>(groups), nullptr);
   for (int k = 0; k < groups && (rails || leaves); ++k) {
-    const std::string name = (rails ? "rail-" : "leaf-") + std::to_string(k);
-    simgrid::kernel::routing::NetPoint* gw = nullptr;
-    group_zone[static_cast<size_t>(k)] = star_with_gateway(name, network, &gw);
-    // Uplink: the NIC bandwidth the group's nodes inject, divided by the oversubscription.
     const int nodes_in_group = rails ? c.nodes : std::min(p.nodes_per_leaf, c.nodes - k * p.nodes_per_leaf);
     const int nics_in_group = rails ? nodes_in_group : nodes_in_group * nics;
-    auto* up = duplex(network, name + "-uplink", nics_in_group * nic_bw / net.oversubscription, 0);
-    network->add_route(group_zone[static_cast<size_t>(k)]->get_netpoint(), nullptr, gw, nullptr,
-                       {sg4::LinkInRoute(up, Direction::UP)}, true);
+    uplink[static_cast<size_t>(k)] = duplex(global, std::string(rails ? "rail-" : "leaf-") + std::to_string(k) + "-uplink",
+                                            nics_in_group * nic_bw / net.oversubscription, 0);
   }
   for (int n = 0; n < c.nodes; ++n) {
     std::vector<sg4::Link*> nic_links;
-    for (int q = 0; q < nics; ++q) {
-      const int k = rails ? q : leaves ? n / p.nodes_per_leaf : 0;
-      nic_links.push_back(duplex(group_zone[static_cast<size_t>(k)],
-                                 "nic-" + std::to_string(n) + "-" + std::to_string(q), nic_bw, nic_latency));
-    }
+    for (int q = 0; q < nics; ++q)
+      nic_links.push_back(duplex(local, "nic-" + std::to_string(n) + "-" + std::to_string(q), nic_bw, nic_latency));
     for (int i = 0; i < gpn; ++i) {
       const int r = n * gpn + i;
       const int q = i * nics / gpn;  // GPU-NIC affinity
       const int k = rails ? q : leaves ? n / p.nodes_per_leaf : 0;
-      auto* zone = group_zone[static_cast<size_t>(k)];
-      auto* h = zone->create_host("nic-" + std::to_string(r), p.gpu_speed);
+      p.group[static_cast<size_t>(r)] = k;
       std::vector<sg4::LinkInRoute> route;
       if (pcie) route.emplace_back(gpu_link[static_cast<size_t>(r)], Direction::UP);  // shared root complex
       route.emplace_back(nic_links[static_cast<size_t>(q)], Direction::UP);
-      zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr, route, true);
-      h->seal();
-      p.nic[static_cast<size_t>(r)] = h;
+      auto* hl = local->create_host("nic-local-" + std::to_string(r), p.gpu_speed);
+      local->add_route(hl->get_netpoint(), nullptr, nullptr, nullptr, route, true);
+      hl->seal();
+      p.nic_local[static_cast<size_t>(r)] = hl;
+      if (uplink[static_cast<size_t>(k)]) route.emplace_back(uplink[static_cast<size_t>(k)], Direction::UP);
+      auto* hg = global->create_host("nic-global-" + std::to_string(r), p.gpu_speed);
+      global->add_route(hg->get_netpoint(), nullptr, nullptr, nullptr, route, true);
+      hg->seal();
+      p.nic_global[static_cast<size_t>(r)] = hg;
     }
   }
-  for (auto* z : group_zone)
-    if (z != network) z->seal();
-  network->seal();
+  local->seal();
+  global->seal();
   root->seal();
   return p;
 }

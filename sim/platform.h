@@ -1,13 +1,15 @@
 // The cluster as a SimGrid platform, built in C++ (no XML). Internal to sim/.
 //
 // Contract:
-// - Every GPU (global rank r) is two SimGrid hosts: `gpu-r`, which runs its kernels and owns its
-//   intra-node link, and `nic-r`, its endpoint on the inter-node network. The executor sends a flow
-//   between gpu hosts when both ranks share a node and between nic hosts otherwise, so intra-node
-//   and inter-node routes never mix; links that both really share (a PCIe GPU link in front of
-//   the NIC) appear in both routes.
-// - Node: a star zone; each GPU has a split-duplex link to the node's switch at the fabric's
-//   per-GPU bandwidth (NVSwitch: full bisection), half the hop latency in each direction.
+// - Every GPU (global rank r) is three SimGrid hosts: `gpu-r`, which runs its kernels and owns its
+//   intra-node link, and two endpoints on the inter-node network, `nic-local-r` for flows within
+//   its leaf (or rail) and `nic-global-r` for flows to other leaves (or rails). The executor picks
+//   the pair by where the two ranks are (endpoints_for), so each route is exactly the links the
+//   traffic crosses; links that several routes really share (a NIC, an uplink, a PCIe GPU link in
+//   front of the NIC) are the same link objects in all of them.
+// - Nodes: each GPU has a split-duplex link to its node's switch at the fabric's per-GPU
+//   bandwidth (NVSwitch: full bisection), half the hop latency in each direction. All GPU hosts
+//   share one star zone, which is equivalent because gpu-to-gpu flows never leave a node.
 // - NICs: nics_per_node split-duplex links per node at nic_bandwidth x protocol_efficiency; GPU
 //   i uses NIC i x nics / gpus (GPU-NIC affinity). Half the network latency on each side.
 // - Topology: star (one non-blocking switch); fat-tree (leaf zones of nodes_per_leaf nodes whose
@@ -29,11 +31,22 @@ namespace dtsim::sim {
 
 struct Platform {
   std::vector<simgrid::s4u::Host*> gpu;  // by global rank
-  std::vector<simgrid::s4u::Host*> nic;  // by global rank
+  std::vector<simgrid::s4u::Host*> nic_local;   // by global rank: flows within its leaf or rail
+  std::vector<simgrid::s4u::Host*> nic_global;  // by global rank: flows to other leaves or rails
+  std::vector<int> group;                       // leaf (fat-tree) or rail of each rank's NIC
   simgrid::s4u::Host* timer = nullptr;
   double gpu_speed = 1;                  // FLOP/s of every gpu host
   int nodes_per_leaf = 1;
 };
+
+// The hosts a flow from rank a to rank b uses.
+inline std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*> endpoints_for(const Platform& p, int a, int b,
+                                                                        int gpus_per_node) {
+  const auto ua = static_cast<size_t>(a), ub = static_cast<size_t>(b);
+  if (a / gpus_per_node == b / gpus_per_node) return {p.gpu[ua], p.gpu[ub]};
+  if (p.group[ua] == p.group[ub]) return {p.nic_local[ua], p.nic_local[ub]};
+  return {p.nic_global[ua], p.nic_global[ub]};
+}
 
 // Builds the platform into the current Engine (which must exist and have no platform yet).
 Platform build_platform(const ClusterConfig& cluster, DType precision);

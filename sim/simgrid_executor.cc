@@ -73,9 +73,8 @@ class LazyRunner {
     const GraphNode& node = g_.nodes[static_cast<size_t>(v)];
     sg4::ActivityPtr act;
     if (node.kind == GraphNode::Kind::kFlow) {
-      const bool same_node = node_of(node.rank, cluster_) == node_of(node.peer, cluster_);
-      const auto& hosts = same_node ? p_.gpu : p_.nic;
-      auto c = sg4::Comm::sendto_init(hosts[static_cast<size_t>(node.rank)], hosts[static_cast<size_t>(node.peer)]);
+      const auto [src, dst] = endpoints_for(p_, node.rank, node.peer, cluster_.gpus_per_node);
+      auto c = sg4::Comm::sendto_init(src, dst);
       c->set_payload_size(static_cast<uint64_t>(std::llround(node.amount)));
       act = c;
       live_[act.get()] = v;
