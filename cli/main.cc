@@ -3,6 +3,7 @@
 // failure. Errors go to stderr as "error: FILE:LINE:COL: key.path: message".
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -11,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/schema.h"
 
 namespace {
 
@@ -98,6 +100,17 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"gpus", "fabrics", "networks", "models", "hardware", "keys"}));
   catalog->add_flag("--markdown", cat.markdown, "print Markdown (as in docs/)");
 
+  // An unknown command gets a suggestion rather than CLI11's "A subcommand is required".
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::vector<std::string> verbs = {"simulate", "validate", "collective", "catalog"};
+    if (std::find(verbs.begin(), verbs.end(), argv[1]) == verbs.end()) {
+      std::string hint = dtsim::did_you_mean(argv[1], verbs);
+      std::cerr << "error: unknown command '" << argv[1] << "'"
+                << (hint.empty() ? "" : "; did you mean '" + hint + "'?")
+                << " Commands: simulate, validate, collective, catalog. Run 'dtsim --help'.\n";
+      return kExitBadInput;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -331,6 +332,28 @@ Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) 
   par.tp_comm_overlap = r.get_or<bool>("parallelism.tp_comm_overlap", false);
 
   const int64_t gpus = static_cast<int64_t>(c.nodes) * c.gpus_per_node;
+  // Beyond 2^20 GPUs per-rank tables stop fitting a workstation's memory; no cluster is that big.
+  constexpr int64_t kMaxGpus = int64_t{1} << 20;
+  if (gpus > kMaxGpus) {
+    sink.add(r.where("cluster.nodes"), "cluster.nodes",
+             "nodes x gpus_per_node = " + std::to_string(gpus) + " GPUs; dtsim models at most " +
+                 std::to_string(kMaxGpus) + " (about a million)");
+    s.entries = std::move(entries);
+    return s;
+  }
+  // Each degree is at most 1e7, so the product fits a double exactly enough to compare; an
+  // int64 product could overflow (2^22 x 2^22 x 2^20 wraps to 0).
+  const double model_parallel_d =
+      static_cast<double>(par.tensor.value) * par.pipeline.value * par.context.value;
+  if (model_parallel_d > static_cast<double>(gpus)) {
+    const std::string key = par.tensor.value > 1 ? "parallelism.tensor" : par.pipeline.value > 1 ? "parallelism.pipeline" : "parallelism.context";
+    sink.add(r.where(key), key,
+             "tensor x pipeline x context = " + std::to_string(par.tensor.value) + " x " +
+                 std::to_string(par.pipeline.value) + " x " + std::to_string(par.context.value) +
+                 " needs more GPUs than the cluster's " + std::to_string(gpus));
+    s.entries = std::move(entries);
+    return s;
+  }
   const int64_t model_parallel =
       static_cast<int64_t>(par.tensor.value) * par.pipeline.value * par.context.value;
   auto data_text = r.get<std::string>("parallelism.data");
@@ -404,7 +427,7 @@ Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) 
 }
 
 Scenario load_from_bytes(const std::string& bytes, const std::string& file,
-                         const std::vector<Override>& overrides) {
+                         const std::vector<Override>& overrides, const CrossCheck& check) {
   DiagnosticSink sink;
   const SourceLocation whole{file, 0, 0};
   if (looks_binary(bytes))
@@ -428,13 +451,33 @@ Scenario load_from_bytes(const std::string& bytes, const std::string& file,
   for (size_t i = 0; i < overrides.size(); ++i)
     apply_override(overrides[i], static_cast<int>(i + 1), entries, sink);
   Scenario s = build(file, std::move(entries), sink);
+  // Checks that need more than the scenario (the model's shape) report in the same pass, so a
+  // TP size that does not divide the heads is named even when TP itself is not built yet.
+  if (check) {
+    try {
+      check(s, sink);
+    } catch (const InputError& e) {
+      for (const auto& d : e.diagnostics()) {
+        bool seen = false;
+        for (const auto& known : sink.diagnostics())
+          seen = seen || (known.key_path == d.key_path && known.message == d.message);
+        if (!seen) sink.add(d);
+      }
+    }
+  }
   sink.throw_if_any();
   return s;
 }
 
 }  // namespace
 
-Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides) {
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides,
+                       const CrossCheck& check) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(Diagnostic{SourceLocation{path, 0, 0}, "",
+                                "is a directory, not a scenario file (try " + path +
+                                    (path.ends_with("/") ? "" : "/") + "default.yaml)"});
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw InputError(Diagnostic{SourceLocation{path, 0, 0}, "", "cannot open the scenario file"});
@@ -442,12 +485,12 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   buf << in.rdbuf();
   if (in.bad())
     throw InputError(Diagnostic{SourceLocation{path, 0, 0}, "", "cannot read the scenario file"});
-  return load_from_bytes(buf.str(), path, overrides);
+  return load_from_bytes(buf.str(), path, overrides, check);
 }
 
 Scenario load_scenario_text(const std::string& yaml_text, const std::string& name,
-                            const std::vector<Override>& overrides) {
-  return load_from_bytes(yaml_text, name, overrides);
+                            const std::vector<Override>& overrides, const CrossCheck& check) {
+  return load_from_bytes(yaml_text, name, overrides, check);
 }
 
 }  // namespace dtsim

@@ -11,6 +11,7 @@
 // - Cross-key checks that need the model (TP divides heads, ...) live in core/feasibility.h.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -131,9 +132,14 @@ struct Override {
   std::string text;
 };
 
-// Throws InputError listing every problem.
-Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides = {});
+// A check that needs more than core knows (models/ checks the model section and the parallel
+// sizes against the architecture); it adds diagnostics to the sink or throws InputError.
+using CrossCheck = std::function<void(const Scenario&, DiagnosticSink&)>;
+
+// Throws InputError listing every problem, the cross-check's included.
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides = {},
+                       const CrossCheck& check = {});
 Scenario load_scenario_text(const std::string& yaml_text, const std::string& name = "<string>",
-                            const std::vector<Override>& overrides = {});
+                            const std::vector<Override>& overrides = {}, const CrossCheck& check = {});
 
 }  // namespace dtsim

@@ -205,9 +205,16 @@ struct Validator {
       v = n.as<double>();
     } catch (const YAML::Exception&) {
       std::string msg = "expected " + describe(s) + ", found '" + text + "'";
-      if (!text.empty() && std::isdigit(static_cast<unsigned char>(text[0])))
-        msg += " (counts take no unit)";
+      const bool has_unit = !text.empty() && std::isdigit(static_cast<unsigned char>(text[0])) &&
+                            std::any_of(text.begin(), text.end(), [](char ch) {
+                              return std::isalpha(static_cast<unsigned char>(ch)) && ch != 'e' && ch != 'E';
+                            });
+      if (has_unit) msg += " (counts take no unit)";
       error(n, path, msg);
+      return std::nullopt;
+    }
+    if (std::isnan(v)) {
+      error(n, path, "expected " + describe(s) + ", found " + text + ", which is not a number");
       return std::nullopt;
     }
     if (!std::isfinite(v) || std::fabs(v) > 9e15) {
@@ -242,7 +249,7 @@ struct Validator {
     }
     std::set<std::string> seen;
     for (auto it = n.begin(); it != n.end(); ++it) {
-      const YAML::Node& key = it->first;
+      const YAML::Node key = it->first;  // by value: it->first is a temporary
       if (!key.IsScalar()) {
         error(key, path, "expected a key name, found " + kind_of(key));
         continue;
@@ -261,6 +268,13 @@ struct Validator {
         else
           msg += "; valid keys here: " + join(child_names(s), ", ");
         error(key, p, msg);
+        continue;
+      }
+      // A key with nothing after it: yaml-cpp marks the empty value at the next token, often on
+      // the following line, so point at the key itself.
+      if (it->second.IsNull() && c->type != ValueType::kFreeform && c->type != ValueType::kMap) {
+        error(key, p, "expected " + describe(*c) + ", found nothing (remove the key to use the default" +
+                          (c->default_text.empty() ? std::string() : ", " + c->default_text) + ")");
         continue;
       }
       node(it->second, *c, p);
@@ -329,7 +343,9 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
 std::string describe(const SchemaNode& s) {
   auto range = [&](const std::string& what) {
     std::string r = what;
-    if (s.max < 1e17)
+    if (s.positive && s.max < 1e17)
+      r += " greater than 0 and at most " + format_number(s.max);
+    else if (s.max < 1e17)
       r += " from " + format_number(s.min) + " to " + format_number(s.max);
     else if (s.min > 0)
       r += " of at least " + format_number(s.min);

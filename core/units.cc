@@ -110,7 +110,7 @@ bool lex_number(std::string_view text, std::string_view what, Lexed& lx, Parsed<
     return false;
   }
   if (lx.number < 0) {
-    out.error = "expected a non-negative " + std::string(what) + ", found " + quoted(trim(text));
+    out.error = "expected " + std::string(what) + ", found the negative value " + quoted(trim(text));
     return false;
   }
   if (lx.unit.empty()) {

@@ -93,9 +93,30 @@ ModelSpec spec_from_scenario(const Scenario& sc) {
   return spec;
 }
 
+namespace {
+void check_parallel_sizes(const Scenario& sc, const ModelSpec& spec, DiagnosticSink& sink);
+}  // namespace
+
+void check_scenario(const Scenario& sc, DiagnosticSink& sink) {
+  const ModelSpec spec = spec_from_scenario(sc);  // throws InputError with the model's problems
+  check_parallel_sizes(sc, spec, sink);
+}
+
 ModelGraph model_from_scenario(const Scenario& sc) {
   const ModelSpec spec = spec_from_scenario(sc);
   DiagnosticSink sink;
+  check_parallel_sizes(sc, spec, sink);
+  sink.throw_if_any();
+
+  BuildOptions options;
+  options.micro_batch_size = static_cast<int>(sc.training.micro_batch_size.value);
+  options.activation_bytes_per_element =
+      sc.training.precision == DType::kFp32 || sc.training.precision == DType::kTf32 ? 4.0 : 2.0;
+  return build_model(spec, options);
+}
+
+namespace {
+void check_parallel_sizes(const Scenario& sc, const ModelSpec& spec, DiagnosticSink& sink) {
   const auto& par = sc.parallelism;
   if (is_transformer(spec.family)) {
     const int t = par.tensor.value;
@@ -127,13 +148,7 @@ ModelGraph model_from_scenario(const Scenario& sc) {
              "tensor-parallel size " + std::to_string(par.tensor.value) + " does not divide the " +
                  std::to_string(sc.cluster.gpus_per_node) +
                  " GPUs of a node (cluster.gpus_per_node); TP groups must stay inside a node");
-  sink.throw_if_any();
-
-  BuildOptions options;
-  options.micro_batch_size = static_cast<int>(sc.training.micro_batch_size.value);
-  options.activation_bytes_per_element =
-      sc.training.precision == DType::kFp32 || sc.training.precision == DType::kTf32 ? 4.0 : 2.0;
-  return build_model(spec, options);
 }
+}  // namespace
 
 }  // namespace dtsim::models

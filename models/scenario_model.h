@@ -15,6 +15,10 @@ namespace dtsim::models {
 // The spec the scenario asks for (preset fields overridden by explicit keys), resolved.
 ModelSpec spec_from_scenario(const Scenario& scenario);
 
+// The model checks as a core::CrossCheck for load_scenario: the model section, and the parallel
+// sizes against the architecture (TP divides the heads and the node, PP divides the layers).
+void check_scenario(const Scenario& scenario, DiagnosticSink& sink);
+
 // spec_from_scenario + feasibility checks + build_model for the scenario's micro-batch.
 ModelGraph model_from_scenario(const Scenario& scenario);
 

@@ -44,7 +44,7 @@ TEST(Scenario, TypedValuesAndDefaults) {
   EXPECT_EQ(s.cluster.network.nics_per_node, 8);
   EXPECT_EQ(s.cluster.intra_node.name, "nvswitch-nvlink3");
   EXPECT_EQ(s.training.precision, DType::kBf16);
-  EXPECT_EQ(s.simulate.engine, Engine::kAnalytic);
+  EXPECT_EQ(s.simulate.engine, Engine::kSimGrid);
 }
 
 TEST(Scenario, ReportsEveryProblemInOnePass) {

@@ -46,7 +46,7 @@ TEST(UnitParser, RejectsUnitlessNegativeAndBits) {
   EXPECT_NE(unitless.error.find("no unit"), std::string::npos) << unitless.error;
   auto negative = parse_bytes("-4GiB");
   EXPECT_FALSE(negative);
-  EXPECT_NE(negative.error.find("non-negative"), std::string::npos) << negative.error;
+  EXPECT_NE(negative.error.find("negative value"), std::string::npos) << negative.error;
   auto bits = parse_bytes("25Mb");
   EXPECT_FALSE(bits);
   EXPECT_NE(bits.error.find("bits, not bytes"), std::string::npos) << bits.error;
