@@ -80,6 +80,23 @@ void merge_parallel_flows(std::vector<Flow>& flows) {
 
 }  // namespace
 
+double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks, const ClusterConfig& cluster) {
+  const double n = static_cast<double>(ranks.size());
+  if (n <= 1) return 0;
+  switch (op.kind) {
+    case CollectiveKind::kAllReduce:
+    case CollectiveKind::kBarrier:
+      return 2 * (n - 1) * n * static_cast<double>(ring_channels(ranks, cluster).size());
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+      return (n - 1) * n * static_cast<double>(ring_channels(ranks, cluster).size());
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kReduce: return n - 1;
+    case CollectiveKind::kAllToAll: return (n - 1) * n;
+  }
+  return 0;
+}
+
 CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ranks,
                              const ClusterConfig& cluster, Fidelity fidelity) {
   CollectiveSchedule s;

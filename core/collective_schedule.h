@@ -46,6 +46,9 @@ struct CollectiveSchedule {
 // Ring orders, one per channel (see the contract above).
 std::vector<std::vector<Rank>> ring_channels(const std::vector<Rank>& ranks, const ClusterConfig& cluster);
 
+// How many flows decompose() would emit at chunk fidelity, without building them.
+double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks, const ClusterConfig& cluster);
+
 CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ranks,
                              const ClusterConfig& cluster, Fidelity fidelity);
 

@@ -253,8 +253,8 @@ SchemaNode build_schema() {
                        "simgrid");
   auto fidelity = choice("fidelity", {"auto", "chunk", "collective"},
                          "SimGrid granularity: chunk = every ring step is a flow; collective = one "
-                         "bulk flow per ring edge; auto = chunk while every group has at most 64 "
-                         "ranks (design.md section 8)",
+                         "bulk flow per ring edge; auto = chunk while the run has at most 500k "
+                         "chunk-level flows (design.md section 8)",
                          "auto");
   SchemaNode simulate = section(
       "simulate", "how to run the prediction",

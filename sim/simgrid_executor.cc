@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstring>
 #include <simgrid/s4u.hpp>
+#include <map>
 #include <unordered_map>
 
 #include "core/cost_model.h"
@@ -219,17 +220,32 @@ std::vector<double> simulate_graph(const ActivityGraph& graph, const ClusterConf
   return finish;
 }
 
-CollectiveBody SimGridExecutor::body_for(const Job& job) const {
-  if (options_.fidelity == "chunk") return CollectiveBody::kChunkFlows;
+CollectiveBody SimGridExecutor::body_for(const Job& job, const ClusterConfig& cluster, int iterations) const {
   if (options_.fidelity == "collective") return CollectiveBody::kCollectiveFlows;
-  size_t largest = 0;
-  for (const auto& g : job.groups) largest = std::max(largest, g.ranks.size());
-  return largest <= static_cast<size_t>(kAutoChunkRanks) ? CollectiveBody::kChunkFlows
-                                                         : CollectiveBody::kCollectiveFlows;
+  // Chunk-level flows of the whole run. Collectives are matched across members, so count each
+  // once: on the program of the group's first simulated member.
+  double flows = 0;
+  std::map<GroupId, Rank> counted_by;
+  for (const auto& p : job.programs)
+    for (const auto& s : p.streams)
+      for (const auto& op : s.ops)
+        if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
+          auto [it, inserted] = counted_by.emplace(c->group, p.rank);
+          if (inserted || it->second == p.rank) flows += chunk_flow_count(*c, job.group(c->group).ranks, cluster);
+        }
+  flows *= iterations;
+  if (options_.fidelity == "chunk") {
+    if (flows > kMaxChunkFlows)
+      throw InputError(Diagnostic{SourceLocation{}, "simulate.fidelity",
+                                  "chunk fidelity would simulate " + std::to_string(static_cast<int64_t>(flows)) +
+                                      " flows (gigabytes of memory and hours); use collective or auto"});
+    return CollectiveBody::kChunkFlows;
+  }
+  return flows <= kAutoChunkFlows ? CollectiveBody::kChunkFlows : CollectiveBody::kCollectiveFlows;
 }
 
 Trace SimGridExecutor::run(const Job& job, const ClusterConfig& cluster, int iterations) {
-  const ActivityGraph graph = lower(job, cluster, iterations, body_for(job));
+  const ActivityGraph graph = lower(job, cluster, iterations, body_for(job, cluster, iterations));
   return trace_from_times(graph, job, simulate_graph(graph, cluster, options_.precision), name());
 }
 

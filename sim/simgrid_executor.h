@@ -11,7 +11,9 @@
 //   takes exactly latency + bytes / bandwidth (docs/simgrid-platform.md has the evidence), while
 //   concurrent flows share links max-min fairly.
 // - Fidelity: chunk (every ring step is a flow), collective (one bulk flow per ring edge) or auto
-//   (chunk when every group has at most kAutoChunkRanks ranks).
+//   (chunk while the whole run has at most kAutoChunkFlows chunk-level flows, a few seconds of
+//   simulation; collective beyond). Chunk fidelity beyond kMaxChunkFlows is refused with an
+//   InputError: it would need gigabytes and hours.
 // - Each run happens in a forked child process: SimGrid allows one simulation per process and a
 //   SimGrid fatal error aborts the process. A failed child becomes a RuntimeError carrying the
 //   end of its error output; the caller's process survives.
@@ -25,7 +27,8 @@
 
 namespace dtsim::sim {
 
-inline constexpr int kAutoChunkRanks = 64;
+inline constexpr double kAutoChunkFlows = 500e3;  // about 2 s at 3.3 us per flow
+inline constexpr double kMaxChunkFlows = 20e6;    // about 3 GB of graph and over a minute
 
 struct SimGridOptions {
   std::string fidelity = "auto";  // auto | chunk | collective
@@ -39,7 +42,7 @@ class SimGridExecutor : public Executor {
   Trace run(const Job& job, const ClusterConfig& cluster, int iterations) override;
 
   // The collective body the fidelity setting selects for this Job.
-  CollectiveBody body_for(const Job& job) const;
+  CollectiveBody body_for(const Job& job, const ClusterConfig& cluster, int iterations) const;
 
  private:
   SimGridOptions options_;
