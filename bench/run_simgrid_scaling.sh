@@ -13,12 +13,14 @@ measure() {  # label, command...
   local label=$1
   shift
   local out
-  out=$( { /usr/bin/time -f "TIME %e %M" timeout "$limit" "$@" > /dev/null; } 2>&1 | tail -1)
-  if [[ $out == TIME* ]]; then
-    read -r _ wall rss <<< "$out"
-    printf '| %s | %s | %.0f |\n' "$label" "$wall" "$((rss / 1024))"
-  else
+  out=$( { /usr/bin/time -f "TIME %e %M %x" timeout "$limit" "$@" > /dev/null; } 2>&1 | tail -1)
+  read -r tag wall rss code <<< "$out"
+  if [[ $tag != TIME || $code == 124 ]]; then
     printf '| %s | > %s (stopped) | - |\n' "$label" "$limit"
+  elif [[ $code == 2 ]]; then
+    printf '| %s | refused: chunk fidelity beyond 20 M flows (exit 2) | - |\n' "$label"
+  else
+    printf '| %s | %s | %.0f |\n' "$label" "$wall" "$((rss / 1024))"
   fi
 }
 
