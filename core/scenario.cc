@@ -304,6 +304,9 @@ Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) 
   c.network.nics_per_node = r.count("cluster.network.nics_per_node", c.gpus_per_node).value;
   c.network.nodes_per_leaf =
       r.count("cluster.network.nodes_per_leaf", std::max(1, 32 / c.network.nics_per_node)).value;
+  c.network.levels = r.count("cluster.network.levels", 2).value;
+  c.network.leaves_per_pod = r.count("cluster.network.leaves_per_pod", 16).value;
+  c.network.pod_oversubscription = r.get_or<double>("cluster.network.pod_oversubscription", 1.0);
 
   // Model: kept raw for models/.
   for (const auto& [path, entry] : entries)

@@ -54,6 +54,9 @@ struct NetworkConfig {
   double oversubscription = 1.0;
   double protocol_efficiency = 1.0;
   int nodes_per_leaf = 4;  // fat-tree leaf size; 32 NICs per 64-port leaf by default
+  int levels = 2;          // fat-tree switch levels
+  int leaves_per_pod = 16;
+  double pod_oversubscription = 1.0;
 };
 
 struct ClusterConfig {

@@ -141,6 +141,12 @@ SchemaNode build_schema() {
             "from preset"),
        count("nodes_per_leaf", "nodes under one leaf switch of a fat-tree (64-port switches with "
              "half their ports down: 32 NICs per leaf)", "32 / nics_per_node", 1, 1e6),
+       count("levels", "switch levels of a fat-tree: 2 (leaf, spine) or 3 (leaf, pod spine, core)",
+             "2", 2, 3),
+       count("leaves_per_pod", "leaf switches per pod of a three-level fat-tree", "16", 1, 1e6),
+       positive(leaf("pod_oversubscription", ValueType::kNumber,
+                     "downlink:uplink ratio of a pod's uplinks (three-level fat-tree)", "1"),
+                1024),
        positive(leaf("oversubscription", ValueType::kNumber,
                      "downlink:uplink ratio at the first switch level above the leaves", "1"),
                 1024),

@@ -33,6 +33,7 @@ Platform build_platform(const ClusterConfig& c, DType precision) {
   const int nics = std::max(1, c.network.nics_per_node);
   p.gpu.resize(static_cast<size_t>(world));
   p.nic_local.resize(static_cast<size_t>(world));
+  p.nic_pod.resize(static_cast<size_t>(world));
   p.nic_global.resize(static_cast<size_t>(world));
   p.gpu_speed = c.gpu.peak_for(precision).value();
   p.nodes_per_leaf = std::max(1, c.network.nodes_per_leaf);
@@ -67,55 +68,76 @@ Platform build_platform(const ClusterConfig& c, DType precision) {
     zone->seal();
   }
 
-  // Network. A fat-tree groups nodes under leaf switches; a rail-optimized network groups NIC k of
-  // every node under rail switch k. Flows inside a group cross only the two NICs; flows between
-  // groups also cross both groups' aggregated uplinks (the NIC bandwidth the group injects divided
-  // by the oversubscription). Each GPU has one NIC host per case, `nic-local` and `nic-global`,
-  // whose routes share the same NIC link objects, in two flat star zones: SimGrid 3.32 creates
-  // links and hosts in time proportional to the number of zones, so a zone per leaf would make
-  // large platforms quadratic (512 leaves: 2 minutes to build).
+  // Network. A fat-tree groups nodes under leaf switches, and with three levels groups leaves into
+  // pods; a rail-optimized network groups NIC k of every node under rail switch k. Flows inside a
+  // group cross only the two NICs; flows between groups also cross both groups' aggregated
+  // uplinks (the NIC bandwidth the group injects divided by the oversubscription), and flows
+  // between pods also cross both pods' uplinks. Each GPU has one NIC host per case (`nic-local`,
+  // `nic-pod`, `nic-global`) whose routes share the same link objects, in flat star zones:
+  // SimGrid 3.32 creates links and hosts in time proportional to the number of zones, so a zone
+  // per leaf would make large platforms quadratic (512 leaves: 2 minutes to build).
   const auto& net = c.network;
   const double nic_bw = net.nic_bandwidth.value() * net.protocol_efficiency;
   const double nic_latency = net.latency.value() / 2;
   const bool rails = net.topology == Topology::kRailOptimized;
   const bool leaves = net.topology == Topology::kFatTree && c.nodes > p.nodes_per_leaf;
   const int groups = rails ? nics : leaves ? (c.nodes + p.nodes_per_leaf - 1) / p.nodes_per_leaf : 1;
+  const int leaves_per_pod = std::max(1, net.leaves_per_pod);
+  const bool pods = leaves && net.levels >= 3 && groups > leaves_per_pod;
+  const int pod_count = pods ? (groups + leaves_per_pod - 1) / leaves_per_pod : 1;
   p.group.resize(static_cast<size_t>(world));
+  p.pod.resize(static_cast<size_t>(world));
   simgrid::kernel::routing::NetPoint* center = nullptr;
   auto* local = star_with_gateway("network-local", root, &center);
-  auto* global = star_with_gateway("network-global", root, &center);
+  auto* pod_zone = star_with_gateway("network-pod", root, &center);
+  auto* global = pods ? star_with_gateway("network-global", root, &center) : nullptr;
   std::vector<sg4::Link*> uplink(static_cast<size_t>(groups), nullptr);
+  std::vector<double> pod_injection(static_cast<size_t>(pod_count), 0.0);
   for (int k = 0; k < groups && (rails || leaves); ++k) {
     const int nodes_in_group = rails ? c.nodes : std::min(p.nodes_per_leaf, c.nodes - k * p.nodes_per_leaf);
     const int nics_in_group = rails ? nodes_in_group : nodes_in_group * nics;
-    uplink[static_cast<size_t>(k)] = duplex(global, std::string(rails ? "rail-" : "leaf-") + std::to_string(k) + "-uplink",
-                                            nics_in_group * nic_bw / net.oversubscription, 0);
+    const double bw = nics_in_group * nic_bw / net.oversubscription;
+    uplink[static_cast<size_t>(k)] =
+        duplex(pod_zone, std::string(rails ? "rail-" : "leaf-") + std::to_string(k) + "-uplink", bw, 0);
+    pod_injection[static_cast<size_t>(pods ? k / leaves_per_pod : 0)] += bw;
   }
+  std::vector<sg4::Link*> pod_uplink(static_cast<size_t>(pod_count), nullptr);
+  for (int k = 0; k < pod_count && pods; ++k)
+    pod_uplink[static_cast<size_t>(k)] = duplex(global, "pod-" + std::to_string(k) + "-uplink",
+                                                pod_injection[static_cast<size_t>(k)] / net.pod_oversubscription, 0);
+  auto endpoint = [&](sg4::NetZone* zone, const std::string& name, const std::vector<sg4::LinkInRoute>& route) {
+    auto* h = zone->create_host(name, p.gpu_speed);
+    zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr, route, true);
+    h->seal();
+    return h;
+  };
   for (int n = 0; n < c.nodes; ++n) {
     std::vector<sg4::Link*> nic_links;
     for (int q = 0; q < nics; ++q)
       nic_links.push_back(duplex(local, "nic-" + std::to_string(n) + "-" + std::to_string(q), nic_bw, nic_latency));
     for (int i = 0; i < gpn; ++i) {
       const int r = n * gpn + i;
+      const auto ur = static_cast<size_t>(r);
       const int q = i * nics / gpn;  // GPU-NIC affinity
       const int k = rails ? q : leaves ? n / p.nodes_per_leaf : 0;
-      p.group[static_cast<size_t>(r)] = k;
+      p.group[ur] = k;
+      p.pod[ur] = pods ? k / leaves_per_pod : 0;
       std::vector<sg4::LinkInRoute> route;
-      if (pcie) route.emplace_back(gpu_link[static_cast<size_t>(r)], Direction::UP);  // shared root complex
+      if (pcie) route.emplace_back(gpu_link[ur], Direction::UP);  // shared root complex
       route.emplace_back(nic_links[static_cast<size_t>(q)], Direction::UP);
-      auto* hl = local->create_host("nic-local-" + std::to_string(r), p.gpu_speed);
-      local->add_route(hl->get_netpoint(), nullptr, nullptr, nullptr, route, true);
-      hl->seal();
-      p.nic_local[static_cast<size_t>(r)] = hl;
+      const std::string id = std::to_string(r);
+      p.nic_local[ur] = endpoint(local, "nic-local-" + id, route);
       if (uplink[static_cast<size_t>(k)]) route.emplace_back(uplink[static_cast<size_t>(k)], Direction::UP);
-      auto* hg = global->create_host("nic-global-" + std::to_string(r), p.gpu_speed);
-      global->add_route(hg->get_netpoint(), nullptr, nullptr, nullptr, route, true);
-      hg->seal();
-      p.nic_global[static_cast<size_t>(r)] = hg;
+      p.nic_pod[ur] = endpoint(pod_zone, "nic-pod-" + id, route);
+      if (pods) {
+        route.emplace_back(pod_uplink[static_cast<size_t>(p.pod[ur])], Direction::UP);
+        p.nic_global[ur] = endpoint(global, "nic-global-" + id, route);
+      }
     }
   }
   local->seal();
-  global->seal();
+  pod_zone->seal();
+  if (global) global->seal();
   root->seal();
   return p;
 }

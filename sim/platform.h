@@ -1,9 +1,10 @@
 // The cluster as a SimGrid platform, built in C++ (no XML). Internal to sim/.
 //
 // Contract:
-// - Every GPU (global rank r) is three SimGrid hosts: `gpu-r`, which runs its kernels and owns its
-//   intra-node link, and two endpoints on the inter-node network, `nic-local-r` for flows within
-//   its leaf (or rail) and `nic-global-r` for flows to other leaves (or rails). The executor picks
+// - Every GPU (global rank r) is a SimGrid host `gpu-r`, which runs its kernels and owns its
+//   intra-node link, plus one endpoint on the inter-node network per distance: `nic-local-r` for
+//   flows within its leaf (or rail), `nic-pod-r` to other leaves (or rails) of its pod, and, on a
+//   three-level fat-tree, `nic-global-r` to other pods. The executor picks
 //   the pair by where the two ranks are (endpoints_for), so each route is exactly the links the
 //   traffic crosses; links that several routes really share (a NIC, an uplink, a PCIe GPU link in
 //   front of the NIC) are the same link objects in all of them.
@@ -14,7 +15,9 @@
 //   i uses NIC i x nics / gpus (GPU-NIC affinity). Half the network latency on each side.
 // - Topology: star (one non-blocking switch); fat-tree (leaf zones of nodes_per_leaf nodes whose
 //   aggregated uplink carries their NIC bandwidth / oversubscription; cluster.network.nodes_per_leaf,
-//   by default 32 NICs per leaf as on 64-port NDR switches with half their ports down); rail-optimized (rail zone k
+//   by default 32 NICs per leaf as on 64-port NDR switches with half their ports down; with
+//   levels: 3, leaves_per_pod leaves share a pod whose uplink carries their uplinks' bandwidth /
+//   pod_oversubscription); rail-optimized (rail zone k
 //   holds NIC k of every node; rails meet at a spine through uplinks / oversubscription).
 // - Compute hosts run at the GPU's dense peak for the training precision; a kernel is an Exec of
 //   (roofline seconds x peak) FLOPs, so its duration is exactly the roofline time.
@@ -32,8 +35,10 @@ namespace dtsim::sim {
 struct Platform {
   std::vector<simgrid::s4u::Host*> gpu;  // by global rank
   std::vector<simgrid::s4u::Host*> nic_local;   // by global rank: flows within its leaf or rail
-  std::vector<simgrid::s4u::Host*> nic_global;  // by global rank: flows to other leaves or rails
+  std::vector<simgrid::s4u::Host*> nic_pod;     // by global rank: flows to other leaves of its pod
+  std::vector<simgrid::s4u::Host*> nic_global;  // by global rank: flows to other pods (3 levels)
   std::vector<int> group;                       // leaf (fat-tree) or rail of each rank's NIC
+  std::vector<int> pod;                         // pod of each rank (0 without a third level)
   simgrid::s4u::Host* timer = nullptr;
   double gpu_speed = 1;                  // FLOP/s of every gpu host
   int nodes_per_leaf = 1;
@@ -45,6 +50,7 @@ inline std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*> endpoints_for(const P
   const auto ua = static_cast<size_t>(a), ub = static_cast<size_t>(b);
   if (a / gpus_per_node == b / gpus_per_node) return {p.gpu[ua], p.gpu[ub]};
   if (p.group[ua] == p.group[ub]) return {p.nic_local[ua], p.nic_local[ub]};
+  if (p.pod[ua] == p.pod[ub]) return {p.nic_pod[ua], p.nic_pod[ub]};
   return {p.nic_global[ua], p.nic_global[ub]};
 }
 

@@ -71,6 +71,24 @@ TEST(Contention, RailOptimizedPenalisesAllReducesThatCrossRails) {
   EXPECT_DOUBLE_EQ(analytic_time(cross, rails), analytic_time(same, rails));
 }
 
+TEST(Contention, ThreeLevelFatTreePodUplinks) {
+  // 8 single-GPU nodes, 2 per leaf, 2 leaves per pod: two pods of 4 NICs. Leaves are
+  // non-blocking; at 4:1 a pod's uplink carries one NIC's worth. Groups {0, 4} and {1, 5} cross
+  // pods: one alone fills a pod uplink, two together take twice as long. Inside one pod
+  // ({0, 2} and {1, 3}) the leaf uplinks have room for both.
+  const ClusterConfig c = cluster_from(
+      "cluster:\n  nodes: 8\n  gpus_per_node: 1\n  network: {topology: fat-tree, levels: 3, nodes_per_leaf: 2, "
+      "leaves_per_pod: 2, pod_oversubscription: 4, nics_per_node: 1, nic_bandwidth: 200Gbps, "
+      "protocol_efficiency: 1}\n");
+  const Job alone = concurrent_collectives({{0, 4}}, Bytes(kGiB), 8);
+  const Job across = concurrent_collectives({{0, 4}, {1, 5}}, Bytes(kGiB), 8);
+  const Job within = concurrent_collectives({{0, 2}, {1, 3}}, Bytes(kGiB), 8);
+  const double t_alone = simgrid_time(alone, c, "collective");
+  EXPECT_NEAR(simgrid_time(across, c, "collective") / t_alone, 2.0, 0.03);
+  EXPECT_NEAR(simgrid_time(within, c, "collective") / t_alone, 1.0, 0.01);
+  EXPECT_DOUBLE_EQ(analytic_time(across, c), analytic_time(within, c));
+}
+
 TEST(SimGridFailures, AFatalSimGridErrorIsAnErrorNotACrash) {
   // A deliberately broken platform: a negative link bandwidth, which the scenario loader would
   // reject but which reaches SimGrid here. SimGrid aborts its process; dtsim must survive it.
