@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/pipeline.h"
 
 namespace dtsim::cli {
 namespace {
@@ -106,6 +107,31 @@ TEST(Results, NoOverlapCostsMoreThanOverlap) {
   EXPECT_GT(serial["step_time_s"].get<double>(), overlapped["step_time_s"].get<double>());
   EXPECT_GT(serial["breakdown_s"]["exposed_communication"].get<double>(),
             overlapped["breakdown_s"]["exposed_communication"].get<double>());
+}
+
+}  // namespace
+}  // namespace dtsim::cli
+
+namespace dtsim::cli {
+namespace {
+
+// Narayanan et al. 2021: model FLOPs per step 72 B s l h^2 (1 + s/6h + V/12lh); with full
+// recompute the hardware executes 96 B s l h^2 (1 + s/6h + V/16lh) (the blocks' forward twice,
+// the logit layer once).
+TEST(Results, FlopCountsFollowNarayananWithAndWithoutFullRecompute) {
+  const double B = 64, s = 2048, l = 24, h = 2048, V = 51200;  // gpt3-1.3b
+  const std::string yaml =
+      "cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\nmodel: {preset: gpt3-1.3b}\n"
+      "training: {global_batch_size: 64, micro_batch_size: 2}\nsimulate: {engine: analytic}\n";
+  const double model = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+  const double recompute = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  Prediction plain = predict(load_scenario_text(yaml, "f.yaml"));
+  Prediction full = predict(load_scenario_text(yaml, "f.yaml", {{"training.recompute=full"}}));
+  EXPECT_NEAR(plain.results.model_flops_per_step, model, 1e-9 * model);
+  EXPECT_NEAR(plain.results.hardware_flops_per_step, model, 1e-9 * model);
+  EXPECT_NEAR(full.results.model_flops_per_step, model, 1e-9 * model);
+  EXPECT_NEAR(full.results.hardware_flops_per_step, recompute, 1e-9 * recompute);
+  EXPECT_GT(full.results.hfu, full.results.mfu);
 }
 
 }  // namespace
