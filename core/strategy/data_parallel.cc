@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/error.h"
 #include "core/strategy/model_state.h"
 #include "core/strategy/strategy.h"
 
@@ -67,6 +68,21 @@ Job build_data_parallel_job(const ModelGraph& model, const Scenario& sc) {
   const DType dtype = tr.precision;
   const double grad_bytes = weight_bytes_per_parameter(dtype);
   const double params = model.parameters();
+
+  // Guard against inputs that are valid but would need gigabytes of ops (a global batch of a
+  // million micro-batches): each op costs about 100 bytes and a microsecond to simulate.
+  double kernels_per_micro_batch = 0;
+  for (const auto& l : model.layers)
+    kernels_per_micro_batch += static_cast<double>(l.forward.size() + l.backward.size() + l.selective_recompute.size() + 3);
+  const double ops = kernels_per_micro_batch * static_cast<double>(micro_batches);
+  if (ops > kMaxOpsPerStep)
+    throw InputError(Diagnostic{
+        tr.global_batch_size.where, "training.global_batch_size",
+        "each replica would run " + std::to_string(micro_batches) + " micro-batches of " +
+            std::to_string(static_cast<int64_t>(kernels_per_micro_batch)) + " kernels, about " +
+            std::to_string(static_cast<int64_t>(ops / 1e6)) + " M ops per step; dtsim simulates at most " +
+            std::to_string(static_cast<int64_t>(kMaxOpsPerStep / 1e6)) +
+            " M. Raise training.micro_batch_size or lower the global batch"});
 
   Job job;
   job.world_size = sc.cluster.total_gpus();

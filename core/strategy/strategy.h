@@ -30,6 +30,9 @@ struct GradientBucket {
 std::vector<GradientBucket> assign_gradient_buckets(const ModelGraph& model, double grad_bytes_per_param,
                                                     Bytes first_cap, Bytes cap);
 
+// The largest step a strategy builds (ops per simulated rank); larger inputs are an InputError.
+inline constexpr double kMaxOpsPerStep = 20e6;
+
 Job build_data_parallel_job(const ModelGraph& model, const Scenario& scenario);
 
 // Dispatches on the scenario's parallelism (data parallel only so far).
