@@ -7,6 +7,7 @@
 
 #include "cli/pipeline.h"
 #include "core/analytic_executor.h"
+#include "core/collective_schedule.h"
 #include "core/cost_model.h"
 #include "core/error.h"
 #include "core/hardware_markdown.h"
@@ -179,9 +180,16 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
   if (ranks > c.total_gpus())
     throw bad("--ranks", std::to_string(ranks) + " ranks requested but the cluster has " +
                              std::to_string(c.total_gpus()) + " GPUs (cluster.nodes x cluster.gpus_per_node)");
-  if (o.algorithm != "ring" && o.algorithm != "auto")
-    throw bad("--algorithm", "'" + o.algorithm + "' is not supported yet: ring is built (tree, NVLS, "
-                             "hierarchical and the rest arrive with the collectives issue); use ring or auto");
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  if (o.algorithm == "halving-doubling" || o.algorithm == "hierarchical") {
+    algorithm = o.algorithm == "hierarchical" ? CollectiveAlgorithm::kHierarchical : CollectiveAlgorithm::kHalvingDoubling;
+    if (o.op != "all-reduce")
+      throw bad("--algorithm", "'" + o.algorithm + "' is built for all-reduce only so far; use ring for " + o.op);
+  } else if (o.algorithm != "ring" && o.algorithm != "auto") {
+    throw bad("--algorithm", "'" + o.algorithm + "' is not supported yet: ring, halving-doubling and hierarchical "
+                             "are built (tree, NVLS, PAT and automatic selection arrive with the collectives "
+                             "issue); auto means ring for now");
+  }
   CollectiveKind kind = CollectiveKind::kAllReduce;
   for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
                            CollectiveKind::kBroadcast, CollectiveKind::kReduce, CollectiveKind::kAllToAll,
@@ -198,7 +206,7 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
   p.rank = 0;
   const StreamId s = p.add_stream("comm");
   for (size_t i = 0; i < sizes.size(); ++i)
-    p.append(s, CollectiveOp{kind, 0, sizes[i], dtype, CollectiveAlgorithm::kRing, 0},
+    p.append(s, CollectiveOp{kind, 0, sizes[i], dtype, algorithm, 0},
              Label{std::string(to_string(kind)) + "." + std::to_string(i), -1, -1, Phase::kOther});
   job.programs.push_back(std::move(p));
   auto executor = make_executor(sc);
@@ -210,15 +218,17 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
   nlohmann::json rows = nlohmann::json::array();
   for (size_t i = 0; i < sizes.size(); ++i) {
     const double algbw = times[i] > 0 ? sizes[i].value() / times[i] / 1e9 : 0;
+    const auto& op = std::get<CollectiveOp>(job.programs[0].streams[0].ops[i].body);
+    const std::string used(to_string(resolve_algorithm(op, g.ranks, c)));
     rows.push_back({{"op", o.op}, {"bytes", sizes[i].value()}, {"count", sizes[i].value() / elem},
-                    {"dtype", o.dtype}, {"ranks", ranks}, {"algorithm", "ring"}, {"engine", t.engine},
+                    {"dtype", o.dtype}, {"ranks", ranks}, {"algorithm", used}, {"engine", t.engine},
                     {"time_s", times[i]}, {"algbw_GBps", algbw}, {"busbw_GBps", algbw * bus_factor}});
   }
   if (o.json) {
     out << (rows.size() == 1 ? rows[0] : nlohmann::json{{"results", rows}}).dump(2) << "\n";
     return 0;
   }
-  out << "# dtsim collective: " << o.op << ", ring, " << ranks << " ranks on " << c.nodes << " x "
+  out << "# dtsim collective: " << o.op << ", " << rows[0]["algorithm"].get<std::string>() << ", " << ranks << " ranks on " << c.nodes << " x "
       << c.gpus_per_node << " " << c.gpu.name << ", engine " << t.engine << "\n";
   char buf[256];
   std::snprintf(buf, sizeof buf, "#%14s %14s %7s %12s %10s %10s\n#%14s %14s %7s %12s %10s %10s\n", "size", "count",

@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   collective->add_option("--min-bytes", col.min_bytes, "sweep start, e.g. 8B");
   collective->add_option("--max-bytes", col.max_bytes, "sweep end, e.g. 4GiB");
   collective->add_option("--factor", col.factor, "sweep multiplier (default 2)")->check(CLI::Range(1.0001, 1e6));
-  collective->add_option("--algorithm", col.algorithm, "ring | auto (tree, nvls and others come later)");
+  collective->add_option("--algorithm", col.algorithm, "ring | halving-doubling | hierarchical | auto (= ring for now; tree, nvls and automatic selection come later)");
   collective->add_option("--dtype", col.dtype, "element type: fp32 | tf32 | fp16 | bf16 | fp8")
       ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16", "fp8"}));
   collective->add_option("--ranks", col.ranks, "ranks taking part (the first N GPUs; default all)")

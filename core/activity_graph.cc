@@ -52,8 +52,12 @@ void collective_body(ActivityGraph& g, const CollectiveOp& op, const Group& grou
     return;
   }
   const int32_t first = static_cast<int32_t>(g.nodes.size());
-  for (const auto& f : s.flows)
-    g.add(GraphNode{GraphNode::Kind::kFlow, f.src, f.dst, f.bytes.value(), 0, {}});
+  for (const auto& f : s.flows) {
+    if (f.is_delay())
+      g.add(GraphNode{GraphNode::Kind::kDelay, 0, 0, f.delay.value(), 0, {}});
+    else
+      g.add(GraphNode{GraphNode::Kind::kFlow, f.src, f.dst, f.bytes.value(), 0, {}});
+  }
   std::vector<bool> has_successor(s.flows.size(), false);
   for (size_t i = 0; i < s.flows.size(); ++i) {
     if (s.flows[i].after.empty()) g.edge(begin, first + static_cast<int32_t>(i));

@@ -78,7 +78,170 @@ void merge_parallel_flows(std::vector<Flow>& flows) {
   flows = std::move(merged);
 }
 
+// Builds multi-phase schedules. Each phase starts after everything before it has finished, so a
+// schedule's time on a contention-free network is the sum of its phases' closed forms.
+class PhasedBuilder {
+ public:
+  PhasedBuilder(std::vector<Flow>& flows, Fidelity fidelity) : flows_(flows), fidelity_(fidelity) {}
+
+  // Ring passes over several independent orders at once (one per node, or per local index).
+  void rings(const std::vector<std::vector<Rank>>& orders, int steps, Bytes segment, Seconds alpha) {
+    if (fidelity_ == Fidelity::kChunk) {
+      std::vector<int> last;
+      for (const auto& order : orders) {
+        const int n = static_cast<int>(order.size());
+        const int base = static_cast<int>(flows_.size());
+        for (int k = 0; k < steps; ++k)
+          for (int i = 0; i < n; ++i) {
+            Flow f{order[static_cast<size_t>(i)], order[static_cast<size_t>((i + 1) % n)], segment, {}, Seconds(0)};
+            if (k == 0) f.after = barrier_;
+            else {
+              f.after.push_back(base + (k - 1) * n + (i - 1 + n) % n);
+              f.after.push_back(base + (k - 1) * n + i);
+            }
+            flows_.push_back(std::move(f));
+          }
+        for (int i = 0; i < n && steps > 0; ++i) last.push_back(base + (steps - 1) * n + i);
+      }
+      barrier_ = last;
+      return;
+    }
+    std::vector<std::tuple<Rank, Rank, Bytes>> bulk;
+    for (const auto& order : orders)
+      for (size_t i = 0; i < order.size(); ++i)
+        bulk.emplace_back(order[i], order[(i + 1) % order.size()], segment * static_cast<double>(steps));
+    bulk_phase(bulk, alpha * static_cast<double>(steps - 1));
+  }
+
+  // One step in which every (src, dst, bytes) transfer happens at once; `chained` makes each
+  // transfer wait for its source's previous send and receive (chunk fidelity).
+  void exchange(const std::vector<std::tuple<Rank, Rank, Bytes>>& transfers) {
+    if (fidelity_ == Fidelity::kCollective) {
+      pending_.insert(pending_.end(), transfers.begin(), transfers.end());
+      ++pending_steps_;
+      return;
+    }
+    std::vector<int> now;
+    for (const auto& [src, dst, bytes] : transfers) {
+      Flow f{src, dst, bytes, {}, Seconds(0)};
+      // Chunk fidelity: a rank's step waits for its own previous send and receive.
+      for (int prev : barrier_) {
+        const Flow& p = flows_[static_cast<size_t>(prev)];
+        if (p.is_delay() || p.src == src || p.dst == src) f.after.push_back(prev);
+      }
+      if (f.after.empty()) f.after = start_;
+      now.push_back(static_cast<int>(flows_.size()));
+      flows_.push_back(std::move(f));
+    }
+    barrier_ = now;
+  }
+
+  // Ends a run of exchange() steps (collective fidelity: one bulk phase for all of them).
+  void end_exchanges(Seconds alpha) {
+    if (fidelity_ == Fidelity::kCollective && pending_steps_ > 0) {
+      bulk_phase(pending_, alpha * static_cast<double>(pending_steps_ - 1));
+      pending_.clear();
+      pending_steps_ = 0;
+    }
+    start_ = barrier_;
+  }
+
+ private:
+  // Concurrent bulk flows, merged per pair, then the latency of the remaining steps.
+  void bulk_phase(const std::vector<std::tuple<Rank, Rank, Bytes>>& transfers, Seconds extra_latency) {
+    std::map<std::pair<Rank, Rank>, Bytes> merged;
+    std::vector<std::pair<Rank, Rank>> order;
+    for (const auto& [src, dst, bytes] : transfers) {
+      auto [it, inserted] = merged.emplace(std::make_pair(src, dst), Bytes(0));
+      if (inserted) order.push_back(it->first);
+      it->second += bytes;
+    }
+    std::vector<int> now;
+    for (const auto& pair : order) {
+      now.push_back(static_cast<int>(flows_.size()));
+      flows_.push_back(Flow{pair.first, pair.second, merged[pair], barrier_, Seconds(0)});
+    }
+    if (extra_latency.value() > 0) {
+      flows_.push_back(Flow{-1, -1, Bytes(0), now, extra_latency});
+      now = {static_cast<int>(flows_.size()) - 1};
+    }
+    barrier_ = now;
+    start_ = now;
+  }
+
+  std::vector<Flow>& flows_;
+  Fidelity fidelity_;
+  std::vector<int> barrier_;  // what the next phase waits for
+  std::vector<int> start_;    // the end of the previous completed phase
+  std::vector<std::tuple<Rank, Rank, Bytes>> pending_;
+  int pending_steps_ = 0;
+};
+
+void halving_doubling(const std::vector<Rank>& ranks, Bytes s, Seconds alpha, PhasedBuilder& b) {
+  const int n = static_cast<int>(ranks.size());
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  auto at = [&](int i) { return ranks[static_cast<size_t>(i)]; };
+  if (n > p) {  // fold the extra ranks in
+    std::vector<std::tuple<Rank, Rank, Bytes>> fold;
+    for (int i = p; i < n; ++i) fold.emplace_back(at(i), at(i - p), s);
+    b.exchange(fold);
+    b.end_exchanges(alpha);
+  }
+  std::vector<int> distances;
+  for (int d = p / 2; d >= 1; d /= 2) distances.push_back(d);
+  Bytes piece = s;
+  for (int d : distances) {  // reduce-scatter by recursive halving
+    piece = piece / 2.0;
+    std::vector<std::tuple<Rank, Rank, Bytes>> step;
+    for (int i = 0; i < p; ++i) step.emplace_back(at(i), at(i ^ d), piece);
+    b.exchange(step);
+  }
+  for (auto it = distances.rbegin(); it != distances.rend(); ++it) {  // all-gather by doubling
+    std::vector<std::tuple<Rank, Rank, Bytes>> step;
+    for (int i = 0; i < p; ++i) step.emplace_back(at(i), at(i ^ *it), piece);
+    b.exchange(step);
+    piece = piece * 2.0;
+  }
+  b.end_exchanges(alpha);
+  if (n > p) {  // and the result back out
+    std::vector<std::tuple<Rank, Rank, Bytes>> unfold;
+    for (int i = p; i < n; ++i) unfold.emplace_back(at(i - p), at(i), s);
+    b.exchange(unfold);
+    b.end_exchanges(alpha);
+  }
+}
+
 }  // namespace
+
+std::vector<std::vector<Rank>> ranks_by_node(const std::vector<Rank>& ranks, const ClusterConfig& cluster) {
+  std::vector<int> node_order;
+  std::map<int, std::vector<Rank>> by_node;
+  for (Rank r : ranks) {
+    const int n = node_of(r, cluster);
+    if (!by_node.count(n)) node_order.push_back(n);
+    by_node[n].push_back(r);
+  }
+  std::vector<std::vector<Rank>> out;
+  for (int n : node_order) {
+    if (by_node[n].size() != by_node[node_order.front()].size()) return {};
+    out.push_back(by_node[n]);
+  }
+  return out;
+}
+
+CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                                      const ClusterConfig& cluster) {
+  if (op.kind != CollectiveKind::kAllReduce) return CollectiveAlgorithm::kRing;
+  switch (op.algorithm) {
+    case CollectiveAlgorithm::kHalvingDoubling: return op.algorithm;
+    case CollectiveAlgorithm::kHierarchical: {
+      const auto nodes = ranks_by_node(ranks, cluster);
+      return nodes.size() > 1 ? op.algorithm : CollectiveAlgorithm::kRing;
+    }
+    default: return CollectiveAlgorithm::kRing;
+  }
+}
 
 double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks, const ClusterConfig& cluster) {
   const double n = static_cast<double>(ranks.size());
@@ -103,6 +266,27 @@ CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ra
   const int n = static_cast<int>(ranks.size());
   if (n <= 1) return s;
   const Seconds alpha = ring_link(ranks, cluster).alpha;
+  const CollectiveAlgorithm algorithm = resolve_algorithm(op, ranks, cluster);
+  if (algorithm == CollectiveAlgorithm::kHalvingDoubling) {
+    PhasedBuilder b(s.flows, fidelity);
+    halving_doubling(ranks, op.bytes, alpha, b);
+    return s;
+  }
+  if (algorithm == CollectiveAlgorithm::kHierarchical) {
+    const auto nodes = ranks_by_node(ranks, cluster);
+    const size_t g = nodes.front().size(), m = nodes.size();
+    std::vector<std::vector<Rank>> rails(g);
+    for (const auto& node : nodes)
+      for (size_t j = 0; j < g; ++j) rails[j].push_back(node[j]);
+    const Seconds intra_alpha = ring_link(nodes.front(), cluster).alpha;
+    const Seconds inter_alpha = ring_link(rails.front(), cluster).alpha;
+    PhasedBuilder b(s.flows, fidelity);
+    const double gd = static_cast<double>(g), md = static_cast<double>(m);
+    if (g > 1) b.rings(nodes, static_cast<int>(g - 1), op.bytes / gd, intra_alpha);
+    b.rings(rails, static_cast<int>(2 * (m - 1)), op.bytes / gd / md, inter_alpha);
+    if (g > 1) b.rings(nodes, static_cast<int>(g - 1), op.bytes / gd, intra_alpha);
+    return s;
+  }
   switch (op.kind) {
     case CollectiveKind::kAllReduce:
     case CollectiveKind::kAllGather:

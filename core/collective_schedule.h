@@ -15,6 +15,11 @@
 //   edge carrying everything that edge moves over the whole collective, all concurrent, plus
 //   (steps - 1) x alpha of latency: N flows instead of steps x N, and concurrent collectives still
 //   share links.
+// - All-reduce also has halving-doubling (Rabenseifner; Thakur, Rabenseifner and Gropp 2005):
+//   log2(p) exchange steps of halving sizes, then the same doubling, with a fold of the n - p
+//   extra ranks before and after when n is not a power of two; and hierarchical: a ring
+//   reduce-scatter inside each node, g concurrent rings across nodes (one per local GPU index, on
+//   that GPU's NIC), and a ring all-gather inside each node, the phases one after another.
 // - Broadcast and reduce are pipelined chains; all-to-all is pairwise exchange (N-1 steps);
 //   barrier is a zero-byte all-reduce. Tree and other algorithms arrive with the collectives issue.
 #pragma once
@@ -30,10 +35,12 @@ namespace dtsim {
 enum class Fidelity { kChunk, kCollective };
 
 struct Flow {
-  Rank src = 0;
+  Rank src = 0;  // -1 with dst -1: not a transfer but a pure delay of `delay`
   Rank dst = 0;
   Bytes bytes{0};
   std::vector<int> after;  // indices of flows that must finish first
+  Seconds delay{0};
+  bool is_delay() const { return src < 0; }
 };
 
 struct CollectiveSchedule {
@@ -48,6 +55,14 @@ std::vector<std::vector<Rank>> ring_channels(const std::vector<Rank>& ranks, con
 
 // How many flows decompose() would emit at chunk fidelity, without building them.
 double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks, const ClusterConfig& cluster);
+
+// A group's ranks by node: by_node[k][j] is the j-th rank on the k-th node the group touches.
+// Empty when nodes hold different numbers of the group's ranks.
+std::vector<std::vector<Rank>> ranks_by_node(const std::vector<Rank>& ranks, const ClusterConfig& cluster);
+
+// The algorithm a request resolves to for this kind and group (auto and unsupported pairs: ring).
+CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                                      const ClusterConfig& cluster);
 
 CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ranks,
                              const ClusterConfig& cluster, Fidelity fidelity);

@@ -1,5 +1,7 @@
 #include "core/cost_model.h"
 
+#include "core/collective_schedule.h"
+
 #include <algorithm>
 #include <set>
 
@@ -73,6 +75,25 @@ Seconds collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
   if (n <= 1) return Seconds(0);
   const LinkCost link = ring_link(ranks, cluster);
   const double steps_all_reduce = 2.0 * (n - 1);
+  const CollectiveAlgorithm algorithm = resolve_algorithm(op, ranks, cluster);
+  if (algorithm == CollectiveAlgorithm::kHalvingDoubling) {
+    // Rabenseifner: 2 log2(p) steps moving 2(p-1)/p S, plus a fold in and out of S each when
+    // n is not a power of two (Thakur, Rabenseifner and Gropp 2005, section 4.4).
+    int p = 1, k = 0;
+    while (p * 2 <= n) p *= 2, ++k;
+    const Seconds fold = n > p ? 2.0 * (link.alpha + op.bytes / link.beta) : Seconds(0);
+    return fold + link.alpha * (2.0 * k) + op.bytes * (2.0 * (p - 1) / p) / link.beta;
+  }
+  if (algorithm == CollectiveAlgorithm::kHierarchical) {
+    const auto nodes = ranks_by_node(ranks, cluster);
+    const double g = static_cast<double>(nodes.front().size()), m = static_cast<double>(nodes.size());
+    std::vector<Rank> rail;
+    for (const auto& node : nodes) rail.push_back(node.front());
+    const LinkCost intra = ring_link(nodes.front(), cluster), inter = ring_link(rail, cluster);
+    const Seconds local = intra.alpha * (g - 1) + op.bytes * ((g - 1) / g) / intra.beta;
+    const Seconds across = inter.alpha * (2 * (m - 1)) + op.bytes / g * (2 * (m - 1) / m) / inter.beta;
+    return (g > 1 ? 2.0 * local : Seconds(0)) + across;
+  }
   switch (op.kind) {
     case CollectiveKind::kAllReduce:
       return link.alpha * steps_all_reduce + op.bytes * (2.0 * (n - 1) / n) / link.beta;

@@ -33,6 +33,8 @@ std::string_view to_string(CollectiveAlgorithm a) {
     case CollectiveAlgorithm::kAuto: return "auto";
     case CollectiveAlgorithm::kRing: return "ring";
     case CollectiveAlgorithm::kTree: return "tree";
+    case CollectiveAlgorithm::kHalvingDoubling: return "halving-doubling";
+    case CollectiveAlgorithm::kHierarchical: return "hierarchical";
   }
   return "?";
 }

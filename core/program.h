@@ -59,8 +59,11 @@ enum class CollectiveKind {
 };
 std::string_view to_string(CollectiveKind k);
 
-enum class CollectiveAlgorithm { kAuto, kRing, kTree };
-std::string_view to_string(CollectiveAlgorithm a);
+// kHalvingDoubling: recursive halving/doubling (Rabenseifner); kHierarchical: intra-node
+// reduce-scatter, inter-node all-reduce, intra-node all-gather. Both are built for all-reduce;
+// other collectives use the ring.
+enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHalvingDoubling, kHierarchical };
+std::string_view to_string(CollectiveAlgorithm a);  // "auto", "ring", "tree", "halving-doubling", "hierarchical"
 
 struct CollectiveOp {
   CollectiveKind kind = CollectiveKind::kAllReduce;

@@ -17,7 +17,8 @@ inline ClusterConfig cluster_from(const std::string& cluster_yaml) {
 // A Job in which the first rank of each group runs one collective of `bytes` on its group; the
 // other members are folded by symmetry, and all groups start together at t = 0.
 inline Job concurrent_collectives(const std::vector<std::vector<Rank>>& groups, Bytes bytes, int world,
-                                  CollectiveKind kind = CollectiveKind::kAllReduce) {
+                                  CollectiveKind kind = CollectiveKind::kAllReduce,
+                                  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing) {
   Job job;
   job.world_size = world;
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -25,7 +26,7 @@ inline Job concurrent_collectives(const std::vector<std::vector<Rank>>& groups, 
     Program p;
     p.rank = groups[g].front();
     auto s = p.add_stream("comm");
-    p.append(s, CollectiveOp{kind, static_cast<GroupId>(g), bytes, DType::kBf16, CollectiveAlgorithm::kRing, 0},
+    p.append(s, CollectiveOp{kind, static_cast<GroupId>(g), bytes, DType::kBf16, algorithm, 0},
              Label{"collective", -1, -1, Phase::kOther});
     job.programs.push_back(std::move(p));
   }
