@@ -8,12 +8,6 @@
 namespace dtsim::testing {
 namespace {
 
-// N single-GPU nodes on a non-blocking switch: alpha = 2 us, beta = 25 GB/s.
-ClusterConfig star_of(int n) {
-  return cluster_from("cluster:\n  nodes: " + std::to_string(n) +
-                      "\n  gpus_per_node: 1\n  network: {topology: star, nic_bandwidth: 200Gbps, latency: 2us, "
-                      "protocol_efficiency: 1, nics_per_node: 1}\n");
-}
 
 // Rabenseifner's all-reduce (Thakur, Rabenseifner and Gropp 2005): p = 2^k <= n ranks exchange
 // in 2k steps moving 2(p-1)/p S; the n - p others fold in and out with S each.

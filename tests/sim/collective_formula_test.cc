@@ -7,13 +7,6 @@
 namespace dtsim::testing {
 namespace {
 
-// N nodes with one GPU each on a non-blocking switch: every ring hop is a NIC hop, with
-// alpha = 2 us and beta = 25 GB/s (200 Gb/s at efficiency 1).
-ClusterConfig star_of(int n) {
-  return cluster_from("cluster:\n  nodes: " + std::to_string(n) +
-                      "\n  gpus_per_node: 1\n  network: {topology: star, nic_bandwidth: 200Gbps, latency: 2us, "
-                      "protocol_efficiency: 1, nics_per_node: 1}\n");
-}
 
 double ring_all_reduce_formula(int n, double bytes, double alpha, double beta) {
   return 2.0 * (n - 1) * alpha + 2.0 * (n - 1) / n * bytes / beta;

@@ -48,6 +48,14 @@ inline double analytic_time(const Job& job, const ClusterConfig& c) {
   return longest_span(AnalyticExecutor().run(job, c, 1));
 }
 
+// N single-GPU nodes on a non-blocking switch: every hop is a NIC hop with alpha = 2 us and
+// beta = 25 GB/s (200 Gb/s at efficiency 1).
+inline ClusterConfig star_of(int n) {
+  return cluster_from("cluster:\n  nodes: " + std::to_string(n) +
+                      "\n  gpus_per_node: 1\n  network: {topology: star, nic_bandwidth: 200Gbps, latency: 2us, "
+                      "protocol_efficiency: 1, nics_per_node: 1}\n");
+}
+
 inline std::vector<Rank> first_ranks(int n) {
   std::vector<Rank> r;
   for (int i = 0; i < n; ++i) r.push_back(i);
