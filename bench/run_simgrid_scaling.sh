@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Wall time and peak RSS of dtsim on SimGrid at growing scale (issue: SimGrid executor, point 4).
 #   bench/run_simgrid_scaling.sh [BUILD_DIR] [TIMEOUT_S]  > bench/results/simgrid-scaling.md
+# SECTIONS="dp allreduce" (the default) selects the tables.
 # Each run is one `dtsim` process measured by GNU time (%e wall seconds, %M peak RSS in KiB);
 # runs longer than TIMEOUT_S (default 120) are stopped and reported as such.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=${1:-$here/../build}
 limit=${2:-120}
+sections=${SECTIONS:-dp allreduce}
 dtsim=$build/cli/dtsim
 
 measure() {  # label, command...
@@ -29,6 +31,7 @@ echo
 echo "Measured $(date -u +%Y-%m-%d) on $(nproc) cores of $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'),"
 echo "one process per run, with \`bench/run_simgrid_scaling.sh $build $limit\`."
 echo
+if [[ $sections == *dp* ]]; then
 echo "## One data-parallel training step (dtsim simulate)"
 echo
 echo "| run | wall s | peak RSS MiB |"
@@ -43,15 +46,20 @@ for model in resnet50 gpt2-xl; do
     done
   done
 done
+fi
+if [[ $sections == *allreduce* ]]; then
 echo
-echo "## A 1 GiB ring all-reduce (dtsim collective)"
+echo "## A 1 GiB all-reduce (dtsim collective)"
 echo
 echo "| run | wall s | peak RSS MiB |"
 echo "|---|---|---|"
 for ranks in 1024 4096 16384; do
   nodes=$((ranks / 8))
   for fidelity in chunk collective; do
-    measure "$ranks ranks, $fidelity" "$dtsim" collective "$here/scenarios/allreduce-cluster.yaml" \
-      --set cluster.nodes=$nodes --set simulate.fidelity=$fidelity --bytes 1GiB
+    for algorithm in ring hierarchical; do
+      measure "$ranks ranks, $algorithm, $fidelity" "$dtsim" collective "$here/scenarios/allreduce-cluster.yaml" \
+        --set cluster.nodes=$nodes --set simulate.fidelity=$fidelity --bytes 1GiB --algorithm $algorithm
+    done
   done
 done
+fi

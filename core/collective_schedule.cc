@@ -1,6 +1,7 @@
 #include "core/collective_schedule.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "core/cost_model.h"
@@ -246,6 +247,12 @@ CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<
 double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks, const ClusterConfig& cluster) {
   const double n = static_cast<double>(ranks.size());
   if (n <= 1) return 0;
+  const CollectiveAlgorithm algorithm = resolve_algorithm(op, ranks, cluster);
+  if (algorithm == CollectiveAlgorithm::kHalvingDoubling) return (2 * std::log2(n) + 2) * n;
+  if (algorithm == CollectiveAlgorithm::kHierarchical) {
+    const double m = static_cast<double>(ranks_by_node(ranks, cluster).size()), g = n / m;
+    return 2 * (g - 1) * n + 2 * (m - 1) * n;
+  }
   switch (op.kind) {
     case CollectiveKind::kAllReduce:
     case CollectiveKind::kBarrier:
