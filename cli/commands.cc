@@ -30,8 +30,8 @@ std::vector<Override> to_overrides(const std::vector<std::string>& texts) {
 std::ofstream open_output(const std::string& path, const std::string& flag) {
   std::ofstream f(path, std::ios::trunc);
   if (!f)
-    throw InputError(Diagnostic{SourceLocation{}, flag, "cannot write '" + path +
-                                                            "' (does its directory exist?)"});
+    throw InputError(Diagnostic{SourceLocation{}, flag,
+                                "cannot write '" + path + "' (does its directory exist?)"});
   return f;
 }
 
@@ -72,7 +72,8 @@ int run_simulate(const SimulateOptions& o, std::ostream& out) {
     out << "\nwarning: the peak memory exceeds the GPU's capacity; run dtsim validate for the "
            "fix.\n";
   if (result_file.is_open()) result_file << j.dump(2) << "\n";
-  if (trace_file.is_open()) trace_file << chrome_trace(p.trace, p.job, p.scenario.cluster).dump() << "\n";
+  if (trace_file.is_open())
+    trace_file << chrome_trace(p.trace, p.job, p.scenario.cluster).dump() << "\n";
   if ((result_file.is_open() && !result_file) || (trace_file.is_open() && !trace_file))
     throw RuntimeError("writing the output files failed (disk full?)");
   return 0;
@@ -84,20 +85,22 @@ int run_validate(const ValidateOptions& o, std::ostream& out) {
   const Scenario& s = plan.scenario;
   const auto& c = s.cluster;
   out << "scenario " << s.name << " (" << s.file << "): OK so far\n";
-  out << "  cluster      " << c.nodes << " nodes x " << c.gpus_per_node << " " << c.gpu.name << " = "
-      << c.total_gpus() << " GPUs\n";
+  out << "  cluster      " << c.nodes << " nodes x " << c.gpus_per_node << " " << c.gpu.name
+      << " = " << c.total_gpus() << " GPUs\n";
   out << "  GPU          " << format_flop_rate(c.gpu.peak_for(s.training.precision)) << " dense "
       << to_string(s.training.precision) << ", " << format_bytes(c.gpu.memory) << ", "
       << format_bandwidth(c.gpu.memory_bandwidth) << " memory bandwidth\n";
-  out << "  intra-node   " << c.intra_node.name << ": " << format_bandwidth(c.intra_node.per_gpu_bandwidth)
-      << " per GPU per direction, " << format_duration(c.intra_node.latency) << " per hop\n";
+  out << "  intra-node   " << c.intra_node.name << ": "
+      << format_bandwidth(c.intra_node.per_gpu_bandwidth) << " per GPU per direction, "
+      << format_duration(c.intra_node.latency) << " per hop\n";
   out << "  network      " << c.network.preset << " (" << to_string(c.network.kind) << ", "
       << to_string(c.network.topology) << "): " << c.network.nics_per_node << " x "
       << fmt("%.0f Gb/s", c.network.nic_bandwidth.value() * 8 / 1e9) << " per node, "
       << format_duration(c.network.latency) << ", oversubscription " << c.network.oversubscription
       << ":1\n";
-  out << "  model        " << plan.model.name << ": " << fmt("%.3f B", plan.model.parameters() / 1e9)
-      << " parameters, " << plan.model.layers.size() << " layers\n";
+  out << "  model        " << plan.model.name << ": "
+      << fmt("%.3f B", plan.model.parameters() / 1e9) << " parameters, " << plan.model.layers.size()
+      << " layers\n";
   out << "  parallelism  tensor " << s.parallelism.tensor.value << ", pipeline "
       << s.parallelism.pipeline.value << ", data " << s.parallelism.data.value
       << (s.parallelism.data_auto ? " (auto)" : "") << "; " << s.micro_batches()
@@ -118,8 +121,7 @@ int run_validate(const ValidateOptions& o, std::ostream& out) {
   for (size_t k = 0; k < r.per_category_bytes.size(); ++k) {
     std::string name(to_string(static_cast<MemoryCategory>(k)));
     name.resize(12, ' ');
-    out << "    " << name << " "
-        << format_bytes(Bytes(r.per_category_bytes[k])) << "\n";
+    out << "    " << name << " " << format_bytes(Bytes(r.per_category_bytes[k])) << "\n";
     if (r.per_category_bytes[k] > r.per_category_bytes[largest]) largest = k;
   }
   out << "    total        " << format_bytes(Bytes(r.peak_bytes_per_gpu)) << " of "
@@ -128,11 +130,13 @@ int run_validate(const ValidateOptions& o, std::ostream& out) {
     const std::string cat(to_string(static_cast<MemoryCategory>(largest)));
     throw InputError(Diagnostic{
         c.gpu_where.known() ? c.gpu_where : SourceLocation{s.file, 0, 0}, "memory",
-        "the job needs " + format_bytes(Bytes(r.peak_bytes_per_gpu)) + " per GPU but " + c.gpu.name +
-            " has " + format_bytes(Bytes(r.capacity_bytes)) + " (short by " +
-            format_bytes(Bytes(r.peak_bytes_per_gpu - r.capacity_bytes)) + "); the largest category is " +
-            cat + " at " + format_bytes(Bytes(r.per_category_bytes[largest])) +
-            ". Reduce training.micro_batch_size, use training.recompute: full, choose a GPU with more "
+        "the job needs " + format_bytes(Bytes(r.peak_bytes_per_gpu)) + " per GPU but " +
+            c.gpu.name + " has " + format_bytes(Bytes(r.capacity_bytes)) + " (short by " +
+            format_bytes(Bytes(r.peak_bytes_per_gpu - r.capacity_bytes)) +
+            "); the largest category is " + cat + " at " +
+            format_bytes(Bytes(r.per_category_bytes[largest])) +
+            ". Reduce training.micro_batch_size, use training.recompute: full, choose a GPU with "
+            "more "
             "memory, or shard the model state (ZeRO, tensor or pipeline parallelism)"});
   }
   out << "valid: " << s.name << " can run\n";
@@ -152,8 +156,10 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
   auto size = [&](const std::string& flag, const std::string& text) {
     auto p = parse_bytes(text);
     if (!p) throw bad(flag, p.error);
-    if (p.value->value() < 1) throw bad(flag, "the size must be at least one element, found '" + text + "'");
-    if (p.value->value() > 1099511627776.0) throw bad(flag, "'" + text + "' is larger than 1 TiB; check the unit");
+    if (p.value->value() < 1)
+      throw bad(flag, "the size must be at least one element, found '" + text + "'");
+    if (p.value->value() > 1099511627776.0)
+      throw bad(flag, "'" + text + "' is larger than 1 TiB; check the unit");
     return *p.value;
   };
   std::vector<Bytes> sizes;
@@ -167,7 +173,8 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
     for (double b = lo.value(); b <= hi.value() * (1 + 1e-12) && sizes.size() < 200; b *= o.factor)
       sizes.push_back(Bytes(std::round(b)));
   } else {
-    throw bad("--bytes", "give --bytes SIZE, or --min-bytes and --max-bytes for a sweep (e.g. --bytes 1GiB)");
+    throw bad("--bytes",
+              "give --bytes SIZE, or --min-bytes and --max-bytes for a sweep (e.g. --bytes 1GiB)");
   }
   const DType dtype = *dtype_from_string(o.dtype);
   const double elem = bytes_per_element(dtype);
@@ -179,21 +186,27 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
   const int ranks = o.ranks > 0 ? o.ranks : c.total_gpus();
   if (ranks > c.total_gpus())
     throw bad("--ranks", std::to_string(ranks) + " ranks requested but the cluster has " +
-                             std::to_string(c.total_gpus()) + " GPUs (cluster.nodes x cluster.gpus_per_node)");
+                             std::to_string(c.total_gpus()) +
+                             " GPUs (cluster.nodes x cluster.gpus_per_node)");
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
   if (o.algorithm == "halving-doubling" || o.algorithm == "hierarchical") {
-    algorithm = o.algorithm == "hierarchical" ? CollectiveAlgorithm::kHierarchical : CollectiveAlgorithm::kHalvingDoubling;
+    algorithm = o.algorithm == "hierarchical" ? CollectiveAlgorithm::kHierarchical
+                                              : CollectiveAlgorithm::kHalvingDoubling;
     if (o.op != "all-reduce")
-      throw bad("--algorithm", "'" + o.algorithm + "' is built for all-reduce only so far; use ring for " + o.op);
+      throw bad("--algorithm",
+                "'" + o.algorithm + "' is built for all-reduce only so far; use ring for " + o.op);
   } else if (o.algorithm != "ring" && o.algorithm != "auto") {
-    throw bad("--algorithm", "'" + o.algorithm + "' is not supported yet: ring, halving-doubling and hierarchical "
-                             "are built (tree, NVLS, PAT and automatic selection arrive with the collectives "
-                             "issue); auto means ring for now");
+    throw bad("--algorithm",
+              "'" + o.algorithm +
+                  "' is not supported yet: ring, halving-doubling and hierarchical "
+                  "are built (tree, NVLS, PAT and automatic selection arrive with the collectives "
+                  "issue); auto means ring for now");
   }
   CollectiveKind kind = CollectiveKind::kAllReduce;
-  for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
-                           CollectiveKind::kBroadcast, CollectiveKind::kReduce, CollectiveKind::kAllToAll,
-                           CollectiveKind::kBarrier})
+  for (CollectiveKind k :
+       {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
+        CollectiveKind::kBroadcast, CollectiveKind::kReduce, CollectiveKind::kAllToAll,
+        CollectiveKind::kBarrier})
     if (to_string(k) == o.op) kind = k;
 
   // One program runs the sizes back to back; the other members are folded by symmetry.
@@ -220,24 +233,34 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
     const double algbw = times[i] > 0 ? sizes[i].value() / times[i] / 1e9 : 0;
     const auto& op = std::get<CollectiveOp>(job.programs[0].streams[0].ops[i].body);
     const std::string used(to_string(resolve_algorithm(op, g.ranks, c)));
-    rows.push_back({{"op", o.op}, {"bytes", sizes[i].value()}, {"count", sizes[i].value() / elem},
-                    {"dtype", o.dtype}, {"ranks", ranks}, {"algorithm", used}, {"engine", t.engine},
-                    {"time_s", times[i]}, {"algbw_GBps", algbw}, {"busbw_GBps", algbw * bus_factor}});
+    rows.push_back({{"op", o.op},
+                    {"bytes", sizes[i].value()},
+                    {"count", sizes[i].value() / elem},
+                    {"dtype", o.dtype},
+                    {"ranks", ranks},
+                    {"algorithm", used},
+                    {"engine", t.engine},
+                    {"time_s", times[i]},
+                    {"algbw_GBps", algbw},
+                    {"busbw_GBps", algbw * bus_factor}});
   }
   if (o.json) {
     out << (rows.size() == 1 ? rows[0] : nlohmann::json{{"results", rows}}).dump(2) << "\n";
     return 0;
   }
-  out << "# dtsim collective: " << o.op << ", " << rows[0]["algorithm"].get<std::string>() << ", " << ranks << " ranks on " << c.nodes << " x "
-      << c.gpus_per_node << " " << c.gpu.name << ", engine " << t.engine << "\n";
+  out << "# dtsim collective: " << o.op << ", " << rows[0]["algorithm"].get<std::string>() << ", "
+      << ranks << " ranks on " << c.nodes << " x " << c.gpus_per_node << " " << c.gpu.name
+      << ", engine " << t.engine << "\n";
   char buf[256];
-  std::snprintf(buf, sizeof buf, "#%14s %14s %7s %12s %10s %10s\n#%14s %14s %7s %12s %10s %10s\n", "size", "count",
-                "type", "time", "algbw", "busbw", "(B)", "(elements)", "", "(us)", "(GB/s)", "(GB/s)");
+  std::snprintf(buf, sizeof buf, "#%14s %14s %7s %12s %10s %10s\n#%14s %14s %7s %12s %10s %10s\n",
+                "size", "count", "type", "time", "algbw", "busbw", "(B)", "(elements)", "", "(us)",
+                "(GB/s)", "(GB/s)");
   out << buf;
   for (const auto& r : rows) {
-    std::snprintf(buf, sizeof buf, " %14.0f %14.0f %7s %12.2f %10.2f %10.2f\n", r["bytes"].get<double>(),
-                  r["count"].get<double>(), o.dtype.c_str(), r["time_s"].get<double>() * 1e6,
-                  r["algbw_GBps"].get<double>(), r["busbw_GBps"].get<double>());
+    std::snprintf(buf, sizeof buf, " %14.0f %14.0f %7s %12.2f %10.2f %10.2f\n",
+                  r["bytes"].get<double>(), r["count"].get<double>(), o.dtype.c_str(),
+                  r["time_s"].get<double>() * 1e6, r["algbw_GBps"].get<double>(),
+                  r["busbw_GBps"].get<double>());
     out << buf;
   }
   return 0;
@@ -266,12 +289,15 @@ int run_catalog(const CatalogOptions& o, std::ostream& out) {
     for (const auto& g : gpu_catalog()) {
       std::snprintf(buf, sizeof buf, "%-16s %12.1f %12s %10.1f %14.0f\n", g.name.c_str(),
                     g.peak_for(DType::kBf16).value() / 1e12,
-                    g.supports(DType::kFp8) ? fmt("%.1f", g.peak_for(DType::kFp8).value() / 1e12).c_str() : "-",
+                    g.supports(DType::kFp8)
+                        ? fmt("%.1f", g.peak_for(DType::kFp8).value() / 1e12).c_str()
+                        : "-",
                     g.memory.value() / (1024.0 * 1024 * 1024), g.memory_bandwidth.value() / 1e9);
       out << buf;
     }
   } else if (o.what == "fabrics") {
-    std::snprintf(buf, sizeof buf, "%-26s %-7s %16s %12s\n", "name", "kind", "GB/s per GPU", "latency us");
+    std::snprintf(buf, sizeof buf, "%-26s %-7s %16s %12s\n", "name", "kind", "GB/s per GPU",
+                  "latency us");
     out << buf;
     for (const auto& f : fabric_catalog()) {
       std::snprintf(buf, sizeof buf, "%-26s %-7s %16.1f %12.2f\n", f.name.c_str(),
@@ -280,8 +306,8 @@ int run_catalog(const CatalogOptions& o, std::ostream& out) {
       out << buf;
     }
   } else if (o.what == "networks") {
-    std::snprintf(buf, sizeof buf, "%-12s %-11s %10s %12s %11s\n", "name", "kind", "Gb/s", "latency us",
-                  "efficiency");
+    std::snprintf(buf, sizeof buf, "%-12s %-11s %10s %12s %11s\n", "name", "kind", "Gb/s",
+                  "latency us", "efficiency");
     out << buf;
     for (const auto& n : network_catalog()) {
       std::snprintf(buf, sizeof buf, "%-12s %-11s %10.0f %12.2f %11.2f\n", n.name.c_str(),
@@ -290,7 +316,8 @@ int run_catalog(const CatalogOptions& o, std::ostream& out) {
       out << buf;
     }
   } else if (o.what == "models") {
-    std::snprintf(buf, sizeof buf, "%-16s %-10s %14s  %s\n", "name", "family", "parameters", "source");
+    std::snprintf(buf, sizeof buf, "%-16s %-10s %14s  %s\n", "name", "family", "parameters",
+                  "source");
     out << buf;
     for (const auto& name : models::preset_names()) {
       const models::ModelSpec* spec = models::find_preset(name);

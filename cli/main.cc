@@ -43,17 +43,21 @@ int main(int argc, char** argv) {
       "Predict one training step of a scenario: step time, throughput, MFU, where the time goes "
       "and memory per GPU.\n"
       "  dtsim simulate scenarios/default.yaml --json -o result.json --trace trace.json");
-  simulate->add_option("scenario", sim.scenario, "scenario YAML file (see docs/scenario-reference.md)")
+  simulate
+      ->add_option("scenario", sim.scenario, "scenario YAML file (see docs/scenario-reference.md)")
       ->required();
-  simulate->add_option("--set", sim.overrides,
-                       "override a scenario key, e.g. --set training.micro_batch_size=2 (repeatable)")
+  simulate
+      ->add_option("--set", sim.overrides,
+                   "override a scenario key, e.g. --set training.micro_batch_size=2 (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  simulate->add_option("--engine", sim.engine, "analytic (closed form) or simgrid (discrete events)")
+  simulate
+      ->add_option("--engine", sim.engine, "analytic (closed form) or simgrid (discrete events)")
       ->check(CLI::IsMember({"analytic", "simgrid"}));
   simulate->add_flag("--json", sim.json, "print the result object as JSON instead of the summary");
   simulate->add_option("-o,--output", sim.output, "also write the JSON result object to this file");
-  simulate->add_option("--trace", sim.trace, "write a Chrome trace-event file (open it in Perfetto)");
+  simulate->add_option("--trace", sim.trace,
+                       "write a Chrome trace-event file (open it in Perfetto)");
 
   ValidateOptions val;
   auto* validate = app.add_subcommand(
@@ -71,18 +75,28 @@ int main(int argc, char** argv) {
       "Simulate one collective on the scenario's cluster, like nccl-tests: time, algbw and busbw "
       "(nccl-tests definitions). One size with --bytes, or a sweep with --min-bytes, --max-bytes "
       "and --factor.\n"
-      "  dtsim collective scenarios/default.yaml --op all-reduce --min-bytes 1MiB --max-bytes 1GiB");
-  collective->add_option("scenario", col.scenario, "scenario YAML file (its cluster is used)")->required();
+      "  dtsim collective scenarios/default.yaml --op all-reduce --min-bytes 1MiB --max-bytes "
+      "1GiB");
+  collective->add_option("scenario", col.scenario, "scenario YAML file (its cluster is used)")
+      ->required();
   collective->add_option("--set", col.overrides, "override a scenario key (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  collective->add_option("--op", col.op, "all-reduce | all-gather | reduce-scatter | broadcast | reduce | all-to-all | barrier")
-      ->check(CLI::IsMember({"all-reduce", "all-gather", "reduce-scatter", "broadcast", "reduce", "all-to-all", "barrier"}));
-  collective->add_option("--bytes", col.bytes, "operation size with a unit, e.g. 1GiB (nccl-tests size)");
+  collective
+      ->add_option(
+          "--op", col.op,
+          "all-reduce | all-gather | reduce-scatter | broadcast | reduce | all-to-all | barrier")
+      ->check(CLI::IsMember({"all-reduce", "all-gather", "reduce-scatter", "broadcast", "reduce",
+                             "all-to-all", "barrier"}));
+  collective->add_option("--bytes", col.bytes,
+                         "operation size with a unit, e.g. 1GiB (nccl-tests size)");
   collective->add_option("--min-bytes", col.min_bytes, "sweep start, e.g. 8B");
   collective->add_option("--max-bytes", col.max_bytes, "sweep end, e.g. 4GiB");
-  collective->add_option("--factor", col.factor, "sweep multiplier (default 2)")->check(CLI::Range(1.0001, 1e6));
-  collective->add_option("--algorithm", col.algorithm, "ring | halving-doubling | hierarchical | auto (= ring for now; tree, nvls and automatic selection come later)");
+  collective->add_option("--factor", col.factor, "sweep multiplier (default 2)")
+      ->check(CLI::Range(1.0001, 1e6));
+  collective->add_option("--algorithm", col.algorithm,
+                         "ring | halving-doubling | hierarchical | auto (= ring for now; tree, "
+                         "nvls and automatic selection come later)");
   collective->add_option("--dtype", col.dtype, "element type: fp32 | tf32 | fp16 | bf16 | fp8")
       ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16", "fp8"}));
   collective->add_option("--ranks", col.ranks, "ranks taking part (the first N GPUs; default all)")

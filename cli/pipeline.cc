@@ -26,13 +26,14 @@ Prediction predict(Scenario scenario) {
   for (const auto& p : plan.job.programs) ops += static_cast<double>(p.op_count());
   const double total = ops * plan.scenario.simulate.iterations;
   if (total > 2 * kMaxOpsPerStep && plan.scenario.simulate.iterations > 1)
-    throw InputError(Diagnostic{
-        plan.scenario.entries.count("simulate.iterations") ? plan.scenario.entries.at("simulate.iterations").where
-                                                          : SourceLocation{},
-        "simulate.iterations",
-        std::to_string(plan.scenario.simulate.iterations) + " iterations of " +
-            std::to_string(static_cast<int64_t>(ops)) + " ops are too many to simulate; steps repeat "
-            "identically without failures, so use fewer iterations"});
+    throw InputError(Diagnostic{plan.scenario.entries.count("simulate.iterations")
+                                    ? plan.scenario.entries.at("simulate.iterations").where
+                                    : SourceLocation{},
+                                "simulate.iterations",
+                                std::to_string(plan.scenario.simulate.iterations) +
+                                    " iterations of " + std::to_string(static_cast<int64_t>(ops)) +
+                                    " ops are too many to simulate; steps repeat "
+                                    "identically without failures, so use fewer iterations"});
   auto executor = make_executor(plan.scenario);
   Trace trace = executor->run(plan.job, plan.scenario.cluster, plan.scenario.simulate.iterations);
   Results results = compute_results(plan.scenario, plan.model, plan.job, trace);

@@ -21,7 +21,9 @@ void ActivityGraph::edge(int32_t from, int32_t to) {
 
 namespace {
 
-GraphNode join() { return GraphNode{}; }
+GraphNode join() {
+  return GraphNode{};
+}
 
 std::string op_name(const Program& p, StreamId s, size_t i) {
   return "rank " + std::to_string(p.rank) + ", stream '" + p.streams[static_cast<size_t>(s)].name +
@@ -38,15 +40,18 @@ struct Shared {
 
 // Builds the body of a collective between `begin` and `end`.
 void collective_body(ActivityGraph& g, const CollectiveOp& op, const Group& group,
-                     const ClusterConfig& cluster, CollectiveBody body, int32_t begin, int32_t end) {
+                     const ClusterConfig& cluster, CollectiveBody body, int32_t begin,
+                     int32_t end) {
   if (body == CollectiveBody::kClosedForm) {
-    int32_t d = g.add(GraphNode{GraphNode::Kind::kDelay, 0, 0, collective_time(op, group.ranks, cluster).value(), 0, {}});
+    int32_t d = g.add(GraphNode{
+        GraphNode::Kind::kDelay, 0, 0, collective_time(op, group.ranks, cluster).value(), 0, {}});
     g.edge(begin, d);
     g.edge(d, end);
     return;
   }
-  const CollectiveSchedule s = decompose(
-      op, group.ranks, cluster, body == CollectiveBody::kChunkFlows ? Fidelity::kChunk : Fidelity::kCollective);
+  const CollectiveSchedule s =
+      decompose(op, group.ranks, cluster,
+                body == CollectiveBody::kChunkFlows ? Fidelity::kChunk : Fidelity::kCollective);
   if (s.flows.empty()) {
     g.edge(begin, end);
     return;
@@ -77,7 +82,8 @@ void collective_body(ActivityGraph& g, const CollectiveOp& op, const Group& grou
 
 }  // namespace
 
-ActivityGraph lower(const Job& job, const ClusterConfig& cluster, int iterations, CollectiveBody body) {
+ActivityGraph lower(const Job& job, const ClusterConfig& cluster, int iterations,
+                    CollectiveBody body) {
   ActivityGraph g;
   g.iterations = iterations;
   std::map<Rank, bool> simulated;
@@ -107,7 +113,12 @@ ActivityGraph lower(const Job& job, const ClusterConfig& cluster, int iterations
           OpInstance inst{p.rank, static_cast<StreamId>(s), it, static_cast<uint32_t>(i), -1, -1};
           if (const auto* c = std::get_if<ComputeOp>(&op.body)) {
             inst.begin = g.add(join());
-            inst.end = g.add(GraphNode{GraphNode::Kind::kCompute, p.rank, 0, compute_time(*c, cluster.gpu).value(), 0, {}});
+            inst.end = g.add(GraphNode{GraphNode::Kind::kCompute,
+                                       p.rank,
+                                       0,
+                                       compute_time(*c, cluster.gpu).value(),
+                                       0,
+                                       {}});
             g.edge(inst.begin, inst.end);
           } else if (std::holds_alternative<MemoryOp>(op.body)) {
             inst.begin = inst.end = g.add(join());
@@ -118,7 +129,8 @@ ActivityGraph lower(const Job& job, const ClusterConfig& cluster, int iterations
             if (found == collectives.end()) {
               int expected = 0;
               for (Rank r : group.ranks) expected += simulated.count(r) ? 1 : 0;
-              Shared sh{g.add(join()), g.add(join()), 0, expected, op_name(p, static_cast<StreamId>(s), i)};
+              Shared sh{g.add(join()), g.add(join()), 0, expected,
+                        op_name(p, static_cast<StreamId>(s), i)};
               collective_body(g, *c, group, cluster, body, sh.begin, sh.end);
               found = collectives.emplace(key, sh).first;
             }
@@ -127,18 +139,25 @@ ActivityGraph lower(const Job& job, const ClusterConfig& cluster, int iterations
             inst.end = found->second.end;
           } else {
             const bool is_send = std::holds_alternative<SendOp>(op.body);
-            const Rank peer = is_send ? std::get<SendOp>(op.body).peer : std::get<RecvOp>(op.body).peer;
+            const Rank peer =
+                is_send ? std::get<SendOp>(op.body).peer : std::get<RecvOp>(op.body).peer;
             const int tag = is_send ? std::get<SendOp>(op.body).tag : std::get<RecvOp>(op.body).tag;
-            const Bytes bytes = is_send ? std::get<SendOp>(op.body).bytes : std::get<RecvOp>(op.body).bytes;
+            const Bytes bytes =
+                is_send ? std::get<SendOp>(op.body).bytes : std::get<RecvOp>(op.body).bytes;
             const Rank src = is_send ? p.rank : peer, dst = is_send ? peer : p.rank;
             const int seq = p2p_seq[{peer, tag, is_send}]++;
             auto key = std::make_tuple(src, dst, tag, seq);
             auto found = p2p.find(key);
             if (found == p2p.end()) {
-              Shared sh{g.add(join()), -1, 0, simulated.count(peer) ? 2 : 1, op_name(p, static_cast<StreamId>(s), i)};
+              Shared sh{g.add(join()), -1, 0, simulated.count(peer) ? 2 : 1,
+                        op_name(p, static_cast<StreamId>(s), i)};
               if (body == CollectiveBody::kClosedForm)
-                sh.end = g.add(GraphNode{GraphNode::Kind::kDelay, 0, 0,
-                                         point_to_point_time(bytes, src, dst, cluster).value(), 0, {}});
+                sh.end = g.add(GraphNode{GraphNode::Kind::kDelay,
+                                         0,
+                                         0,
+                                         point_to_point_time(bytes, src, dst, cluster).value(),
+                                         0,
+                                         {}});
               else
                 sh.end = g.add(GraphNode{GraphNode::Kind::kFlow, src, dst, bytes.value(), 0, {}});
               g.edge(sh.begin, sh.end);
@@ -156,11 +175,13 @@ ActivityGraph lower(const Job& job, const ClusterConfig& cluster, int iterations
     }
     for (const auto& [key, sh] : collectives)
       if (sh.arrived != sh.expected)
-        throw RuntimeError("the program cannot finish: a collective is reached by " + std::to_string(sh.arrived) +
-                           " of its " + std::to_string(sh.expected) + " simulated members (first: " + sh.first_op + ")");
+        throw RuntimeError("the program cannot finish: a collective is reached by " +
+                           std::to_string(sh.arrived) + " of its " + std::to_string(sh.expected) +
+                           " simulated members (first: " + sh.first_op + ")");
     for (const auto& [key, sh] : p2p)
       if (sh.arrived != sh.expected)
-        throw RuntimeError("the program cannot finish: " + sh.first_op + " has no matching send or receive");
+        throw RuntimeError("the program cannot finish: " + sh.first_op +
+                           " has no matching send or receive");
     // Pass 2: stream order and event waits.
     for (const auto& pd : pending) {
       const OpInstance& inst = g.ops[pd.instance];
@@ -171,8 +192,9 @@ ActivityGraph lower(const Job& job, const ClusterConfig& cluster, int iterations
       for (EventId e : op.waits) {
         auto producer = event_end.find({inst.rank, e});
         if (producer == event_end.end())
-          throw RuntimeError("the program cannot finish: " + op_name(*pd.program, pd.stream, pd.op_index) +
-                             " waits for event " + std::to_string(e) + ", which no op records");
+          throw RuntimeError(
+              "the program cannot finish: " + op_name(*pd.program, pd.stream, pd.op_index) +
+              " waits for event " + std::to_string(e) + ", which no op records");
         g.edge(producer->second, inst.begin);
       }
     }
@@ -180,7 +202,8 @@ ActivityGraph lower(const Job& job, const ClusterConfig& cluster, int iterations
   return g;
 }
 
-std::vector<double> finish_times_without_contention(const ActivityGraph& g, const ClusterConfig& cluster) {
+std::vector<double> finish_times_without_contention(const ActivityGraph& g,
+                                                    const ClusterConfig& cluster) {
   const size_t n = g.nodes.size();
   std::vector<double> start(n, 0.0), finish(n, 0.0);
   std::vector<int32_t> waiting(n);
@@ -196,9 +219,12 @@ std::vector<double> finish_times_without_contention(const ActivityGraph& g, cons
     const GraphNode& node = g.nodes[static_cast<size_t>(v)];
     double duration = 0;
     switch (node.kind) {
-      case GraphNode::Kind::kJoin: break;
+      case GraphNode::Kind::kJoin:
+        break;
       case GraphNode::Kind::kCompute:
-      case GraphNode::Kind::kDelay: duration = node.amount; break;
+      case GraphNode::Kind::kDelay:
+        duration = node.amount;
+        break;
       case GraphNode::Kind::kFlow:
         duration = point_to_point_time(Bytes(node.amount), node.rank, node.peer, cluster).value();
         break;
@@ -206,7 +232,8 @@ std::vector<double> finish_times_without_contention(const ActivityGraph& g, cons
     finish[static_cast<size_t>(v)] = start[static_cast<size_t>(v)] + duration;
     ++done;
     for (int32_t s : node.successors) {
-      start[static_cast<size_t>(s)] = std::max(start[static_cast<size_t>(s)], finish[static_cast<size_t>(v)]);
+      start[static_cast<size_t>(s)] =
+          std::max(start[static_cast<size_t>(s)], finish[static_cast<size_t>(v)]);
       if (--waiting[static_cast<size_t>(s)] == 0) ready.push_back(s);
     }
   }
@@ -245,7 +272,8 @@ Trace trace_from_times(const ActivityGraph& g, const Job& job, const std::vector
     if (std::holds_alternative<CollectiveOp>(op.body)) kind = SpanKind::kCollective;
     if (std::holds_alternative<SendOp>(op.body)) kind = SpanKind::kSend;
     if (std::holds_alternative<RecvOp>(op.body)) kind = SpanKind::kRecv;
-    t.spans.push_back(Span{inst.rank, inst.stream, inst.iteration, inst.op_index, kind, Seconds(start), Seconds(end)});
+    t.spans.push_back(Span{inst.rank, inst.stream, inst.iteration, inst.op_index, kind,
+                           Seconds(start), Seconds(end)});
   }
   // Iterations end in order even if a late op of one iteration outlives an early op of the next.
   for (size_t i = 1; i < t.iteration_end.size(); ++i)

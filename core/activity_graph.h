@@ -56,11 +56,13 @@ struct ActivityGraph {
   void edge(int32_t from, int32_t to);
 };
 
-ActivityGraph lower(const Job& job, const ClusterConfig& cluster, int iterations, CollectiveBody body);
+ActivityGraph lower(const Job& job, const ClusterConfig& cluster, int iterations,
+                    CollectiveBody body);
 
 // Start-free longest-path times for a graph whose every node has a fixed duration (compute and
 // delay: amount; flow: alpha + bytes / beta of its pair; join: 0). Returns finish times.
-std::vector<double> finish_times_without_contention(const ActivityGraph& g, const ClusterConfig& cluster);
+std::vector<double> finish_times_without_contention(const ActivityGraph& g,
+                                                    const ClusterConfig& cluster);
 
 Trace trace_from_times(const ActivityGraph& g, const Job& job, const std::vector<double>& finish,
                        const std::string& engine);

@@ -8,7 +8,8 @@
 
 namespace dtsim {
 
-std::vector<std::vector<Rank>> ring_channels(const std::vector<Rank>& ranks, const ClusterConfig& cluster) {
+std::vector<std::vector<Rank>> ring_channels(const std::vector<Rank>& ranks,
+                                             const ClusterConfig& cluster) {
   // Ranks grouped by node, nodes in order of first appearance.
   std::vector<int> node_order;
   std::map<int, std::vector<Rank>> by_node;
@@ -40,7 +41,8 @@ std::vector<std::vector<Rank>> ring_channels(const std::vector<Rank>& ranks, con
 namespace {
 
 // Appends a ring pass of `steps` steps over `order`, each flow carrying `segment` bytes.
-void ring_steps(const std::vector<Rank>& order, int steps, Bytes segment, std::vector<Flow>& flows) {
+void ring_steps(const std::vector<Rank>& order, int steps, Bytes segment,
+                std::vector<Flow>& flows) {
   const int n = static_cast<int>(order.size());
   const int base = static_cast<int>(flows.size());
   auto index = [&](int step, int i) { return base + step * n + i; };
@@ -86,7 +88,8 @@ class PhasedBuilder {
   PhasedBuilder(std::vector<Flow>& flows, Fidelity fidelity) : flows_(flows), fidelity_(fidelity) {}
 
   // Ring passes over several independent orders at once (one per node, or per local index).
-  void rings(const std::vector<std::vector<Rank>>& orders, int steps, Bytes segment, Seconds alpha) {
+  void rings(const std::vector<std::vector<Rank>>& orders, int steps, Bytes segment,
+             Seconds alpha) {
     if (fidelity_ == Fidelity::kChunk) {
       std::vector<int> last;
       for (const auto& order : orders) {
@@ -94,8 +97,13 @@ class PhasedBuilder {
         const int base = static_cast<int>(flows_.size());
         for (int k = 0; k < steps; ++k)
           for (int i = 0; i < n; ++i) {
-            Flow f{order[static_cast<size_t>(i)], order[static_cast<size_t>((i + 1) % n)], segment, {}, Seconds(0)};
-            if (k == 0) f.after = barrier_;
+            Flow f{order[static_cast<size_t>(i)],
+                   order[static_cast<size_t>((i + 1) % n)],
+                   segment,
+                   {},
+                   Seconds(0)};
+            if (k == 0)
+              f.after = barrier_;
             else {
               f.after.push_back(base + (k - 1) * n + (i - 1 + n) % n);
               f.after.push_back(base + (k - 1) * n + i);
@@ -110,7 +118,8 @@ class PhasedBuilder {
     std::vector<std::tuple<Rank, Rank, Bytes>> bulk;
     for (const auto& order : orders)
       for (size_t i = 0; i < order.size(); ++i)
-        bulk.emplace_back(order[i], order[(i + 1) % order.size()], segment * static_cast<double>(steps));
+        bulk.emplace_back(order[i], order[(i + 1) % order.size()],
+                          segment * static_cast<double>(steps));
     bulk_phase(bulk, alpha * static_cast<double>(steps - 1));
   }
 
@@ -149,7 +158,8 @@ class PhasedBuilder {
 
  private:
   // Concurrent bulk flows, merged per pair, then the latency of the remaining steps.
-  void bulk_phase(const std::vector<std::tuple<Rank, Rank, Bytes>>& transfers, Seconds extra_latency) {
+  void bulk_phase(const std::vector<std::tuple<Rank, Rank, Bytes>>& transfers,
+                  Seconds extra_latency) {
     std::map<std::pair<Rank, Rank>, Bytes> merged;
     std::vector<std::pair<Rank, Rank>> order;
     for (const auto& [src, dst, bytes] : transfers) {
@@ -215,7 +225,8 @@ void halving_doubling(const std::vector<Rank>& ranks, Bytes s, Seconds alpha, Ph
 
 }  // namespace
 
-std::vector<std::vector<Rank>> ranks_by_node(const std::vector<Rank>& ranks, const ClusterConfig& cluster) {
+std::vector<std::vector<Rank>> ranks_by_node(const std::vector<Rank>& ranks,
+                                             const ClusterConfig& cluster) {
   std::vector<int> node_order;
   std::map<int, std::vector<Rank>> by_node;
   for (Rank r : ranks) {
@@ -235,16 +246,19 @@ CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<
                                       const ClusterConfig& cluster) {
   if (op.kind != CollectiveKind::kAllReduce) return CollectiveAlgorithm::kRing;
   switch (op.algorithm) {
-    case CollectiveAlgorithm::kHalvingDoubling: return op.algorithm;
+    case CollectiveAlgorithm::kHalvingDoubling:
+      return op.algorithm;
     case CollectiveAlgorithm::kHierarchical: {
       const auto nodes = ranks_by_node(ranks, cluster);
       return nodes.size() > 1 ? op.algorithm : CollectiveAlgorithm::kRing;
     }
-    default: return CollectiveAlgorithm::kRing;
+    default:
+      return CollectiveAlgorithm::kRing;
   }
 }
 
-double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks, const ClusterConfig& cluster) {
+double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                        const ClusterConfig& cluster) {
   const double n = static_cast<double>(ranks.size());
   if (n <= 1) return 0;
   const CollectiveAlgorithm algorithm = resolve_algorithm(op, ranks, cluster);
@@ -261,8 +275,10 @@ double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks, 
     case CollectiveKind::kReduceScatter:
       return (n - 1) * n * static_cast<double>(ring_channels(ranks, cluster).size());
     case CollectiveKind::kBroadcast:
-    case CollectiveKind::kReduce: return n - 1;
-    case CollectiveKind::kAllToAll: return (n - 1) * n;
+    case CollectiveKind::kReduce:
+      return n - 1;
+    case CollectiveKind::kAllToAll:
+      return (n - 1) * n;
   }
   return 0;
 }
@@ -299,7 +315,8 @@ CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ra
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduceScatter:
     case CollectiveKind::kBarrier: {
-      const bool all_reduce = op.kind == CollectiveKind::kAllReduce || op.kind == CollectiveKind::kBarrier;
+      const bool all_reduce =
+          op.kind == CollectiveKind::kAllReduce || op.kind == CollectiveKind::kBarrier;
       s.steps = all_reduce ? 2 * (n - 1) : n - 1;
       const Bytes total = op.kind == CollectiveKind::kBarrier ? Bytes(0) : op.bytes;
       const auto channels = ring_channels(ranks, cluster);
@@ -327,7 +344,8 @@ CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ra
       if (root != chain.end()) std::rotate(chain.begin(), root, chain.end());
       if (op.kind == CollectiveKind::kReduce) std::reverse(chain.begin(), chain.end());
       for (int i = 0; i + 1 < n; ++i)
-        s.flows.push_back(Flow{chain[static_cast<size_t>(i)], chain[static_cast<size_t>(i + 1)], op.bytes, {}});
+        s.flows.push_back(
+            Flow{chain[static_cast<size_t>(i)], chain[static_cast<size_t>(i + 1)], op.bytes, {}});
       s.trailing_latency = alpha * static_cast<double>(n - 2);
       return s;
     }
@@ -338,10 +356,11 @@ CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ra
       if (fidelity == Fidelity::kChunk) {
         for (int k = 1; k < n; ++k) {
           for (int i = 0; i < n; ++i) {
-            Flow f{ranks[static_cast<size_t>(i)], ranks[static_cast<size_t>((i + k) % n)], block, {}};
+            Flow f{
+                ranks[static_cast<size_t>(i)], ranks[static_cast<size_t>((i + k) % n)], block, {}};
             if (k > 1) {
               const int prev = (k - 2) * n;
-              f.after.push_back(prev + i);                          // its previous send
+              f.after.push_back(prev + i);                            // its previous send
               f.after.push_back(prev + ((i - (k - 1)) % n + n) % n);  // its previous receive
             }
             s.flows.push_back(std::move(f));
@@ -350,7 +369,8 @@ CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ra
       } else {
         for (int i = 0; i < n; ++i)
           for (int k = 1; k < n; ++k)
-            s.flows.push_back(Flow{ranks[static_cast<size_t>(i)], ranks[static_cast<size_t>((i + k) % n)], block, {}});
+            s.flows.push_back(Flow{
+                ranks[static_cast<size_t>(i)], ranks[static_cast<size_t>((i + k) % n)], block, {}});
         s.trailing_latency = alpha * static_cast<double>(n - 2);
         merge_parallel_flows(s.flows);
       }

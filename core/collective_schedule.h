@@ -51,14 +51,17 @@ struct CollectiveSchedule {
 };
 
 // Ring orders, one per channel (see the contract above).
-std::vector<std::vector<Rank>> ring_channels(const std::vector<Rank>& ranks, const ClusterConfig& cluster);
+std::vector<std::vector<Rank>> ring_channels(const std::vector<Rank>& ranks,
+                                             const ClusterConfig& cluster);
 
 // How many flows decompose() would emit at chunk fidelity, without building them.
-double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks, const ClusterConfig& cluster);
+double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                        const ClusterConfig& cluster);
 
 // A group's ranks by node: by_node[k][j] is the j-th rank on the k-th node the group touches.
 // Empty when nodes hold different numbers of the group's ranks.
-std::vector<std::vector<Rank>> ranks_by_node(const std::vector<Rank>& ranks, const ClusterConfig& cluster);
+std::vector<std::vector<Rank>> ranks_by_node(const std::vector<Rank>& ranks,
+                                             const ClusterConfig& cluster);
 
 // The algorithm a request resolves to for this kind and group (auto and unsupported pairs: ring).
 CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<Rank>& ranks,

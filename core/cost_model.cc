@@ -26,7 +26,9 @@ Seconds compute_time(const ComputeOp& op, const GpuSpec& gpu) {
   return t + gpu.kernel_launch_overhead;
 }
 
-int node_of(Rank r, const ClusterConfig& cluster) { return r / cluster.gpus_per_node; }
+int node_of(Rank r, const ClusterConfig& cluster) {
+  return r / cluster.gpus_per_node;
+}
 
 LinkCost point_to_point_link(Rank a, Rank b, const ClusterConfig& cluster) {
   if (node_of(a, cluster) == node_of(b, cluster))
@@ -58,13 +60,17 @@ double bus_bandwidth_factor(CollectiveKind kind, int n) {
   if (n <= 1) return 0;
   double nn = n;
   switch (kind) {
-    case CollectiveKind::kAllReduce: return 2.0 * (nn - 1) / nn;
+    case CollectiveKind::kAllReduce:
+      return 2.0 * (nn - 1) / nn;
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduceScatter:
-    case CollectiveKind::kAllToAll: return (nn - 1) / nn;
+    case CollectiveKind::kAllToAll:
+      return (nn - 1) / nn;
     case CollectiveKind::kBroadcast:
-    case CollectiveKind::kReduce: return 1.0;
-    case CollectiveKind::kBarrier: return 0;
+    case CollectiveKind::kReduce:
+      return 1.0;
+    case CollectiveKind::kBarrier:
+      return 0;
   }
   return 1.0;
 }
@@ -86,12 +92,14 @@ Seconds collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
   }
   if (algorithm == CollectiveAlgorithm::kHierarchical) {
     const auto nodes = ranks_by_node(ranks, cluster);
-    const double g = static_cast<double>(nodes.front().size()), m = static_cast<double>(nodes.size());
+    const double g = static_cast<double>(nodes.front().size()),
+                 m = static_cast<double>(nodes.size());
     std::vector<Rank> rail;
     for (const auto& node : nodes) rail.push_back(node.front());
     const LinkCost intra = ring_link(nodes.front(), cluster), inter = ring_link(rail, cluster);
     const Seconds local = intra.alpha * (g - 1) + op.bytes * ((g - 1) / g) / intra.beta;
-    const Seconds across = inter.alpha * (2 * (m - 1)) + op.bytes / g * (2 * (m - 1) / m) / inter.beta;
+    const Seconds across =
+        inter.alpha * (2 * (m - 1)) + op.bytes / g * (2 * (m - 1) / m) / inter.beta;
     return (g > 1 ? 2.0 * local : Seconds(0)) + across;
   }
   switch (op.kind) {

@@ -4,11 +4,16 @@ namespace dtsim {
 
 std::string_view to_string(DType t) {
   switch (t) {
-    case DType::kFp32: return "fp32";
-    case DType::kTf32: return "tf32";
-    case DType::kFp16: return "fp16";
-    case DType::kBf16: return "bf16";
-    case DType::kFp8: return "fp8";
+    case DType::kFp32:
+      return "fp32";
+    case DType::kTf32:
+      return "tf32";
+    case DType::kFp16:
+      return "fp16";
+    case DType::kBf16:
+      return "bf16";
+    case DType::kFp8:
+      return "fp8";
   }
   return "fp32";
 }

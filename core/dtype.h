@@ -24,7 +24,7 @@ constexpr double bytes_per_element(DType t) {
   return 4.0;
 }
 
-std::string_view to_string(DType t);                   // "fp32", "tf32", "fp16", "bf16", "fp8"
+std::string_view to_string(DType t);  // "fp32", "tf32", "fp16", "bf16", "fp8"
 std::optional<DType> dtype_from_string(std::string_view s);
 
 }  // namespace dtsim

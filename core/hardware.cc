@@ -332,10 +332,11 @@ std::vector<IntraNodeFabricSpec> make_fabric_catalog() {
           .kind = FabricKind::kRing,
           .per_gpu_bandwidth = 100_GBps,
           .latency = kNcclNvlinkLatency,
-          .source = "A modelling configuration, not one product: each GPU links to its two ring "
-                    "neighbours with 2 NVLink3 links each, 4 x 25 GB/s per direction (per-link rate "
-                    "from the NVIDIA A100 datasheet) = 100 GB/s injection; non-neighbours are "
-                    "relayed; latency: NCCL NVLink LL per-step 0.6 us",
+          .source =
+              "A modelling configuration, not one product: each GPU links to its two ring "
+              "neighbours with 2 NVLink3 links each, 4 x 25 GB/s per direction (per-link rate "
+              "from the NVIDIA A100 datasheet) = 100 GB/s injection; non-neighbours are "
+              "relayed; latency: NCCL NVLink LL per-step 0.6 us",
       },
       IntraNodeFabricSpec{
           .name = "infinity-fabric",

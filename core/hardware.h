@@ -20,13 +20,13 @@
 namespace dtsim {
 
 struct GpuSpec {
-  std::string name;                       // "H100-SXM"
-  std::string vendor;                     // "NVIDIA", "AMD", "Intel", "Google"
-  std::map<DType, FlopsPerSecond> peak;   // dense tensor-core peak per dtype; absent = unsupported
-  Bytes memory{0};                        // device memory capacity
-  BytesPerSecond memory_bandwidth{0};     // device memory bandwidth
-  std::string default_intra_node;         // fabric of this GPU's usual board ("nvswitch-nvlink4")
-  std::string source;                     // where the figures come from
+  std::string name;                      // "H100-SXM"
+  std::string vendor;                    // "NVIDIA", "AMD", "Intel", "Google"
+  std::map<DType, FlopsPerSecond> peak;  // dense tensor-core peak per dtype; absent = unsupported
+  Bytes memory{0};                       // device memory capacity
+  BytesPerSecond memory_bandwidth{0};    // device memory bandwidth
+  std::string default_intra_node;        // fabric of this GPU's usual board ("nvswitch-nvlink4")
+  std::string source;                    // where the figures come from
   // Model parameters (not vendor figures): achieved fraction of peak for large GEMMs and for
   // attention kernels, and the fraction of memory bandwidth reached by streaming kernels.
   double gemm_efficiency = 0.75;
@@ -45,7 +45,7 @@ enum class FabricKind { kSwitch, kMesh, kRing, kPcie };
 
 // The links between GPUs inside one node.
 struct IntraNodeFabricSpec {
-  std::string name;                     // "nvswitch-nvlink4", "pcie-gen5"
+  std::string name;  // "nvswitch-nvlink4", "pcie-gen5"
   FabricKind kind = FabricKind::kSwitch;
   BytesPerSecond per_gpu_bandwidth{0};  // one GPU's injection bandwidth, per direction
   Seconds latency{0};                   // one hop, GPU to GPU
@@ -56,7 +56,7 @@ enum class NetworkKind { kInfiniBand, kRoCE, kEthernet };
 
 // A network port technology between nodes.
 struct NetworkSpec {
-  std::string name;                  // "ib-ndr", "roce-400g", "eth-100g"
+  std::string name;  // "ib-ndr", "roce-400g", "eth-100g"
   NetworkKind kind = NetworkKind::kInfiniBand;
   BytesPerSecond port_bandwidth{0};  // line rate of one port, per direction
   Seconds latency{0};                // end-to-end small-message latency across one switch

@@ -115,10 +115,16 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
     if (s.rank != critical) continue;
     Interval iv{s.start.value(), s.end.value()};
     switch (s.kind) {
-      case SpanKind::kCompute: compute.push_back(iv); break;
-      case SpanKind::kCollective: collective.push_back(iv); break;
+      case SpanKind::kCompute:
+        compute.push_back(iv);
+        break;
+      case SpanKind::kCollective:
+        collective.push_back(iv);
+        break;
       case SpanKind::kSend:
-      case SpanKind::kRecv: p2p.push_back(iv); break;
+      case SpanKind::kRecv:
+        p2p.push_back(iv);
+        break;
     }
   }
   compute = merge(std::move(compute));
@@ -131,9 +137,9 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
   r.breakdown_s.exposed_communication = exposed_comm / iterations;
   r.breakdown_s.pipeline_bubble = bubble / iterations;
   r.breakdown_s.straggler_wait = 0;
-  r.breakdown_s.other = std::max(0.0, r.step_time_s - r.breakdown_s.compute -
-                                           r.breakdown_s.exposed_communication -
-                                           r.breakdown_s.pipeline_bubble);
+  r.breakdown_s.other =
+      std::max(0.0, r.step_time_s - r.breakdown_s.compute - r.breakdown_s.exposed_communication -
+                        r.breakdown_s.pipeline_bubble);
 
   // Memory: the worst simulated rank.
   for (const auto& m : trace.memory) {

@@ -30,8 +30,8 @@ struct Kernel {
 };
 
 struct Layer {
-  std::string name;   // "embedding", "block.3", "conv2_1", "lm_head"
-  std::string kind;   // "embedding", "transformer", "conv", "fc", "norm", "pool", "head"
+  std::string name;       // "embedding", "block.3", "conv2_1", "lm_head"
+  std::string kind;       // "embedding", "transformer", "conv", "fc", "norm", "pool", "head"
   double parameters = 0;  // trainable parameter count
   std::vector<Kernel> forward;
   std::vector<Kernel> backward;

@@ -4,48 +4,72 @@ namespace dtsim {
 
 std::string_view to_string(Phase p) {
   switch (p) {
-    case Phase::kForward: return "forward";
-    case Phase::kBackward: return "backward";
-    case Phase::kRecompute: return "recompute";
-    case Phase::kGradientSync: return "gradient_sync";
-    case Phase::kOptimizer: return "optimizer";
-    case Phase::kPipeline: return "pipeline";
-    case Phase::kOther: return "other";
+    case Phase::kForward:
+      return "forward";
+    case Phase::kBackward:
+      return "backward";
+    case Phase::kRecompute:
+      return "recompute";
+    case Phase::kGradientSync:
+      return "gradient_sync";
+    case Phase::kOptimizer:
+      return "optimizer";
+    case Phase::kPipeline:
+      return "pipeline";
+    case Phase::kOther:
+      return "other";
   }
   return "other";
 }
 
 std::string_view to_string(CollectiveKind k) {
   switch (k) {
-    case CollectiveKind::kAllReduce: return "all-reduce";
-    case CollectiveKind::kAllGather: return "all-gather";
-    case CollectiveKind::kReduceScatter: return "reduce-scatter";
-    case CollectiveKind::kBroadcast: return "broadcast";
-    case CollectiveKind::kReduce: return "reduce";
-    case CollectiveKind::kAllToAll: return "all-to-all";
-    case CollectiveKind::kBarrier: return "barrier";
+    case CollectiveKind::kAllReduce:
+      return "all-reduce";
+    case CollectiveKind::kAllGather:
+      return "all-gather";
+    case CollectiveKind::kReduceScatter:
+      return "reduce-scatter";
+    case CollectiveKind::kBroadcast:
+      return "broadcast";
+    case CollectiveKind::kReduce:
+      return "reduce";
+    case CollectiveKind::kAllToAll:
+      return "all-to-all";
+    case CollectiveKind::kBarrier:
+      return "barrier";
   }
   return "?";
 }
 
 std::string_view to_string(CollectiveAlgorithm a) {
   switch (a) {
-    case CollectiveAlgorithm::kAuto: return "auto";
-    case CollectiveAlgorithm::kRing: return "ring";
-    case CollectiveAlgorithm::kTree: return "tree";
-    case CollectiveAlgorithm::kHalvingDoubling: return "halving-doubling";
-    case CollectiveAlgorithm::kHierarchical: return "hierarchical";
+    case CollectiveAlgorithm::kAuto:
+      return "auto";
+    case CollectiveAlgorithm::kRing:
+      return "ring";
+    case CollectiveAlgorithm::kTree:
+      return "tree";
+    case CollectiveAlgorithm::kHalvingDoubling:
+      return "halving-doubling";
+    case CollectiveAlgorithm::kHierarchical:
+      return "hierarchical";
   }
   return "?";
 }
 
 std::string_view to_string(MemoryCategory c) {
   switch (c) {
-    case MemoryCategory::kWeights: return "weights";
-    case MemoryCategory::kGradients: return "gradients";
-    case MemoryCategory::kOptimizer: return "optimizer";
-    case MemoryCategory::kActivations: return "activations";
-    case MemoryCategory::kBuffers: return "buffers";
+    case MemoryCategory::kWeights:
+      return "weights";
+    case MemoryCategory::kGradients:
+      return "gradients";
+    case MemoryCategory::kOptimizer:
+      return "optimizer";
+    case MemoryCategory::kActivations:
+      return "activations";
+    case MemoryCategory::kBuffers:
+      return "buffers";
   }
   return "?";
 }

@@ -63,7 +63,8 @@ std::string_view to_string(CollectiveKind k);
 // reduce-scatter, inter-node all-reduce, intra-node all-gather. Both are built for all-reduce;
 // other collectives use the ring.
 enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHalvingDoubling, kHierarchical };
-std::string_view to_string(CollectiveAlgorithm a);  // "auto", "ring", "tree", "halving-doubling", "hierarchical"
+std::string_view to_string(
+    CollectiveAlgorithm a);  // "auto", "ring", "tree", "halving-doubling", "hierarchical"
 
 struct CollectiveOp {
   CollectiveKind kind = CollectiveKind::kAllReduce;

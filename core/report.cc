@@ -72,23 +72,26 @@ std::string render_summary(const Results& r) {
                            std::to_string(r.micro_batches) + " micro-batches per replica");
   out += "\n";
   out += line("step time", format_duration(Seconds(r.step_time_s)));
-  out += line("throughput", num("%.1f samples/s", r.samples_per_s) + ", " +
-                                num("%.0f tokens/s", r.tokens_per_s));
-  out += line("model FLOPs per GPU", format_flop_rate(FlopsPerSecond(r.model_tflops_per_gpu * 1e12)) +
-                                         "  (MFU " + num("%.1f %%", 100 * r.mfu) + ")");
+  out += line("throughput",
+              num("%.1f samples/s", r.samples_per_s) + ", " + num("%.0f tokens/s", r.tokens_per_s));
+  out +=
+      line("model FLOPs per GPU", format_flop_rate(FlopsPerSecond(r.model_tflops_per_gpu * 1e12)) +
+                                      "  (MFU " + num("%.1f %%", 100 * r.mfu) + ")");
   out += line("hardware FLOPs per GPU",
               format_flop_rate(FlopsPerSecond(r.hardware_tflops_per_gpu * 1e12)) + "  (HFU " +
                   num("%.1f %%", 100 * r.hfu) + ")");
   out += "\n  where the step goes\n";
   const auto& b = r.breakdown_s;
-  out += line("  compute", format_duration(Seconds(b.compute)) + "  " + pct(b.compute, r.step_time_s));
+  out +=
+      line("  compute", format_duration(Seconds(b.compute)) + "  " + pct(b.compute, r.step_time_s));
   out += line("  exposed communication", format_duration(Seconds(b.exposed_communication)) + "  " +
                                              pct(b.exposed_communication, r.step_time_s));
   out += line("  pipeline bubble", format_duration(Seconds(b.pipeline_bubble)) + "  " +
                                        pct(b.pipeline_bubble, r.step_time_s));
   out += line("  straggler wait", format_duration(Seconds(b.straggler_wait)) + "  " +
                                       pct(b.straggler_wait, r.step_time_s));
-  out += line("  other (idle, launch gaps)", format_duration(Seconds(b.other)) + "  " + pct(b.other, r.step_time_s));
+  out += line("  other (idle, launch gaps)",
+              format_duration(Seconds(b.other)) + "  " + pct(b.other, r.step_time_s));
   out += "\n  memory per GPU\n";
   for (int c = 0; c < kMemoryCategories; ++c)
     out += line(("  " + std::string(to_string(static_cast<MemoryCategory>(c)))).c_str(),
@@ -108,12 +111,19 @@ nlohmann::json chrome_trace(const Trace& trace, const Job& job, const ClusterCon
   constexpr int kTidsPerRank = 64;  // streams per rank never approach this
   for (const auto& p : job.programs) {
     const int node = node_of(p.rank, cluster);
-    events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", node}, {"tid", 0},
+    events.push_back({{"ph", "M"},
+                      {"name", "process_name"},
+                      {"pid", node},
+                      {"tid", 0},
                       {"args", {{"name", "node " + std::to_string(node)}}}});
     for (size_t s = 0; s < p.streams.size(); ++s) {
       const int tid = p.rank * kTidsPerRank + static_cast<int>(s);
-      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", node}, {"tid", tid},
-                        {"args", {{"name", "rank " + std::to_string(p.rank) + " " + p.streams[s].name}}}});
+      events.push_back(
+          {{"ph", "M"},
+           {"name", "thread_name"},
+           {"pid", node},
+           {"tid", tid},
+           {"args", {{"name", "rank " + std::to_string(p.rank) + " " + p.streams[s].name}}}});
     }
   }
   for (const auto& span : trace.spans) {
@@ -149,7 +159,8 @@ nlohmann::json chrome_trace(const Trace& trace, const Job& job, const ClusterCon
                       {"dur", (span.end - span.start).value() * 1e6},
                       {"args", args}});
   }
-  return json{{"traceEvents", events}, {"displayTimeUnit", "ms"},
+  return json{{"traceEvents", events},
+              {"displayTimeUnit", "ms"},
               {"otherData", {{"engine", trace.engine}, {"time_unit", "us"}}}};
 }
 

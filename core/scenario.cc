@@ -12,42 +12,58 @@ namespace dtsim {
 
 std::string_view to_string(Topology t) {
   switch (t) {
-    case Topology::kStar: return "star";
-    case Topology::kFatTree: return "fat-tree";
-    case Topology::kRailOptimized: return "rail-optimized";
-    case Topology::kTorus: return "torus";
+    case Topology::kStar:
+      return "star";
+    case Topology::kFatTree:
+      return "fat-tree";
+    case Topology::kRailOptimized:
+      return "rail-optimized";
+    case Topology::kTorus:
+      return "torus";
   }
   return "?";
 }
 std::string_view to_string(Schedule s) {
   switch (s) {
-    case Schedule::kGpipe: return "gpipe";
-    case Schedule::k1F1B: return "1f1b";
-    case Schedule::kInterleaved: return "interleaved";
-    case Schedule::kPipeDreamAsync: return "pipedream-async";
+    case Schedule::kGpipe:
+      return "gpipe";
+    case Schedule::k1F1B:
+      return "1f1b";
+    case Schedule::kInterleaved:
+      return "interleaved";
+    case Schedule::kPipeDreamAsync:
+      return "pipedream-async";
   }
   return "?";
 }
 std::string_view to_string(Recompute r) {
   switch (r) {
-    case Recompute::kNone: return "none";
-    case Recompute::kSelective: return "selective";
-    case Recompute::kFull: return "full";
+    case Recompute::kNone:
+      return "none";
+    case Recompute::kSelective:
+      return "selective";
+    case Recompute::kFull:
+      return "full";
   }
   return "?";
 }
 std::string_view to_string(Optimizer o) {
   switch (o) {
-    case Optimizer::kAdam: return "adam";
-    case Optimizer::kSgd: return "sgd";
-    case Optimizer::kAdafactor: return "adafactor";
+    case Optimizer::kAdam:
+      return "adam";
+    case Optimizer::kSgd:
+      return "sgd";
+    case Optimizer::kAdafactor:
+      return "adafactor";
   }
   return "?";
 }
 std::string_view to_string(Engine e) {
   switch (e) {
-    case Engine::kAnalytic: return "analytic";
-    case Engine::kSimGrid: return "simgrid";
+    case Engine::kAnalytic:
+      return "analytic";
+    case Engine::kSimGrid:
+      return "simgrid";
   }
   return "?";
 }
@@ -96,7 +112,11 @@ bool looks_binary(const std::string& bytes) {
   // YAML is Unicode text: invalid UTF-8 means a binary (or mis-encoded) file.
   for (size_t i = 0; i < bytes.size();) {
     auto c = static_cast<unsigned char>(bytes[i]);
-    size_t extra = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xE ? 2 : (c >> 3) == 0x1E ? 3 : 9;
+    size_t extra = c < 0x80           ? 0
+                   : (c >> 5) == 0x6  ? 1
+                   : (c >> 4) == 0xE  ? 2
+                   : (c >> 3) == 0x1E ? 3
+                                      : 9;
     if (extra == 9 || i + extra >= bytes.size() + (extra == 0 ? 1 : 0)) return extra != 0;
     for (size_t k = 1; k <= extra; ++k)
       if ((static_cast<unsigned char>(bytes[i + k]) >> 6) != 0x2) return true;
@@ -119,8 +139,9 @@ void apply_override(const Override& ov, int index, EntryMap& entries, Diagnostic
   const SourceLocation loc{"--set", index, 0};
   auto eq = ov.text.find('=');
   if (eq == std::string::npos || eq == 0) {
-    sink.add(loc, "",
-             "expected --set key.path=value (e.g. --set cluster.nodes=16), found '" + ov.text + "'");
+    sink.add(
+        loc, "",
+        "expected --set key.path=value (e.g. --set cluster.nodes=16), found '" + ov.text + "'");
     return;
   }
   std::string path = ov.text.substr(0, eq);
@@ -168,14 +189,17 @@ GpuSpec resolve_gpu(const Reader& r, const std::string& file, DiagnosticSink& si
       std::vector<std::string> names;
       for (const auto& g2 : gpu_catalog()) names.push_back(g2.name);
       std::string msg = "unknown catalog GPU '" + *base + "'";
-      if (auto dym = did_you_mean(*base, names); !dym.empty()) msg += "; did you mean '" + dym + "'?";
+      if (auto dym = did_you_mean(*base, names); !dym.empty())
+        msg += "; did you mean '" + dym + "'?";
       sink.add(r.where(path + ".base"), path + ".base", msg);
     }
   }
-  spec.name = r.get_or<std::string>(path + ".name", spec.name.empty() ? "custom-gpu" : spec.name + "-custom");
+  spec.name = r.get_or<std::string>(path + ".name",
+                                    spec.name.empty() ? "custom-gpu" : spec.name + "-custom");
   spec.source = "inline spec in " + file;
   for (DType t : {DType::kFp32, DType::kTf32, DType::kFp16, DType::kBf16, DType::kFp8})
-    if (auto p = r.get<FlopsPerSecond>(path + ".peak." + std::string(to_string(t)))) spec.peak[t] = *p;
+    if (auto p = r.get<FlopsPerSecond>(path + ".peak." + std::string(to_string(t))))
+      spec.peak[t] = *p;
   if (auto m = r.get<Bytes>(path + ".memory")) spec.memory = *m;
   if (auto b = r.get<BytesPerSecond>(path + ".memory_bandwidth")) spec.memory_bandwidth = *b;
   if (auto e = r.get<double>(path + ".gemm_efficiency")) spec.gemm_efficiency = *e;
@@ -238,11 +262,12 @@ IntraNodeFabricSpec resolve_fabric(const Reader& r, const GpuSpec& gpu, const st
   } else if (name == "pcie") {
     // The PCIe generation a GPU of that era sits on.
     resolved = home == "nvswitch-nvlink2" || home == "nvlink-hybrid-cube-mesh" ? "pcie-gen3"
-               : home == "nvswitch-nvlink4" || home == "nvswitch-nvlink5"  ? "pcie-gen5"
-                                                                            : "pcie-gen4";
+               : home == "nvswitch-nvlink4" || home == "nvswitch-nvlink5"      ? "pcie-gen5"
+                                                                               : "pcie-gen4";
   }
   if (const IntraNodeFabricSpec* f = find_fabric(resolved)) return *f;
-  sink.add(r.where(path), path, "no fabric named '" + resolved + "' in the catalog (dtsim catalog fabrics)");
+  sink.add(r.where(path), path,
+           "no fabric named '" + resolved + "' in the catalog (dtsim catalog fabrics)");
   return {};
 }
 
@@ -250,11 +275,14 @@ NetworkConfig resolve_network(const Reader& r, DiagnosticSink& sink) {
   const std::string p = "cluster.network";
   NetworkConfig n;
   auto kind = r.get<std::string>(p + ".kind");
-  std::string preset = r.get_or<std::string>(
-      p + ".preset", !kind || *kind == "infiniband" ? "ib-ndr" : *kind == "roce" ? "roce-400g" : "eth-100g");
+  std::string preset =
+      r.get_or<std::string>(p + ".preset", !kind || *kind == "infiniband" ? "ib-ndr"
+                                           : *kind == "roce"              ? "roce-400g"
+                                                                          : "eth-100g");
   const NetworkSpec* spec = find_network(preset);
   if (!spec) {
-    sink.add(r.where(p + ".preset"), p + ".preset", "no network named '" + preset + "' in the catalog");
+    sink.add(r.where(p + ".preset"), p + ".preset",
+             "no network named '" + preset + "' in the catalog");
     return n;
   }
   n.preset = spec->name;
@@ -311,8 +339,10 @@ Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) 
   // Model: kept raw for models/.
   for (const auto& [path, entry] : entries)
     if (path.rfind("model.", 0) == 0) s.model.entries.emplace(path, entry);
-  if (auto p = r.get<std::string>("model.preset")) s.model.preset = Located<std::string>{*p, r.where("model.preset")};
-  if (auto f = r.get<std::string>("model.family")) s.model.family = Located<std::string>{*f, r.where("model.family")};
+  if (auto p = r.get<std::string>("model.preset"))
+    s.model.preset = Located<std::string>{*p, r.where("model.preset")};
+  if (auto f = r.get<std::string>("model.family"))
+    s.model.family = Located<std::string>{*f, r.where("model.family")};
   if (!s.model.preset && !s.model.family)
     sink.add(SourceLocation{file, 0, 0}, "model",
              "expected model.preset (see dtsim catalog models) or model.family with its fields");
@@ -325,8 +355,8 @@ Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) 
   par.expert = r.count("parallelism.expert", 1);
   par.sequence_parallel = r.get_or<bool>("parallelism.sequence_parallel", false);
   std::string sched = r.get_or<std::string>("parallelism.schedule", "1f1b");
-  par.schedule = sched == "gpipe"         ? Schedule::kGpipe
-                 : sched == "interleaved" ? Schedule::kInterleaved
+  par.schedule = sched == "gpipe"             ? Schedule::kGpipe
+                 : sched == "interleaved"     ? Schedule::kInterleaved
                  : sched == "pipedream-async" ? Schedule::kPipeDreamAsync
                                               : Schedule::k1F1B;
   par.virtual_stages = r.count("parallelism.virtual_stages", 1).value;
@@ -349,7 +379,9 @@ Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) 
   const double model_parallel_d =
       static_cast<double>(par.tensor.value) * par.pipeline.value * par.context.value;
   if (model_parallel_d > static_cast<double>(gpus)) {
-    const std::string key = par.tensor.value > 1 ? "parallelism.tensor" : par.pipeline.value > 1 ? "parallelism.pipeline" : "parallelism.context";
+    const std::string key = par.tensor.value > 1     ? "parallelism.tensor"
+                            : par.pipeline.value > 1 ? "parallelism.pipeline"
+                                                     : "parallelism.context";
     sink.add(r.where(key), key,
              "tensor x pipeline x context = " + std::to_string(par.tensor.value) + " x " +
                  std::to_string(par.pipeline.value) + " x " + std::to_string(par.context.value) +
@@ -368,14 +400,16 @@ Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) 
                "tensor x pipeline x context x data = " + std::to_string(par.tensor.value) + " x " +
                    std::to_string(par.pipeline.value) + " x " + std::to_string(par.context.value) +
                    " x " + std::to_string(*d) + " = " + std::to_string(model_parallel * *d) +
-                   " GPUs, but the cluster has " + std::to_string(gpus) + " (nodes x gpus_per_node); " +
+                   " GPUs, but the cluster has " + std::to_string(gpus) +
+                   " (nodes x gpus_per_node); " +
                    (gpus % model_parallel == 0
                         ? "use data: " + std::to_string(gpus / model_parallel) + " or auto"
                         : "change the cluster or the parallel sizes"));
   } else {
     par.data_auto = true;
     if (gpus % model_parallel != 0) {
-      const std::string key = par.tensor.where.known() ? "parallelism.tensor" : "parallelism.pipeline";
+      const std::string key =
+          par.tensor.where.known() ? "parallelism.tensor" : "parallelism.pipeline";
       sink.add(r.where(key).known() ? r.where(key) : r.where("cluster.nodes"), key,
                "tensor x pipeline x context = " + std::to_string(model_parallel) +
                    " does not divide the cluster's " + std::to_string(gpus) + " GPUs");
@@ -387,31 +421,37 @@ Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) 
 
   // Training.
   auto& t = s.training;
-  t.micro_batch_size = {r.get_or<int64_t>("training.micro_batch_size", 1), r.where("training.micro_batch_size")};
-  t.global_batch_size = {r.get_or<int64_t>("training.global_batch_size",
-                                           t.micro_batch_size.value * par.data.value),
-                         r.where("training.global_batch_size")};
+  t.micro_batch_size = {r.get_or<int64_t>("training.micro_batch_size", 1),
+                        r.where("training.micro_batch_size")};
+  t.global_batch_size = {
+      r.get_or<int64_t>("training.global_batch_size", t.micro_batch_size.value * par.data.value),
+      r.where("training.global_batch_size")};
   t.precision = *dtype_from_string(r.get_or<std::string>("training.precision", "bf16"));
   std::string rc = r.get_or<std::string>("training.recompute", "none");
-  t.recompute = rc == "full" ? Recompute::kFull : rc == "selective" ? Recompute::kSelective : Recompute::kNone;
+  t.recompute = rc == "full"        ? Recompute::kFull
+                : rc == "selective" ? Recompute::kSelective
+                                    : Recompute::kNone;
   std::string opt = r.get_or<std::string>("training.optimizer", "adam");
-  t.optimizer = opt == "sgd" ? Optimizer::kSgd : opt == "adafactor" ? Optimizer::kAdafactor : Optimizer::kAdam;
+  t.optimizer = opt == "sgd"         ? Optimizer::kSgd
+                : opt == "adafactor" ? Optimizer::kAdafactor
+                                     : Optimizer::kAdam;
   t.gradient_bucket = r.get_or<Bytes>("training.gradient_bucket", t.gradient_bucket);
-  t.first_gradient_bucket = r.get_or<Bytes>("training.first_gradient_bucket", t.first_gradient_bucket);
+  t.first_gradient_bucket =
+      r.get_or<Bytes>("training.first_gradient_bucket", t.first_gradient_bucket);
   t.overlap_grad_reduce = r.get_or<bool>("training.overlap_grad_reduce", true);
   t.sync = r.get_or<std::string>("training.sync", "synchronous");
   t.compression = r.get_or<std::string>("training.compression", "none");
   const int64_t per_step = t.micro_batch_size.value * par.data.value;
   if (per_step > 0 && t.global_batch_size.value % per_step != 0) {
     int64_t lo = t.global_batch_size.value / per_step * per_step;
-    sink.add(t.global_batch_size.where.known() ? t.global_batch_size.where : t.micro_batch_size.where,
-             "training.global_batch_size",
-             "global batch " + std::to_string(t.global_batch_size.value) +
-                 " is not divisible by micro_batch_size x data = " +
-                 std::to_string(t.micro_batch_size.value) + " x " + std::to_string(par.data.value) +
-                 " = " + std::to_string(per_step) + "; use " +
-                 (lo > 0 ? std::to_string(lo) + " or " : std::string()) +
-                 std::to_string(lo + per_step));
+    sink.add(
+        t.global_batch_size.where.known() ? t.global_batch_size.where : t.micro_batch_size.where,
+        "training.global_batch_size",
+        "global batch " + std::to_string(t.global_batch_size.value) +
+            " is not divisible by micro_batch_size x data = " +
+            std::to_string(t.micro_batch_size.value) + " x " + std::to_string(par.data.value) +
+            " = " + std::to_string(per_step) + "; use " +
+            (lo > 0 ? std::to_string(lo) + " or " : std::string()) + std::to_string(lo + per_step));
   }
   if (!c.gpu.name.empty() && !c.gpu.supports(t.precision) && !c.gpu.peak.empty())
     sink.add(r.where("training.precision"), "training.precision",
@@ -447,8 +487,9 @@ Scenario load_from_bytes(const std::string& bytes, const std::string& file,
                                 "the scenario is empty; it needs at least a model section "
                                 "(see scenarios/default.yaml)"});
   if (!root.IsMap())
-    throw InputError(Diagnostic{SourceLocation{file, root.Mark().line + 1, root.Mark().column + 1}, "",
-                                "expected a map of scenario sections (cluster, model, ...) at the top level"});
+    throw InputError(
+        Diagnostic{SourceLocation{file, root.Mark().line + 1, root.Mark().column + 1}, "",
+                   "expected a map of scenario sections (cluster, model, ...) at the top level"});
   EntryMap entries;
   validate(root, scenario_schema(), "", file, SourceLocation{}, entries, sink);
   for (size_t i = 0; i < overrides.size(); ++i)

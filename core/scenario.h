@@ -143,6 +143,7 @@ using CrossCheck = std::function<void(const Scenario&, DiagnosticSink&)>;
 Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides = {},
                        const CrossCheck& check = {});
 Scenario load_scenario_text(const std::string& yaml_text, const std::string& name = "<string>",
-                            const std::vector<Override>& overrides = {}, const CrossCheck& check = {});
+                            const std::vector<Override>& overrides = {},
+                            const CrossCheck& check = {});
 
 }  // namespace dtsim

@@ -65,9 +65,9 @@ SchemaNode build_schema() {
   // Limits that catch absurd input (1e30 GPUs) while leaving room for any real cluster.
   constexpr double kMaxNodes = 1e6, kMaxGpusPerNode = 1024, kMaxDegree = 1e7;
 
-  SchemaNode gpu = leaf("gpu", ValueType::kNameOrMap,
-                        "GPU model: a catalog name (dtsim catalog gpus) or an inline spec",
-                        "H100-SXM");
+  SchemaNode gpu =
+      leaf("gpu", ValueType::kNameOrMap,
+           "GPU model: a catalog name (dtsim catalog gpus) or an inline spec", "H100-SXM");
   gpu.catalog = [] {
     std::vector<std::string> names;
     for (const auto& g : gpu_catalog()) names.push_back(g.name);
@@ -77,7 +77,8 @@ SchemaNode build_schema() {
     SchemaNode peak = section("peak", "dense peak compute per dtype", {});
     for (const char* dt : {"fp32", "tf32", "fp16", "bf16", "fp8"})
       peak.children.push_back(positive(
-          leaf(dt, ValueType::kFlopRate, std::string("dense ") + dt + " peak, e.g. 312TFLOPS"), 1e21));
+          leaf(dt, ValueType::kFlopRate, std::string("dense ") + dt + " peak, e.g. 312TFLOPS"),
+          1e21));
     gpu.children = {
         leaf("name", ValueType::kString, "display name of the inline GPU", "custom-gpu"),
         leaf("base", ValueType::kString,
@@ -85,13 +86,17 @@ SchemaNode build_schema() {
         peak,
         positive(leaf("memory", ValueType::kBytes, "device memory capacity, e.g. 80GiB"), 1e15),
         positive(leaf("memory_bandwidth", ValueType::kBandwidth,
-                      "device memory bandwidth, e.g. 3.35TBps"), 1e15),
+                      "device memory bandwidth, e.g. 3.35TBps"),
+                 1e15),
         positive(leaf("gemm_efficiency", ValueType::kNumber,
-                      "achieved fraction of peak for large GEMMs (0-1]"), 1),
+                      "achieved fraction of peak for large GEMMs (0-1]"),
+                 1),
         positive(leaf("attention_efficiency", ValueType::kNumber,
-                      "achieved fraction of peak for attention kernels (0-1]"), 1),
+                      "achieved fraction of peak for attention kernels (0-1]"),
+                 1),
         positive(leaf("memory_efficiency", ValueType::kNumber,
-                      "achieved fraction of memory bandwidth for streaming kernels (0-1]"), 1),
+                      "achieved fraction of memory bandwidth for streaming kernels (0-1]"),
+                 1),
         leaf("kernel_launch_overhead", ValueType::kDuration, "fixed cost per kernel, e.g. 5us"),
     };
   }
@@ -111,7 +116,8 @@ SchemaNode build_schema() {
       leaf("name", ValueType::kString, "display name of the inline fabric", "custom-fabric"),
       choice("kind", {"switch", "mesh", "ring", "pcie"}, "how the GPUs are connected", "switch"),
       positive(leaf("bandwidth", ValueType::kBandwidth,
-                    "one GPU's injection bandwidth per direction, e.g. 450GBps"), 1e15),
+                    "one GPU's injection bandwidth per direction, e.g. 450GBps"),
+               1e15),
       leaf("latency", ValueType::kDuration, "one GPU-to-GPU hop, e.g. 1us", "1us"),
   };
 
@@ -139,8 +145,10 @@ SchemaNode build_schema() {
        count("nics_per_node", "NICs per node", "gpus_per_node", 1, 64),
        leaf("latency", ValueType::kDuration, "end-to-end small-message latency between nodes",
             "from preset"),
-       count("nodes_per_leaf", "nodes under one leaf switch of a fat-tree (64-port switches with "
-             "half their ports down: 32 NICs per leaf)", "32 / nics_per_node", 1, 1e6),
+       count("nodes_per_leaf",
+             "nodes under one leaf switch of a fat-tree (64-port switches with "
+             "half their ports down: 32 NICs per leaf)",
+             "32 / nics_per_node", 1, 1e6),
        count("levels", "switch levels of a fat-tree: 2 (leaf, spine) or 3 (leaf, pod spine, core)",
              "2", 2, 3),
        count("leaves_per_pod", "leaf switches per pod of a three-level fat-tree", "16", 1, 1e6),
@@ -154,11 +162,10 @@ SchemaNode build_schema() {
                      "usable fraction of line rate for bulk transfers (0-1]", "from preset"),
                 1)});
 
-  SchemaNode cluster =
-      section("cluster", "the machines",
-              {gpu, count("nodes", "number of nodes", "1", 1, kMaxNodes),
-               count("gpus_per_node", "GPUs in each node", "8", 1, kMaxGpusPerNode), intra,
-               network});
+  SchemaNode cluster = section(
+      "cluster", "the machines",
+      {gpu, count("nodes", "number of nodes", "1", 1, kMaxNodes),
+       count("gpus_per_node", "GPUs in each node", "8", 1, kMaxGpusPerNode), intra, network});
 
   SchemaNode model_preset = leaf("preset", ValueType::kString,
                                  "model preset (dtsim catalog models); fields below override it");
@@ -200,30 +207,32 @@ SchemaNode build_schema() {
   sp.unsupported = only<bool>(false, "sequence parallelism comes with " + kStrategies);
   auto vs = count("virtual_stages", "model chunks per device (interleaved schedule)", "1", 1, 1e4);
   vs.unsupported = only<int64_t>(1, "interleaved pipelines come with " + kStrategies + "; use 1");
-  auto zero = count("zero_stage", "ZeRO stage: 0 none, 1 optimizer, 2 + gradients, 3 + weights",
-                    "0", 0, 3);
+  auto zero =
+      count("zero_stage", "ZeRO stage: 0 none, 1 optimizer, 2 + gradients, 3 + weights", "0", 0, 3);
   zero.unsupported = only<int64_t>(0, "ZeRO sharding comes with " + kStrategies + "; use 0");
-  auto lps = leaf("layers_per_stage", ValueType::kCountList,
-                  "explicit layers per pipeline stage", "even split");
+  auto lps = leaf("layers_per_stage", ValueType::kCountList, "explicit layers per pipeline stage",
+                  "even split");
   lps.unsupported = [](const Value&) -> std::optional<std::string> {
     return "explicit stage splits come with " + kStrategies;
   };
-  auto tpo = leaf("tp_comm_overlap", ValueType::kBool, "overlap TP communication with GEMMs",
-                  "false");
+  auto tpo =
+      leaf("tp_comm_overlap", ValueType::kBool, "overlap TP communication with GEMMs", "false");
   tpo.unsupported = only<bool>(false, "TP overlap comes with " + kStrategies);
-  SchemaNode parallelism = section(
-      "parallelism", "how the job is split over GPUs",
-      {tp, pp, dp, cp, ep, sp,
-       choice("schedule", {"gpipe", "1f1b", "interleaved", "pipedream-async"},
-              "pipeline schedule (matters when pipeline > 1)", "1f1b"),
-       vs, zero, lps, tpo});
+  SchemaNode parallelism =
+      section("parallelism", "how the job is split over GPUs",
+              {tp, pp, dp, cp, ep, sp,
+               choice("schedule", {"gpipe", "1f1b", "interleaved", "pipedream-async"},
+                      "pipeline schedule (matters when pipeline > 1)", "1f1b"),
+               vs, zero, lps, tpo});
 
   auto sync = choice("sync", {"synchronous", "async", "ssp", "local-sgd"},
                      "how replicas synchronise", "synchronous");
-  sync.unsupported = only<std::string>("synchronous", "asynchronous training comes in a later issue");
+  sync.unsupported =
+      only<std::string>("synchronous", "asynchronous training comes in a later issue");
   auto compression = choice("compression", {"none", "fp16", "int8", "topk", "powersgd"},
                             "gradient compression", "none");
-  compression.unsupported = only<std::string>("none", "gradient compression comes in a later issue");
+  compression.unsupported =
+      only<std::string>("none", "gradient compression comes in a later issue");
   SchemaNode training = section(
       "training", "the optimisation step",
       {count("global_batch_size", "samples per optimizer step B", "micro_batch_size x data", 1,
@@ -246,8 +255,8 @@ SchemaNode build_schema() {
   auto stragglers = leaf("stragglers", ValueType::kFreeform,
                          "slow ranks, e.g. [{ranks: [3], slowdown: 1.3}]", "[]");
   stragglers.unsupported = only_empty("stragglers come with the stragglers-and-failures issue");
-  auto failures = leaf("failures", ValueType::kFreeform,
-                       "failure model, e.g. {gpu_mtbf: 50000h}", "{}");
+  auto failures =
+      leaf("failures", ValueType::kFreeform, "failure model, e.g. {gpu_mtbf: 50000h}", "{}");
   failures.unsupported = only_empty("failures come with the stragglers-and-failures issue");
   auto checkpoint = leaf("checkpoint", ValueType::kFreeform,
                          "checkpointing, e.g. {interval: 30min, write_bandwidth: 2TBps}", "{}");
@@ -262,16 +271,16 @@ SchemaNode build_schema() {
                          "bulk flow per ring edge; auto = chunk while the run has at most 500k "
                          "chunk-level flows (design.md section 8)",
                          "auto");
-  SchemaNode simulate = section(
-      "simulate", "how to run the prediction",
-      {engine, fidelity, count("iterations", "training steps to simulate", "1", 1, 1e6),
-       count("seed", "random seed (same seed, same output)", "0", 0, 9e15)});
+  SchemaNode simulate =
+      section("simulate", "how to run the prediction",
+              {engine, fidelity, count("iterations", "training steps to simulate", "1", 1, 1e6),
+               count("seed", "random seed (same seed, same output)", "0", 0, 9e15)});
 
-  return section("", "a dtsim scenario",
-                 {leaf("name", ValueType::kString, "scenario name, shown in reports",
-                       "the file name"),
-                  leaf("description", ValueType::kString, "free text", ""), cluster, model,
-                  parallelism, training, stragglers, failures, checkpoint, simulate});
+  return section(
+      "", "a dtsim scenario",
+      {leaf("name", ValueType::kString, "scenario name, shown in reports", "the file name"),
+       leaf("description", ValueType::kString, "free text", ""), cluster, model, parallelism,
+       training, stragglers, failures, checkpoint, simulate});
 }
 
 }  // namespace

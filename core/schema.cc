@@ -41,11 +41,16 @@ std::string join(const std::vector<std::string>& words, const std::string& sep) 
 
 std::string kind_of(const YAML::Node& n) {
   switch (n.Type()) {
-    case YAML::NodeType::Map: return "a map";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Null: return "nothing";
-    case YAML::NodeType::Scalar: return "'" + n.Scalar() + "'";
-    default: return "an undefined value";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Null:
+      return "nothing";
+    case YAML::NodeType::Scalar:
+      return "'" + n.Scalar() + "'";
+    default:
+      return "an undefined value";
   }
 }
 
@@ -126,13 +131,13 @@ struct Validator {
         // Catalog names are matched case-insensitively, as `dtsim catalog` prints them.
         for (const auto& c : names) {
           if (c.size() == text.size() &&
-              std::equal(c.begin(), c.end(), text.begin(), [](char a, char b) {
-                return std::tolower(a) == std::tolower(b);
-              }))
+              std::equal(c.begin(), c.end(), text.begin(),
+                         [](char a, char b) { return std::tolower(a) == std::tolower(b); }))
             return store(n, s, path, c);
         }
         std::string msg = "expected one of " + join(names, ", ") + ", found '" + text + "'";
-        if (auto dym = did_you_mean(text, names); !dym.empty()) msg += " (did you mean " + dym + "?)";
+        if (auto dym = did_you_mean(text, names); !dym.empty())
+          msg += " (did you mean " + dym + "?)";
         if (s.type == ValueType::kNameOrMap) msg += "; an inline map with its fields also works";
         error(n, path, msg);
         return;
@@ -160,15 +165,18 @@ struct Validator {
         return;
       }
       case ValueType::kBool: {
-        if (text == "true" || text == "false")
-          return store(n, s, path, text == "true");
+        if (text == "true" || text == "false") return store(n, s, path, text == "true");
         error(n, path, "expected true or false, found '" + text + "'");
         return;
       }
-      case ValueType::kBytes: return quantity(n, s, path, parse_bytes(text));
-      case ValueType::kBandwidth: return quantity(n, s, path, parse_bandwidth(text));
-      case ValueType::kDuration: return quantity(n, s, path, parse_duration(text));
-      case ValueType::kFlopRate: return quantity(n, s, path, parse_flop_rate(text));
+      case ValueType::kBytes:
+        return quantity(n, s, path, parse_bytes(text));
+      case ValueType::kBandwidth:
+        return quantity(n, s, path, parse_bandwidth(text));
+      case ValueType::kDuration:
+        return quantity(n, s, path, parse_duration(text));
+      case ValueType::kFlopRate:
+        return quantity(n, s, path, parse_flop_rate(text));
       default:
         error(n, path, "internal: unexpected schema type");
         return;
@@ -205,10 +213,11 @@ struct Validator {
       v = n.as<double>();
     } catch (const YAML::Exception&) {
       std::string msg = "expected " + describe(s) + ", found '" + text + "'";
-      const bool has_unit = !text.empty() && std::isdigit(static_cast<unsigned char>(text[0])) &&
-                            std::any_of(text.begin(), text.end(), [](char ch) {
-                              return std::isalpha(static_cast<unsigned char>(ch)) && ch != 'e' && ch != 'E';
-                            });
+      const bool has_unit =
+          !text.empty() && std::isdigit(static_cast<unsigned char>(text[0])) &&
+          std::any_of(text.begin(), text.end(), [](char ch) {
+            return std::isalpha(static_cast<unsigned char>(ch)) && ch != 'e' && ch != 'E';
+          });
       if (has_unit) msg += " (counts take no unit)";
       error(n, path, msg);
       return std::nullopt;
@@ -273,8 +282,9 @@ struct Validator {
       // A key with nothing after it: yaml-cpp marks the empty value at the next token, often on
       // the following line, so point at the key itself.
       if (it->second.IsNull() && c->type != ValueType::kFreeform && c->type != ValueType::kMap) {
-        error(key, p, "expected " + describe(*c) + ", found nothing (remove the key to use the default" +
-                          (c->default_text.empty() ? std::string() : ", " + c->default_text) + ")");
+        error(key, p,
+              "expected " + describe(*c) + ", found nothing (remove the key to use the default" +
+                  (c->default_text.empty() ? std::string() : ", " + c->default_text) + ")");
         continue;
       }
       node(it->second, *c, p);
@@ -289,8 +299,9 @@ struct Validator {
       return map(n, s, path);
     }
     if (n.IsNull() && s.type != ValueType::kFreeform) {
-      error(n, path, "expected " + describe(s) + ", found nothing (remove the key to use the default"
-                     + (s.default_text.empty() ? std::string() : ", " + s.default_text) + ")");
+      error(n, path,
+            "expected " + describe(s) + ", found nothing (remove the key to use the default" +
+                (s.default_text.empty() ? std::string() : ", " + s.default_text) + ")");
       return;
     }
     scalar(n, s, path);
@@ -317,7 +328,8 @@ const SchemaNode* find_schema_node(const SchemaNode& root, const std::string& pa
   size_t start = 0;
   while (start <= path.size()) {
     size_t dot = path.find('.', start);
-    std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    std::string part =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     n = n->child(part);
     if (!n) return nullptr;
     if (dot == std::string::npos) break;
@@ -352,21 +364,35 @@ std::string describe(const SchemaNode& s) {
     return r;
   };
   switch (s.type) {
-    case ValueType::kMap: return "a map";
-    case ValueType::kString: return "text";
-    case ValueType::kEnum: return "one of " + join(s.choices, ", ");
-    case ValueType::kCount: return range("a whole number");
-    case ValueType::kCountOrAuto: return range("'auto' or a whole number");
-    case ValueType::kNumber: return range("a number");
-    case ValueType::kBool: return "true or false";
-    case ValueType::kBytes: return "a size with a byte unit such as 25MiB or 80GB";
-    case ValueType::kBandwidth: return "a bandwidth such as 400Gbps or 50GBps";
-    case ValueType::kDuration: return "a duration such as 2us or 30min";
-    case ValueType::kFlopRate: return "a compute rate such as 312TFLOPS";
-    case ValueType::kCountList: return "a list of whole numbers such as [12, 12, 8]";
-    case ValueType::kFreeform: return "a list or map";
+    case ValueType::kMap:
+      return "a map";
+    case ValueType::kString:
+      return "text";
+    case ValueType::kEnum:
+      return "one of " + join(s.choices, ", ");
+    case ValueType::kCount:
+      return range("a whole number");
+    case ValueType::kCountOrAuto:
+      return range("'auto' or a whole number");
+    case ValueType::kNumber:
+      return range("a number");
+    case ValueType::kBool:
+      return "true or false";
+    case ValueType::kBytes:
+      return "a size with a byte unit such as 25MiB or 80GB";
+    case ValueType::kBandwidth:
+      return "a bandwidth such as 400Gbps or 50GBps";
+    case ValueType::kDuration:
+      return "a duration such as 2us or 30min";
+    case ValueType::kFlopRate:
+      return "a compute rate such as 312TFLOPS";
+    case ValueType::kCountList:
+      return "a list of whole numbers such as [12, 12, 8]";
+    case ValueType::kFreeform:
+      return "a list or map";
     case ValueType::kNameOrMap:
-      return "a catalog name" + (s.choices.empty() ? std::string() : " (" + join(s.choices, ", ") + ", ...)") +
+      return "a catalog name" +
+             (s.choices.empty() ? std::string() : " (" + join(s.choices, ", ") + ", ...)") +
              " or an inline map";
   }
   return "a value";

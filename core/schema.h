@@ -55,11 +55,11 @@ struct SchemaNode {
   ValueType type = ValueType::kString;
   std::string doc;           // one sentence for the reference, with units
   std::string default_text;  // as a user would write it; "" = no default (required or optional)
-  std::vector<std::string> choices;                      // kEnum; documented names for kNameOrMap
-  std::function<std::vector<std::string>()> catalog;     // extra valid names for kNameOrMap
-  double min = 0;         // inclusive lower bound for numbers and counts (and >0 sizes)
-  double max = 1e18;      // inclusive upper bound
-  bool positive = false;  // sizes, rates and durations must be > 0
+  std::vector<std::string> choices;                   // kEnum; documented names for kNameOrMap
+  std::function<std::vector<std::string>()> catalog;  // extra valid names for kNameOrMap
+  double min = 0;                    // inclusive lower bound for numbers and counts (and >0 sizes)
+  double max = 1e18;                 // inclusive upper bound
+  bool positive = false;             // sizes, rates and durations must be > 0
   std::vector<SchemaNode> children;  // kMap and kNameOrMap
   // Returns a reason when a syntactically valid value asks for a feature that is not built yet.
   std::function<std::optional<std::string>(const Value&)> unsupported;

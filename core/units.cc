@@ -35,7 +35,8 @@ Lexed lex(std::string_view text) {
   size_t i = 0;
   auto is_num_char = [&](size_t k) {
     char c = text[k];
-    if (std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '+' || c == '-') return true;
+    if (std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '+' || c == '-')
+      return true;
     // An exponent: 'e' or 'E' followed by a digit or sign (so "1e3" is a number but "1EB" is not).
     if ((c == 'e' || c == 'E') && k > 0 && k + 1 < text.size()) {
       char n = text[k + 1];
@@ -68,29 +69,37 @@ const UnitEntry* find_unit(std::string_view symbol, const auto& table) {
   return nullptr;
 }
 
-constexpr std::array kByteUnits{
-    UnitEntry{"B", 1},        UnitEntry{"kB", 1e3},        UnitEntry{"KB", 1e3},
-    UnitEntry{"MB", 1e6},     UnitEntry{"GB", 1e9},        UnitEntry{"TB", 1e12},
-    UnitEntry{"PB", 1e15},    UnitEntry{"KiB", 1024.0},    UnitEntry{"MiB", 1048576.0},
-    UnitEntry{"GiB", 1073741824.0}, UnitEntry{"TiB", 1099511627776.0},
-    UnitEntry{"PiB", 1125899906842624.0}};
+constexpr std::array kByteUnits{UnitEntry{"B", 1},
+                                UnitEntry{"kB", 1e3},
+                                UnitEntry{"KB", 1e3},
+                                UnitEntry{"MB", 1e6},
+                                UnitEntry{"GB", 1e9},
+                                UnitEntry{"TB", 1e12},
+                                UnitEntry{"PB", 1e15},
+                                UnitEntry{"KiB", 1024.0},
+                                UnitEntry{"MiB", 1048576.0},
+                                UnitEntry{"GiB", 1073741824.0},
+                                UnitEntry{"TiB", 1099511627776.0},
+                                UnitEntry{"PiB", 1125899906842624.0}};
 
 // Bit-valued symbols that users write by mistake where bytes are required.
-constexpr std::array kBitUnits{UnitEntry{"b", 1},     UnitEntry{"kb", 1e3},  UnitEntry{"Kb", 1e3},
-                               UnitEntry{"Mb", 1e6},  UnitEntry{"Gb", 1e9},  UnitEntry{"Tb", 1e12},
-                               UnitEntry{"Kib", 1024.0}, UnitEntry{"Mib", 1048576.0},
-                               UnitEntry{"Gib", 1073741824.0}};
+constexpr std::array kBitUnits{
+    UnitEntry{"b", 1},        UnitEntry{"kb", 1e3},        UnitEntry{"Kb", 1e3},
+    UnitEntry{"Mb", 1e6},     UnitEntry{"Gb", 1e9},        UnitEntry{"Tb", 1e12},
+    UnitEntry{"Kib", 1024.0}, UnitEntry{"Mib", 1048576.0}, UnitEntry{"Gib", 1073741824.0}};
 
-constexpr std::array kDurationUnits{UnitEntry{"ns", 1e-9}, UnitEntry{"us", 1e-6},
-                                    UnitEntry{"\xC2\xB5s", 1e-6}, UnitEntry{"ms", 1e-3},
-                                    UnitEntry{"s", 1},     UnitEntry{"min", 60},
-                                    UnitEntry{"h", 3600}};
+constexpr std::array kDurationUnits{
+    UnitEntry{"ns", 1e-9}, UnitEntry{"us", 1e-6}, UnitEntry{"\xC2\xB5s", 1e-6},
+    UnitEntry{"ms", 1e-3}, UnitEntry{"s", 1},     UnitEntry{"min", 60},
+    UnitEntry{"h", 3600}};
 
-constexpr std::array kFlopPrefixes{UnitEntry{"", 1},      UnitEntry{"k", 1e3},  UnitEntry{"M", 1e6},
-                                   UnitEntry{"G", 1e9},   UnitEntry{"T", 1e12}, UnitEntry{"P", 1e15},
+constexpr std::array kFlopPrefixes{UnitEntry{"", 1},    UnitEntry{"k", 1e3},  UnitEntry{"M", 1e6},
+                                   UnitEntry{"G", 1e9}, UnitEntry{"T", 1e12}, UnitEntry{"P", 1e15},
                                    UnitEntry{"E", 1e18}};
 
-std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
+std::string quoted(std::string_view s) {
+  return "'" + std::string(s) + "'";
+}
 
 // Shared front half of every parser: a finite, non-negative number and a unit.
 template <class Q>
@@ -110,7 +119,8 @@ bool lex_number(std::string_view text, std::string_view what, Lexed& lx, Parsed<
     return false;
   }
   if (lx.number < 0) {
-    out.error = "expected " + std::string(what) + ", found the negative value " + quoted(trim(text));
+    out.error =
+        "expected " + std::string(what) + ", found the negative value " + quoted(trim(text));
     return false;
   }
   if (lx.unit.empty()) {
@@ -139,8 +149,8 @@ Parsed<Bytes> parse_bytes(std::string_view text) {
                 (lx.unit.back() == 'b' ? "B" : "") + ")";
     return out;
   }
-  out.error = "expected " + std::string(what) + ", found unknown unit " + quoted(lx.unit) +
-              " in " + quoted(trim(text));
+  out.error = "expected " + std::string(what) + ", found unknown unit " + quoted(lx.unit) + " in " +
+              quoted(trim(text));
   return out;
 }
 
@@ -182,8 +192,8 @@ Parsed<Seconds> parse_duration(std::string_view text) {
     out.value = Seconds(lx.number * u->factor);
     return out;
   }
-  out.error = "expected " + std::string(what) + ", found unknown unit " + quoted(lx.unit) +
-              " in " + quoted(trim(text));
+  out.error = "expected " + std::string(what) + ", found unknown unit " + quoted(lx.unit) + " in " +
+              quoted(trim(text));
   return out;
 }
 
@@ -193,8 +203,8 @@ template <class Q>
 Parsed<Q> parse_flop_quantity(std::string_view text, bool rate) {
   Parsed<Q> out;
   Lexed lx;
-  const std::string what = rate ? "a compute rate such as 312TFLOPS or 312TFLOP/s"
-                                : "a FLOP count such as 3.5PFLOP";
+  const std::string what =
+      rate ? "a compute rate such as 312TFLOPS or 312TFLOP/s" : "a FLOP count such as 3.5PFLOP";
   if (!lex_number(text, what, lx, out)) return out;
   std::string_view unit = lx.unit;
   std::string_view prefix;
@@ -213,8 +223,8 @@ Parsed<Q> parse_flop_quantity(std::string_view text, bool rate) {
       return out;
     }
   }
-  out.error = "expected " + what + ", found unknown unit " + quoted(unit) + " in " +
-              quoted(trim(text));
+  out.error =
+      "expected " + what + ", found unknown unit " + quoted(unit) + " in " + quoted(trim(text));
   return out;
 }
 }  // namespace
@@ -222,7 +232,9 @@ Parsed<Q> parse_flop_quantity(std::string_view text, bool rate) {
 Parsed<FlopsPerSecond> parse_flop_rate(std::string_view text) {
   return parse_flop_quantity<FlopsPerSecond>(text, true);
 }
-Parsed<Flops> parse_flops(std::string_view text) { return parse_flop_quantity<Flops>(text, false); }
+Parsed<Flops> parse_flops(std::string_view text) {
+  return parse_flop_quantity<Flops>(text, false);
+}
 
 namespace {
 std::string fixed(double v, int digits) {
@@ -252,8 +264,12 @@ std::string format_duration(Seconds t) {
   return fixed(s * 1e9, 1) + " ns";
 }
 
-std::string format_bandwidth(BytesPerSecond r) { return fixed(r.value() / 1e9, 2) + " GB/s"; }
-std::string format_flop_rate(FlopsPerSecond r) { return fixed(r.value() / 1e12, 2) + " TFLOP/s"; }
+std::string format_bandwidth(BytesPerSecond r) {
+  return fixed(r.value() / 1e9, 2) + " GB/s";
+}
+std::string format_flop_rate(FlopsPerSecond r) {
+  return fixed(r.value() / 1e12, 2) + " TFLOP/s";
+}
 std::string format_flops(Flops f) {
   double v = f.value();
   if (v >= 1e15) return fixed(v / 1e15, 3) + " PFLOP";

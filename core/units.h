@@ -63,32 +63,68 @@ using BytesPerSecond = Quantity<BytesPerSecondTag>;
 using FlopsPerSecond = Quantity<FlopsPerSecondTag>;
 
 // Cross-unit arithmetic: only the combinations that mean something.
-constexpr Seconds operator/(Bytes b, BytesPerSecond r) { return Seconds(b.value() / r.value()); }
-constexpr Seconds operator/(Flops f, FlopsPerSecond r) { return Seconds(f.value() / r.value()); }
+constexpr Seconds operator/(Bytes b, BytesPerSecond r) {
+  return Seconds(b.value() / r.value());
+}
+constexpr Seconds operator/(Flops f, FlopsPerSecond r) {
+  return Seconds(f.value() / r.value());
+}
 constexpr BytesPerSecond operator/(Bytes b, Seconds t) {
   return BytesPerSecond(b.value() / t.value());
 }
 constexpr FlopsPerSecond operator/(Flops f, Seconds t) {
   return FlopsPerSecond(f.value() / t.value());
 }
-constexpr Bytes operator*(BytesPerSecond r, Seconds t) { return Bytes(r.value() * t.value()); }
-constexpr Bytes operator*(Seconds t, BytesPerSecond r) { return r * t; }
-constexpr Flops operator*(FlopsPerSecond r, Seconds t) { return Flops(r.value() * t.value()); }
-constexpr Flops operator*(Seconds t, FlopsPerSecond r) { return r * t; }
+constexpr Bytes operator*(BytesPerSecond r, Seconds t) {
+  return Bytes(r.value() * t.value());
+}
+constexpr Bytes operator*(Seconds t, BytesPerSecond r) {
+  return r * t;
+}
+constexpr Flops operator*(FlopsPerSecond r, Seconds t) {
+  return Flops(r.value() * t.value());
+}
+constexpr Flops operator*(Seconds t, FlopsPerSecond r) {
+  return r * t;
+}
 
 namespace unit_literals {
-constexpr Bytes operator""_B(long double v) { return Bytes(static_cast<double>(v)); }
-constexpr Bytes operator""_B(unsigned long long v) { return Bytes(static_cast<double>(v)); }
-constexpr Bytes operator""_KiB(unsigned long long v) { return Bytes(v * 1024.0); }
-constexpr Bytes operator""_MiB(unsigned long long v) { return Bytes(v * 1048576.0); }
-constexpr Bytes operator""_GiB(unsigned long long v) { return Bytes(v * 1073741824.0); }
-constexpr Bytes operator""_GB(unsigned long long v) { return Bytes(v * 1e9); }
-constexpr Seconds operator""_s(long double v) { return Seconds(static_cast<double>(v)); }
-constexpr Seconds operator""_s(unsigned long long v) { return Seconds(static_cast<double>(v)); }
-constexpr Seconds operator""_ms(unsigned long long v) { return Seconds(v * 1e-3); }
-constexpr Seconds operator""_us(long double v) { return Seconds(static_cast<double>(v) * 1e-6); }
-constexpr Seconds operator""_us(unsigned long long v) { return Seconds(v * 1e-6); }
-constexpr BytesPerSecond operator""_GBps(unsigned long long v) { return BytesPerSecond(v * 1e9); }
+constexpr Bytes operator""_B(long double v) {
+  return Bytes(static_cast<double>(v));
+}
+constexpr Bytes operator""_B(unsigned long long v) {
+  return Bytes(static_cast<double>(v));
+}
+constexpr Bytes operator""_KiB(unsigned long long v) {
+  return Bytes(v * 1024.0);
+}
+constexpr Bytes operator""_MiB(unsigned long long v) {
+  return Bytes(v * 1048576.0);
+}
+constexpr Bytes operator""_GiB(unsigned long long v) {
+  return Bytes(v * 1073741824.0);
+}
+constexpr Bytes operator""_GB(unsigned long long v) {
+  return Bytes(v * 1e9);
+}
+constexpr Seconds operator""_s(long double v) {
+  return Seconds(static_cast<double>(v));
+}
+constexpr Seconds operator""_s(unsigned long long v) {
+  return Seconds(static_cast<double>(v));
+}
+constexpr Seconds operator""_ms(unsigned long long v) {
+  return Seconds(v * 1e-3);
+}
+constexpr Seconds operator""_us(long double v) {
+  return Seconds(static_cast<double>(v) * 1e-6);
+}
+constexpr Seconds operator""_us(unsigned long long v) {
+  return Seconds(v * 1e-6);
+}
+constexpr BytesPerSecond operator""_GBps(unsigned long long v) {
+  return BytesPerSecond(v * 1e9);
+}
 constexpr BytesPerSecond operator""_Gbps(unsigned long long v) {
   return BytesPerSecond(v * 1e9 / 8.0);
 }

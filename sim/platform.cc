@@ -11,12 +11,14 @@ namespace {
 
 using Direction = sg4::LinkInRoute::Direction;
 
-sg4::Link* duplex(sg4::NetZone* zone, const std::string& name, double bytes_per_s, double latency_s) {
+sg4::Link* duplex(sg4::NetZone* zone, const std::string& name, double bytes_per_s,
+                  double latency_s) {
   return zone->create_split_duplex_link(name, bytes_per_s)->set_latency(latency_s)->seal();
 }
 
 // A star zone whose center is a router used as the zone's gateway.
-sg4::NetZone* star_with_gateway(const std::string& name, sg4::NetZone* parent, simgrid::kernel::routing::NetPoint** gateway) {
+sg4::NetZone* star_with_gateway(const std::string& name, sg4::NetZone* parent,
+                                simgrid::kernel::routing::NetPoint** gateway) {
   auto* z = sg4::create_star_zone(name);
   z->set_parent(parent);
   *gateway = z->create_router(name + "-switch");
@@ -60,7 +62,8 @@ Platform build_platform(const ClusterConfig& c, DType precision) {
     for (int r = 0; r < world; ++r) {
       auto* h = zone->create_host("gpu-" + std::to_string(r), p.gpu_speed);
       auto* link = duplex(zone, "fabric-" + std::to_string(r), fabric_bw, hop_latency / 2);
-      zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr, {sg4::LinkInRoute(link, Direction::UP)}, true);
+      zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr,
+                      {sg4::LinkInRoute(link, Direction::UP)}, true);
       h->seal();
       p.gpu[static_cast<size_t>(r)] = h;
       gpu_link[static_cast<size_t>(r)] = link;
@@ -81,7 +84,9 @@ Platform build_platform(const ClusterConfig& c, DType precision) {
   const double nic_latency = net.latency.value() / 2;
   const bool rails = net.topology == Topology::kRailOptimized;
   const bool leaves = net.topology == Topology::kFatTree && c.nodes > p.nodes_per_leaf;
-  const int groups = rails ? nics : leaves ? (c.nodes + p.nodes_per_leaf - 1) / p.nodes_per_leaf : 1;
+  const int groups = rails    ? nics
+                     : leaves ? (c.nodes + p.nodes_per_leaf - 1) / p.nodes_per_leaf
+                              : 1;
   const int leaves_per_pod = std::max(1, net.leaves_per_pod);
   const bool pods = leaves && net.levels >= 3 && groups > leaves_per_pod;
   const int pod_count = pods ? (groups + leaves_per_pod - 1) / leaves_per_pod : 1;
@@ -94,18 +99,21 @@ Platform build_platform(const ClusterConfig& c, DType precision) {
   std::vector<sg4::Link*> uplink(static_cast<size_t>(groups), nullptr);
   std::vector<double> pod_injection(static_cast<size_t>(pod_count), 0.0);
   for (int k = 0; k < groups && (rails || leaves); ++k) {
-    const int nodes_in_group = rails ? c.nodes : std::min(p.nodes_per_leaf, c.nodes - k * p.nodes_per_leaf);
+    const int nodes_in_group =
+        rails ? c.nodes : std::min(p.nodes_per_leaf, c.nodes - k * p.nodes_per_leaf);
     const int nics_in_group = rails ? nodes_in_group : nodes_in_group * nics;
     const double bw = nics_in_group * nic_bw / net.oversubscription;
-    uplink[static_cast<size_t>(k)] =
-        duplex(pod_zone, std::string(rails ? "rail-" : "leaf-") + std::to_string(k) + "-uplink", bw, 0);
+    uplink[static_cast<size_t>(k)] = duplex(
+        pod_zone, std::string(rails ? "rail-" : "leaf-") + std::to_string(k) + "-uplink", bw, 0);
     pod_injection[static_cast<size_t>(pods ? k / leaves_per_pod : 0)] += bw;
   }
   std::vector<sg4::Link*> pod_uplink(static_cast<size_t>(pod_count), nullptr);
   for (int k = 0; k < pod_count && pods; ++k)
-    pod_uplink[static_cast<size_t>(k)] = duplex(global, "pod-" + std::to_string(k) + "-uplink",
-                                                pod_injection[static_cast<size_t>(k)] / net.pod_oversubscription, 0);
-  auto endpoint = [&](sg4::NetZone* zone, const std::string& name, const std::vector<sg4::LinkInRoute>& route) {
+    pod_uplink[static_cast<size_t>(k)] =
+        duplex(global, "pod-" + std::to_string(k) + "-uplink",
+               pod_injection[static_cast<size_t>(k)] / net.pod_oversubscription, 0);
+  auto endpoint = [&](sg4::NetZone* zone, const std::string& name,
+                      const std::vector<sg4::LinkInRoute>& route) {
     auto* h = zone->create_host(name, p.gpu_speed);
     zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr, route, true);
     h->seal();
@@ -114,7 +122,8 @@ Platform build_platform(const ClusterConfig& c, DType precision) {
   for (int n = 0; n < c.nodes; ++n) {
     std::vector<sg4::Link*> nic_links;
     for (int q = 0; q < nics; ++q)
-      nic_links.push_back(duplex(local, "nic-" + std::to_string(n) + "-" + std::to_string(q), nic_bw, nic_latency));
+      nic_links.push_back(
+          duplex(local, "nic-" + std::to_string(n) + "-" + std::to_string(q), nic_bw, nic_latency));
     for (int i = 0; i < gpn; ++i) {
       const int r = n * gpn + i;
       const auto ur = static_cast<size_t>(r);
@@ -127,7 +136,8 @@ Platform build_platform(const ClusterConfig& c, DType precision) {
       route.emplace_back(nic_links[static_cast<size_t>(q)], Direction::UP);
       const std::string id = std::to_string(r);
       p.nic_local[ur] = endpoint(local, "nic-local-" + id, route);
-      if (uplink[static_cast<size_t>(k)]) route.emplace_back(uplink[static_cast<size_t>(k)], Direction::UP);
+      if (uplink[static_cast<size_t>(k)])
+        route.emplace_back(uplink[static_cast<size_t>(k)], Direction::UP);
       p.nic_pod[ur] = endpoint(pod_zone, "nic-pod-" + id, route);
       if (pods) {
         route.emplace_back(pod_uplink[static_cast<size_t>(p.pod[ur])], Direction::UP);

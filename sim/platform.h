@@ -14,11 +14,11 @@
 // - NICs: nics_per_node split-duplex links per node at nic_bandwidth x protocol_efficiency; GPU
 //   i uses NIC i x nics / gpus (GPU-NIC affinity). Half the network latency on each side.
 // - Topology: star (one non-blocking switch); fat-tree (leaf zones of nodes_per_leaf nodes whose
-//   aggregated uplink carries their NIC bandwidth / oversubscription; cluster.network.nodes_per_leaf,
-//   by default 32 NICs per leaf as on 64-port NDR switches with half their ports down; with
-//   levels: 3, leaves_per_pod leaves share a pod whose uplink carries their uplinks' bandwidth /
-//   pod_oversubscription); rail-optimized (rail zone k
-//   holds NIC k of every node; rails meet at a spine through uplinks / oversubscription).
+//   aggregated uplink carries their NIC bandwidth / oversubscription;
+//   cluster.network.nodes_per_leaf, by default 32 NICs per leaf as on 64-port NDR switches with
+//   half their ports down; with levels: 3, leaves_per_pod leaves share a pod whose uplink carries
+//   their uplinks' bandwidth / pod_oversubscription); rail-optimized (rail zone k holds NIC k of
+//   every node; rails meet at a spine through uplinks / oversubscription).
 // - Compute hosts run at the GPU's dense peak for the training precision; a kernel is an Exec of
 //   (roofline seconds x peak) FLOPs, so its duration is exactly the roofline time.
 // - One `timer` host with a million cores times delays and zero-time joins without sharing.
@@ -33,20 +33,20 @@
 namespace dtsim::sim {
 
 struct Platform {
-  std::vector<simgrid::s4u::Host*> gpu;  // by global rank
+  std::vector<simgrid::s4u::Host*> gpu;         // by global rank
   std::vector<simgrid::s4u::Host*> nic_local;   // by global rank: flows within its leaf or rail
   std::vector<simgrid::s4u::Host*> nic_pod;     // by global rank: flows to other leaves of its pod
   std::vector<simgrid::s4u::Host*> nic_global;  // by global rank: flows to other pods (3 levels)
   std::vector<int> group;                       // leaf (fat-tree) or rail of each rank's NIC
   std::vector<int> pod;                         // pod of each rank (0 without a third level)
   simgrid::s4u::Host* timer = nullptr;
-  double gpu_speed = 1;                  // FLOP/s of every gpu host
+  double gpu_speed = 1;  // FLOP/s of every gpu host
   int nodes_per_leaf = 1;
 };
 
 // The hosts a flow from rank a to rank b uses.
-inline std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*> endpoints_for(const Platform& p, int a, int b,
-                                                                        int gpus_per_node) {
+inline std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*> endpoints_for(const Platform& p, int a,
+                                                                         int b, int gpus_per_node) {
   const auto ua = static_cast<size_t>(a), ub = static_cast<size_t>(b);
   if (a / gpus_per_node == b / gpus_per_node) return {p.gpu[ua], p.gpu[ub]};
   if (p.group[ua] == p.group[ub]) return {p.nic_local[ua], p.nic_local[ub]};

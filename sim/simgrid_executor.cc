@@ -9,8 +9,8 @@
 #include <cmath>
 #include <csignal>
 #include <cstring>
-#include <simgrid/s4u.hpp>
 #include <map>
+#include <simgrid/s4u.hpp>
 #include <unordered_map>
 
 #include "core/cost_model.h"
@@ -31,7 +31,11 @@ namespace {
 class LazyRunner {
  public:
   LazyRunner(const ActivityGraph& g, const ClusterConfig& cluster, const Platform& p)
-      : g_(g), cluster_(cluster), p_(p), waiting_(g.nodes.size()), finish_(g.nodes.size(), -1.0),
+      : g_(g),
+        cluster_(cluster),
+        p_(p),
+        waiting_(g.nodes.size()),
+        finish_(g.nodes.size(), -1.0),
         holder_(g.nodes.size()) {
     for (size_t i = 0; i < g.nodes.size(); ++i) waiting_[i] = g.nodes[i].predecessors;
   }
@@ -83,7 +87,8 @@ class LazyRunner {
     } else {
       auto e = sg4::Exec::init();
       if (node.kind == GraphNode::Kind::kCompute)
-        e->set_flops_amount(node.amount * p_.gpu_speed)->set_host(p_.gpu[static_cast<size_t>(node.rank)]);
+        e->set_flops_amount(node.amount * p_.gpu_speed)
+            ->set_host(p_.gpu[static_cast<size_t>(node.rank)]);
       else
         e->set_flops_amount(node.amount)->set_host(p_.timer);
       act = e;
@@ -149,13 +154,16 @@ bool write_all(int fd, const void* data, size_t size) {
 
 }  // namespace
 
-std::vector<double> simulate_graph(const ActivityGraph& graph, const ClusterConfig& cluster, DType precision) {
+std::vector<double> simulate_graph(const ActivityGraph& graph, const ClusterConfig& cluster,
+                                   DType precision) {
   int result_pipe[2], error_pipe[2];
   if (::pipe(result_pipe) != 0 || ::pipe(error_pipe) != 0)
-    throw RuntimeError(std::string("cannot create a pipe for the simulation: ") + std::strerror(errno));
+    throw RuntimeError(std::string("cannot create a pipe for the simulation: ") +
+                       std::strerror(errno));
   std::fflush(nullptr);
   const pid_t pid = ::fork();
-  if (pid < 0) throw RuntimeError(std::string("cannot start the simulation process: ") + std::strerror(errno));
+  if (pid < 0)
+    throw RuntimeError(std::string("cannot start the simulation process: ") + std::strerror(errno));
   if (pid == 0) {
     ::close(result_pipe[0]);
     ::close(error_pipe[0]);
@@ -207,11 +215,14 @@ std::vector<double> simulate_graph(const ActivityGraph& graph, const ClusterConf
     return t.empty() ? std::string("(no message)") : t;
   };
   if (WIFSIGNALED(status))
-    throw RuntimeError("the SimGrid simulation failed (killed by signal " + std::to_string(WTERMSIG(status)) +
-                       " " + strsignal(WTERMSIG(status)) + "): " + tail());
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw RuntimeError("the SimGrid simulation failed: " + tail());
+    throw RuntimeError("the SimGrid simulation failed (killed by signal " +
+                       std::to_string(WTERMSIG(status)) + " " + strsignal(WTERMSIG(status)) +
+                       "): " + tail());
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw RuntimeError("the SimGrid simulation failed: " + tail());
   uint64_t count = 0;
-  if (result_bytes.size() < sizeof count) throw RuntimeError("the SimGrid simulation returned no result: " + tail());
+  if (result_bytes.size() < sizeof count)
+    throw RuntimeError("the SimGrid simulation returned no result: " + tail());
   std::memcpy(&count, result_bytes.data(), sizeof count);
   if (count != graph.nodes.size() || result_bytes.size() != sizeof count + count * sizeof(double))
     throw RuntimeError("the SimGrid simulation returned a truncated result: " + tail());
@@ -220,7 +231,8 @@ std::vector<double> simulate_graph(const ActivityGraph& graph, const ClusterConf
   return finish;
 }
 
-CollectiveBody SimGridExecutor::body_for(const Job& job, const ClusterConfig& cluster, int iterations) const {
+CollectiveBody SimGridExecutor::body_for(const Job& job, const ClusterConfig& cluster,
+                                         int iterations) const {
   if (options_.fidelity == "collective") return CollectiveBody::kCollectiveFlows;
   // Chunk-level flows of the whole run. Collectives are matched across members, so count each
   // once: on the program of the group's first simulated member.
@@ -231,14 +243,16 @@ CollectiveBody SimGridExecutor::body_for(const Job& job, const ClusterConfig& cl
       for (const auto& op : s.ops)
         if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
           auto [it, inserted] = counted_by.emplace(c->group, p.rank);
-          if (inserted || it->second == p.rank) flows += chunk_flow_count(*c, job.group(c->group).ranks, cluster);
+          if (inserted || it->second == p.rank)
+            flows += chunk_flow_count(*c, job.group(c->group).ranks, cluster);
         }
   flows *= iterations;
   if (options_.fidelity == "chunk") {
     if (flows > kMaxChunkFlows)
-      throw InputError(Diagnostic{SourceLocation{}, "simulate.fidelity",
-                                  "chunk fidelity would simulate " + std::to_string(static_cast<int64_t>(flows)) +
-                                      " flows (gigabytes of memory and hours); use collective or auto"});
+      throw InputError(Diagnostic{
+          SourceLocation{}, "simulate.fidelity",
+          "chunk fidelity would simulate " + std::to_string(static_cast<int64_t>(flows)) +
+              " flows (gigabytes of memory and hours); use collective or auto"});
     return CollectiveBody::kChunkFlows;
   }
   return flows <= kAutoChunkFlows ? CollectiveBody::kChunkFlows : CollectiveBody::kCollectiveFlows;

@@ -49,6 +49,7 @@ class SimGridExecutor : public Executor {
 };
 
 // Runs an activity graph on SimGrid in a child process and returns every node's finish time (s).
-std::vector<double> simulate_graph(const ActivityGraph& graph, const ClusterConfig& cluster, DType precision);
+std::vector<double> simulate_graph(const ActivityGraph& graph, const ClusterConfig& cluster,
+                                   DType precision);
 
 }  // namespace dtsim::sim

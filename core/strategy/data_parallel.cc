@@ -9,8 +9,9 @@
 
 namespace dtsim {
 
-std::vector<GradientBucket> assign_gradient_buckets(const ModelGraph& model, double grad_bytes_per_param,
-                                                    Bytes first_cap, Bytes cap) {
+std::vector<GradientBucket> assign_gradient_buckets(const ModelGraph& model,
+                                                    double grad_bytes_per_param, Bytes first_cap,
+                                                    Bytes cap) {
   std::vector<GradientBucket> buckets;
   GradientBucket open;
   bool has_open = false;
@@ -35,8 +36,8 @@ std::vector<GradientBucket> assign_gradient_buckets(const ModelGraph& model, dou
 
 namespace {
 
-void emit_kernels(Program& p, StreamId s, const std::vector<Kernel>& kernels, DType dtype, int layer,
-                  int micro_batch, Phase phase, const std::string& layer_name) {
+void emit_kernels(Program& p, StreamId s, const std::vector<Kernel>& kernels, DType dtype,
+                  int layer, int micro_batch, Phase phase, const std::string& layer_name) {
   for (const auto& k : kernels) {
     p.append(s, ComputeOp{k.kind, k.flops, k.bytes, dtype},
              Label{layer_name + "." + k.name, layer, micro_batch, phase});
@@ -52,9 +53,12 @@ void emit_memory(Program& p, StreamId s, MemoryCategory c, Bytes bytes, const st
 Bytes stashed_activations(const Layer& l, Recompute r) {
   if (!l.recomputable) return l.activation_bytes;
   switch (r) {
-    case Recompute::kNone: return l.activation_bytes;
-    case Recompute::kSelective: return l.activation_bytes_selective;
-    case Recompute::kFull: return l.activation_bytes_full;
+    case Recompute::kNone:
+      return l.activation_bytes;
+    case Recompute::kSelective:
+      return l.activation_bytes_selective;
+    case Recompute::kFull:
+      return l.activation_bytes_full;
   }
   return l.activation_bytes;
 }
@@ -73,14 +77,16 @@ Job build_data_parallel_job(const ModelGraph& model, const Scenario& sc) {
   // million micro-batches): each op costs about 100 bytes and a microsecond to simulate.
   double kernels_per_micro_batch = 0;
   for (const auto& l : model.layers)
-    kernels_per_micro_batch += static_cast<double>(l.forward.size() + l.backward.size() + l.selective_recompute.size() + 3);
+    kernels_per_micro_batch += static_cast<double>(l.forward.size() + l.backward.size() +
+                                                   l.selective_recompute.size() + 3);
   const double ops = kernels_per_micro_batch * static_cast<double>(micro_batches);
   if (ops > kMaxOpsPerStep)
     throw InputError(Diagnostic{
         tr.global_batch_size.where, "training.global_batch_size",
         "each replica would run " + std::to_string(micro_batches) + " micro-batches of " +
             std::to_string(static_cast<int64_t>(kernels_per_micro_batch)) + " kernels, about " +
-            std::to_string(static_cast<int64_t>(ops / 1e6)) + " M ops per step; dtsim simulates at most " +
+            std::to_string(static_cast<int64_t>(ops / 1e6)) +
+            " M ops per step; dtsim simulates at most " +
             std::to_string(static_cast<int64_t>(kMaxOpsPerStep / 1e6)) +
             " M. Raise training.micro_batch_size or lower the global batch"});
 
@@ -97,17 +103,23 @@ Job build_data_parallel_job(const ModelGraph& model, const Scenario& sc) {
   const StreamId comm = p.add_stream("grad_comm");
 
   // Model state lives for the whole step.
-  ModelStateBytes state = model_state_bytes(params, dtype, tr.optimizer, sc.parallelism.zero_stage, dp);
-  emit_memory(p, compute, MemoryCategory::kWeights, state.weights, "weights", -1, -1, Phase::kOther);
-  emit_memory(p, compute, MemoryCategory::kGradients, state.gradients, "gradients", -1, -1, Phase::kOther);
+  ModelStateBytes state =
+      model_state_bytes(params, dtype, tr.optimizer, sc.parallelism.zero_stage, dp);
+  emit_memory(p, compute, MemoryCategory::kWeights, state.weights, "weights", -1, -1,
+              Phase::kOther);
+  emit_memory(p, compute, MemoryCategory::kGradients, state.gradients, "gradients", -1, -1,
+              Phase::kOther);
   emit_memory(p, compute, MemoryCategory::kOptimizer, state.optimizer, "optimizer_states", -1, -1,
               Phase::kOther);
 
-  const auto buckets = assign_gradient_buckets(model, grad_bytes, tr.first_gradient_bucket, tr.gradient_bucket);
+  const auto buckets =
+      assign_gradient_buckets(model, grad_bytes, tr.first_gradient_bucket, tr.gradient_bucket);
   // NCCL staging for one bucket in flight (an assumption, documented in docs/models.md).
   Bytes largest_bucket{0};
   for (const auto& b : buckets) largest_bucket = std::max(largest_bucket, b.bytes);
-  if (dp > 1) emit_memory(p, compute, MemoryCategory::kBuffers, largest_bucket, "nccl_bucket_buffer", -1, -1, Phase::kOther);
+  if (dp > 1)
+    emit_memory(p, compute, MemoryCategory::kBuffers, largest_bucket, "nccl_bucket_buffer", -1, -1,
+                Phase::kOther);
 
   const int n_layers = static_cast<int>(model.layers.size());
   EventId last_comm_event = -1;
@@ -136,7 +148,8 @@ Job build_data_parallel_job(const ModelGraph& model, const Scenario& sc) {
       emit_memory(p, compute, MemoryCategory::kActivations, transient, l.name + ".recomputed", i, m,
                   Phase::kRecompute);
       emit_kernels(p, compute, l.backward, dtype, i, m, Phase::kBackward, l.name);
-      emit_memory(p, compute, MemoryCategory::kActivations, -(stashed_activations(l, tr.recompute) + transient),
+      emit_memory(p, compute, MemoryCategory::kActivations,
+                  -(stashed_activations(l, tr.recompute) + transient),
                   l.name + ".activations_freed", i, m, Phase::kBackward);
       // Gradients are reduced only after the last micro-batch (gradient accumulation).
       if (!last_micro_batch || dp <= 1 || !tr.overlap_grad_reduce) continue;
@@ -154,11 +167,13 @@ Job build_data_parallel_job(const ModelGraph& model, const Scenario& sc) {
     }
     if (last_micro_batch && dp > 1 && !tr.overlap_grad_reduce) {
       Op& producer = p.streams[static_cast<size_t>(compute)].ops.back();
-      backward_done = producer.record ? *producer.record : (producer.record = p.new_event(), *producer.record);
+      backward_done =
+          producer.record ? *producer.record : (producer.record = p.new_event(), *producer.record);
       for (size_t k = 0; k < buckets.size(); ++k) {
-        Op& ar = p.append(comm, CollectiveOp{CollectiveKind::kAllReduce, 0, buckets[k].bytes, dtype},
-                          Label{"grad_bucket." + std::to_string(k), buckets[k].first_layer, m,
-                                Phase::kGradientSync});
+        Op& ar =
+            p.append(comm, CollectiveOp{CollectiveKind::kAllReduce, 0, buckets[k].bytes, dtype},
+                     Label{"grad_bucket." + std::to_string(k), buckets[k].first_layer, m,
+                           Phase::kGradientSync});
         if (k == 0) ar.waits.push_back(backward_done);
       }
     }
@@ -172,7 +187,8 @@ Job build_data_parallel_job(const ModelGraph& model, const Scenario& sc) {
   // Optimizer step: reads gradients, master weights and states, writes them back.
   const double state_bytes = params * (2 * weight_bytes_per_parameter(dtype) +
                                        2 * optimizer_bytes_per_parameter(dtype, tr.optimizer));
-  Op& opt = p.append(compute, ComputeOp{KernelKind::kOptimizer, Flops(0), Bytes(state_bytes), DType::kFp32},
+  Op& opt = p.append(compute,
+                     ComputeOp{KernelKind::kOptimizer, Flops(0), Bytes(state_bytes), DType::kFp32},
                      Label{"optimizer_step", -1, -1, Phase::kOptimizer});
   if (last_comm_event >= 0) opt.waits.push_back(last_comm_event);
 

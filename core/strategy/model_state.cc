@@ -3,7 +3,9 @@
 namespace dtsim {
 
 namespace {
-bool is_full_precision(DType p) { return p == DType::kFp32 || p == DType::kTf32; }
+bool is_full_precision(DType p) {
+  return p == DType::kFp32 || p == DType::kTf32;
+}
 }  // namespace
 
 double weight_bytes_per_parameter(DType precision) {
@@ -13,9 +15,12 @@ double weight_bytes_per_parameter(DType precision) {
 double optimizer_bytes_per_parameter(DType precision, Optimizer optimizer) {
   const double master = is_full_precision(precision) ? 0.0 : 4.0;
   switch (optimizer) {
-    case Optimizer::kAdam: return master + 8.0;
-    case Optimizer::kSgd: return master + 4.0;
-    case Optimizer::kAdafactor: return master;
+    case Optimizer::kAdam:
+      return master + 8.0;
+    case Optimizer::kSgd:
+      return master + 4.0;
+    case Optimizer::kAdafactor:
+      return master;
   }
   return master + 8.0;
 }

@@ -27,8 +27,9 @@ struct GradientBucket {
 // their gradients become ready in backward, and a bucket closes once it holds at least its cap.
 // The first bucket's cap is first_cap (1 MiB in DDP), later ones use cap (25 MiB). A bucket is
 // ready when the backward of its lowest layer ends. Granularity here is a whole layer.
-std::vector<GradientBucket> assign_gradient_buckets(const ModelGraph& model, double grad_bytes_per_param,
-                                                    Bytes first_cap, Bytes cap);
+std::vector<GradientBucket> assign_gradient_buckets(const ModelGraph& model,
+                                                    double grad_bytes_per_param, Bytes first_cap,
+                                                    Bytes cap);
 
 // The largest step a strategy builds (ops per simulated rank); larger inputs are an InputError.
 inline constexpr double kMaxOpsPerStep = 20e6;

@@ -21,7 +21,8 @@ std::string read(const std::string& path) {
 }
 
 TEST(Docs, ScenarioReferenceMatchesTheSchema) {
-  EXPECT_EQ(read(DTSIM_SOURCE_DIR "/docs/scenario-reference.md"), render_scenario_reference_markdown())
+  EXPECT_EQ(read(DTSIM_SOURCE_DIR "/docs/scenario-reference.md"),
+            render_scenario_reference_markdown())
       << "regenerate with: build/cli/dtsim catalog keys > docs/scenario-reference.md";
 }
 
@@ -32,8 +33,9 @@ TEST(Docs, HardwareCatalogMatchesTheCode) {
 
 TEST(Docs, EveryScenarioKeyIsDocumented) {
   const std::string ref = read(DTSIM_SOURCE_DIR "/docs/scenario-reference.md");
-  for (const char* key : {"`cluster.gpu`", "`cluster.network.nic_bandwidth`", "`parallelism.tensor`",
-                          "`training.gradient_bucket`", "`simulate.engine`", "`stragglers`"})
+  for (const char* key :
+       {"`cluster.gpu`", "`cluster.network.nic_bandwidth`", "`parallelism.tensor`",
+        "`training.gradient_bucket`", "`simulate.engine`", "`stragglers`"})
     EXPECT_NE(ref.find(key), std::string::npos) << key;
 }
 

@@ -1,12 +1,12 @@
 // The result contract (design.md section 5) and the Chrome trace file's structure.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -29,16 +29,32 @@ nlohmann::json simulate_json(std::vector<std::string> overrides = {}) {
 
 TEST(Results, JsonHasEveryContractKey) {
   nlohmann::json j = simulate_json();
-  const std::vector<std::string> keys = {
-      "engine", "scenario", "step_time_s", "throughput.samples_per_s", "throughput.tokens_per_s",
-      "flops.model_tflops_per_gpu", "flops.hardware_tflops_per_gpu", "flops.mfu", "flops.hfu",
-      "breakdown_s.compute", "breakdown_s.exposed_communication", "breakdown_s.pipeline_bubble",
-      "breakdown_s.straggler_wait", "breakdown_s.other", "memory.peak_bytes_per_gpu",
-      "memory.capacity_bytes", "memory.fits", "memory.per_category_bytes.weights",
-      "memory.per_category_bytes.gradients", "memory.per_category_bytes.optimizer",
-      "memory.per_category_bytes.activations", "memory.per_category_bytes.buffers",
-      "model.parameters", "model.flops_per_step", "reliability.goodput",
-      "reliability.expected_interruptions"};
+  const std::vector<std::string> keys = {"engine",
+                                         "scenario",
+                                         "step_time_s",
+                                         "throughput.samples_per_s",
+                                         "throughput.tokens_per_s",
+                                         "flops.model_tflops_per_gpu",
+                                         "flops.hardware_tflops_per_gpu",
+                                         "flops.mfu",
+                                         "flops.hfu",
+                                         "breakdown_s.compute",
+                                         "breakdown_s.exposed_communication",
+                                         "breakdown_s.pipeline_bubble",
+                                         "breakdown_s.straggler_wait",
+                                         "breakdown_s.other",
+                                         "memory.peak_bytes_per_gpu",
+                                         "memory.capacity_bytes",
+                                         "memory.fits",
+                                         "memory.per_category_bytes.weights",
+                                         "memory.per_category_bytes.gradients",
+                                         "memory.per_category_bytes.optimizer",
+                                         "memory.per_category_bytes.activations",
+                                         "memory.per_category_bytes.buffers",
+                                         "model.parameters",
+                                         "model.flops_per_step",
+                                         "reliability.goodput",
+                                         "reliability.expected_interruptions"};
   for (const auto& k : keys) {
     nlohmann::json::json_pointer ptr("/" + std::regex_replace(k, std::regex("\\."), "/"));
     EXPECT_TRUE(j.contains(ptr)) << "missing " << k;
@@ -60,7 +76,8 @@ TEST(Results, SameInputGivesByteIdenticalJson) {
 }
 
 TEST(Results, ChromeTraceIsWellFormedAndSpansDoNotOverlapPerStream) {
-  const auto dir = std::filesystem::temp_directory_path() / ("dtsim_trace_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("dtsim_trace_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   SimulateOptions o;
   o.scenario = kDefault;

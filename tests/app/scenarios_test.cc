@@ -43,7 +43,8 @@ TEST_P(EveryScenario, RunsOnBothEnginesAndTheyAgreeWithoutContention) {
   EXPECT_EQ(simgrid.results.fits, analytic.results.fits);
   // The example clusters are contention-free for data parallelism (one job, non-blocking
   // networks), so the discrete-event engine must reproduce the closed form.
-  EXPECT_NEAR(simgrid.results.step_time_s, analytic.results.step_time_s, 0.01 * analytic.results.step_time_s);
+  EXPECT_NEAR(simgrid.results.step_time_s, analytic.results.step_time_s,
+              0.01 * analytic.results.step_time_s);
   EXPECT_DOUBLE_EQ(simgrid.results.peak_bytes_per_gpu, analytic.results.peak_bytes_per_gpu);
 }
 

@@ -56,7 +56,9 @@ double step_time(const std::string& training_extra, Job* job_out = nullptr) {
 }
 
 // Ring all-reduce over 4 ranks: 2(N-1) alpha + 2(N-1)/N S / beta.
-double ring_all_reduce(double bytes) { return 6 * 1e-6 + 1.5 * bytes / 100e9; }
+double ring_all_reduce(double bytes) {
+  return 6 * 1e-6 + 1.5 * bytes / 100e9;
+}
 
 // Adam in bf16 reads and writes weights and gradients (2 B each) and fp32 master, momentum and
 // variance (12 B): 2 x (2 + 12) = 28 B per parameter at 1 TB/s.
@@ -101,7 +103,8 @@ training: {global_batch_size: 4, gradient_bucket: 1B, first_gradient_bucket: 1B}
 }
 
 TEST(DataParallel, NoOverlapWaitsForBackward) {
-  const double t = step_time("  gradient_bucket: 1B\n  first_gradient_bucket: 1B\n  overlap_grad_reduce: false\n");
+  const double t = step_time(
+      "  gradient_bucket: 1B\n  first_gradient_bucket: 1B\n  overlap_grad_reduce: false\n");
   EXPECT_DOUBLE_EQ(t, 0.120 + 4 * ring_all_reduce(2e8) + kOptimizerSeconds);
 }
 
@@ -109,8 +112,9 @@ TEST(DataParallel, GradientAccumulationCommunicatesOnlyOnTheLastMicroBatch) {
   // global 16 = micro-batch 1 x 4 replicas x 4 micro-batches.
   Job acc;
   const double t4 = [&] {
-    Scenario sc = load_scenario_text(scenario_yaml("  gradient_bucket: 1GiB\n  first_gradient_bucket: 1GiB\n"),
-                                     "dp.yaml", {{"training.global_batch_size=16"}});
+    Scenario sc = load_scenario_text(
+        scenario_yaml("  gradient_bucket: 1GiB\n  first_gradient_bucket: 1GiB\n"), "dp.yaml",
+        {{"training.global_batch_size=16"}});
     acc = build_data_parallel_job(four_layers(), sc);
     return AnalyticExecutor().run(acc, sc.cluster, 1).makespan().value();
   }();

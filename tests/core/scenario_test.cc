@@ -68,13 +68,14 @@ training:
   EXPECT_NE(d[2].message.find("no unit"), std::string::npos);
   EXPECT_EQ(d[3].key_path, "training.precision");
   EXPECT_NE(d[3].message.find("did you mean bf16"), std::string::npos) << d[3].message;
-  EXPECT_EQ(d[3].render().rfind("error: s.yaml:8:14: training.precision: ", 0), 0u) << d[3].render();
+  EXPECT_EQ(d[3].render().rfind("error: s.yaml:8:14: training.precision: ", 0), 0u)
+      << d[3].render();
 }
 
 TEST(Scenario, OverridesReplaceAnyKey) {
-  Scenario s = load_scenario_text(kMinimal, "s.yaml",
-                                  {{"cluster.nodes=4"}, {"training.gradient_bucket=10MB"},
-                                   {"cluster.gpu=H100-SXM"}});
+  Scenario s = load_scenario_text(
+      kMinimal, "s.yaml",
+      {{"cluster.nodes=4"}, {"training.gradient_bucket=10MB"}, {"cluster.gpu=H100-SXM"}});
   EXPECT_EQ(s.cluster.nodes, 4);
   EXPECT_DOUBLE_EQ(s.training.gradient_bucket.value(), 10e6);
   EXPECT_EQ(s.cluster.gpu.name, "H100-SXM");

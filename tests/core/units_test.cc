@@ -11,11 +11,17 @@ namespace {
 // Meaningless arithmetic must not compile. These traits probe the operators without
 // instantiating an error, so the proof runs at compile time, in this file.
 template <class A, class B>
-concept Addable = requires(A a, B b) { a + b; };
+concept Addable = requires(A a, B b) {
+  a + b;
+};
 template <class A, class B>
-concept Divisible = requires(A a, B b) { a / b; };
+concept Divisible = requires(A a, B b) {
+  a / b;
+};
 template <class A, class B>
-concept Multipliable = requires(A a, B b) { a* b; };
+concept Multipliable = requires(A a, B b) {
+  a* b;
+};
 
 static_assert(!Addable<Bytes, Seconds>, "bytes + seconds must not compile");
 static_assert(!Addable<Flops, Bytes>, "FLOPs + bytes must not compile");

@@ -8,7 +8,6 @@
 namespace dtsim::testing {
 namespace {
 
-
 // Rabenseifner's all-reduce (Thakur, Rabenseifner and Gropp 2005): p = 2^k <= n ranks exchange
 // in 2k steps moving 2(p-1)/p S; the n - p others fold in and out with S each.
 double halving_doubling_formula(int n, double s, double alpha, double beta) {
@@ -24,8 +23,9 @@ TEST_P(HalvingDoubling, MatchesRabenseifnersFormula) {
   const int n = GetParam();
   const ClusterConfig c = star_of(n);
   for (double bytes : {8.0, 1048576.0, 1073741824.0, 4294967296.0}) {
-    const Job job = concurrent_collectives({first_ranks(n)}, Bytes(bytes), n, CollectiveKind::kAllReduce,
-                                           CollectiveAlgorithm::kHalvingDoubling);
+    const Job job =
+        concurrent_collectives({first_ranks(n)}, Bytes(bytes), n, CollectiveKind::kAllReduce,
+                               CollectiveAlgorithm::kHalvingDoubling);
     const double expected = halving_doubling_formula(n, bytes, 2e-6, 25e9);
     EXPECT_NEAR(analytic_time(job, c), expected, 1e-9 * expected) << bytes;
     EXPECT_NEAR(simgrid_time(job, c, "chunk"), expected, 0.01 * expected) << bytes;
@@ -39,13 +39,15 @@ INSTANTIATE_TEST_SUITE_P(Ranks, HalvingDoubling, ::testing::Values(2, 3, 6, 8, 1
 // 2.7 us and one 50 GB/s NIC per local-index ring across nodes.
 TEST(Hierarchical, MatchesThePhaseSum) {
   const ClusterConfig c = cluster_from(
-      "cluster:\n  gpu: H100-SXM\n  nodes: 4\n  gpus_per_node: 8\n  network: {preset: ib-ndr, protocol_efficiency: 1}\n");
+      "cluster:\n  gpu: H100-SXM\n  nodes: 4\n  gpus_per_node: 8\n  network: {preset: ib-ndr, "
+      "protocol_efficiency: 1}\n");
   const double g = 8, m = 4, ai = 0.6e-6, bi = 450e9, an = 2.7e-6, bn = 50e9;
   for (double s : {8.0, 1048576.0, 1073741824.0, 4294967296.0}) {
     const double local = (g - 1) * ai + (g - 1) / g * s / bi;
     const double expected = 2 * local + 2 * (m - 1) * an + 2 * (m - 1) / m * (s / g) / bn;
-    const Job job = concurrent_collectives({first_ranks(32)}, Bytes(s), 32, CollectiveKind::kAllReduce,
-                                           CollectiveAlgorithm::kHierarchical);
+    const Job job =
+        concurrent_collectives({first_ranks(32)}, Bytes(s), 32, CollectiveKind::kAllReduce,
+                               CollectiveAlgorithm::kHierarchical);
     EXPECT_NEAR(analytic_time(job, c), expected, 1e-9 * expected) << s;
     EXPECT_NEAR(simgrid_time(job, c, "chunk"), expected, 0.01 * expected) << s;
     EXPECT_NEAR(simgrid_time(job, c, "collective"), expected, 0.01 * expected) << s;
@@ -58,14 +60,18 @@ TEST(Hierarchical, BeatsAFlatRingOverSlowInterNodeLinks) {
   // Both move about 2 S through the node's one NIC, so the gain is mostly latency: large at
   // 1 MiB, about a fifth at 64 MiB (45 ms against 56 ms).
   const ClusterConfig c = cluster_from(
-      "cluster:\n  gpu: A100-SXM-80GB\n  nodes: 8\n  gpus_per_node: 8\n  network: {preset: eth-25g, latency: 50us, "
+      "cluster:\n  gpu: A100-SXM-80GB\n  nodes: 8\n  gpus_per_node: 8\n  network: {preset: "
+      "eth-25g, latency: 50us, "
       "nics_per_node: 1}\n");
   for (double s : {1048576.0, 67108864.0}) {
     const Job ring = concurrent_collectives({first_ranks(64)}, Bytes(s), 64);
-    const Job hier = concurrent_collectives({first_ranks(64)}, Bytes(s), 64, CollectiveKind::kAllReduce,
-                                            CollectiveAlgorithm::kHierarchical);
-    const double t_ring = simgrid_time(ring, c, "collective"), t_hier = simgrid_time(hier, c, "collective");
-    EXPECT_LT(t_hier, (s < 2e6 ? 0.5 : 0.9) * t_ring) << s << ": hierarchical " << t_hier << " s, ring " << t_ring;
+    const Job hier =
+        concurrent_collectives({first_ranks(64)}, Bytes(s), 64, CollectiveKind::kAllReduce,
+                               CollectiveAlgorithm::kHierarchical);
+    const double t_ring = simgrid_time(ring, c, "collective"),
+                 t_hier = simgrid_time(hier, c, "collective");
+    EXPECT_LT(t_hier, (s < 2e6 ? 0.5 : 0.9) * t_ring)
+        << s << ": hierarchical " << t_hier << " s, ring " << t_ring;
   }
 }
 

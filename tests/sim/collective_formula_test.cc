@@ -7,7 +7,6 @@
 namespace dtsim::testing {
 namespace {
 
-
 double ring_all_reduce_formula(int n, double bytes, double alpha, double beta) {
   return 2.0 * (n - 1) * alpha + 2.0 * (n - 1) / n * bytes / beta;
 }
@@ -49,7 +48,8 @@ TEST(RingCollectives, InsideOneNvSwitchNode) {
     const Job job = concurrent_collectives({first_ranks(8)}, Bytes(s), 8, k.kind);
     EXPECT_NEAR(analytic_time(job, c), k.expected, 1e-9 * k.expected) << to_string(k.kind);
     EXPECT_NEAR(simgrid_time(job, c, "chunk"), k.expected, 0.01 * k.expected) << to_string(k.kind);
-    EXPECT_NEAR(simgrid_time(job, c, "collective"), k.expected, 0.01 * k.expected) << to_string(k.kind);
+    EXPECT_NEAR(simgrid_time(job, c, "collective"), k.expected, 0.01 * k.expected)
+        << to_string(k.kind);
   }
 }
 

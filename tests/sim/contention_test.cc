@@ -14,7 +14,8 @@ TEST(Contention, TwoAllReducesShareAnOversubscribedUplink) {
   // Groups {0, 2} and {1, 3} both cross the leaves. Alone, one group fills the uplink exactly;
   // together they split it, so each takes twice as long.
   const ClusterConfig c = cluster_from(
-      "cluster:\n  nodes: 4\n  gpus_per_node: 1\n  network: {topology: fat-tree, nodes_per_leaf: 2, "
+      "cluster:\n  nodes: 4\n  gpus_per_node: 1\n  network: {topology: fat-tree, nodes_per_leaf: "
+      "2, "
       "oversubscription: 2, nics_per_node: 1, nic_bandwidth: 200Gbps, protocol_efficiency: 1}\n");
   const Job alone = concurrent_collectives({{0, 2}}, Bytes(kGiB), 4);
   const Job together = concurrent_collectives({{0, 2}, {1, 3}}, Bytes(kGiB), 4);
@@ -31,13 +32,15 @@ TEST(Contention, OversubscribedFatTreeAgainstNonBlocking) {
   // hop, so each leaf uplink carries 4 flows. Non-blocking, the uplink has 4 NICs' worth; at 2:1
   // it has 2, and the bandwidth term doubles.
   const std::string base =
-      "cluster:\n  nodes: 8\n  gpus_per_node: 1\n  network: {topology: fat-tree, nodes_per_leaf: 4, "
+      "cluster:\n  nodes: 8\n  gpus_per_node: 1\n  network: {topology: fat-tree, nodes_per_leaf: "
+      "4, "
       "nics_per_node: 1, nic_bandwidth: 200Gbps, protocol_efficiency: 1, oversubscription: ";
   const ClusterConfig blocking = cluster_from(base + "2}\n");
   const ClusterConfig nonblocking = cluster_from(base + "1}\n");
   const Job job = concurrent_collectives({{0, 4, 1, 5, 2, 6, 3, 7}}, Bytes(kGiB), 8);
   for (const char* fidelity : {"chunk", "collective"}) {
-    const double ratio = simgrid_time(job, blocking, fidelity) / simgrid_time(job, nonblocking, fidelity);
+    const double ratio =
+        simgrid_time(job, blocking, fidelity) / simgrid_time(job, nonblocking, fidelity);
     EXPECT_NEAR(ratio, 2.0, 0.03) << fidelity;
   }
   EXPECT_DOUBLE_EQ(analytic_time(job, blocking), analytic_time(job, nonblocking));
@@ -77,7 +80,8 @@ TEST(Contention, ThreeLevelFatTreePodUplinks) {
   // pods: one alone fills a pod uplink, two together take twice as long. Inside one pod
   // ({0, 2} and {1, 3}) the leaf uplinks have room for both.
   const ClusterConfig c = cluster_from(
-      "cluster:\n  nodes: 8\n  gpus_per_node: 1\n  network: {topology: fat-tree, levels: 3, nodes_per_leaf: 2, "
+      "cluster:\n  nodes: 8\n  gpus_per_node: 1\n  network: {topology: fat-tree, levels: 3, "
+      "nodes_per_leaf: 2, "
       "leaves_per_pod: 2, pod_oversubscription: 4, nics_per_node: 1, nic_bandwidth: 200Gbps, "
       "protocol_efficiency: 1}\n");
   const Job alone = concurrent_collectives({{0, 4}}, Bytes(kGiB), 8);
@@ -99,7 +103,8 @@ TEST(SimGridFailures, AFatalSimGridErrorIsAnErrorNotACrash) {
     simgrid_time(job, c, "chunk");
     FAIL() << "a broken platform must not simulate";
   } catch (const RuntimeError& e) {
-    EXPECT_NE(std::string(e.what()).find("SimGrid simulation failed"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("SimGrid simulation failed"), std::string::npos)
+        << e.what();
   }
 }
 

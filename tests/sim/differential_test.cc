@@ -16,22 +16,25 @@ class DataParallelStep : public ::testing::TestWithParam<Case> {};
 TEST_P(DataParallelStep, SimGridAgreesWithTheClosedForm) {
   const Case c = GetParam();
   const int per_node = std::min(c.gpus, 8);
-  const std::string yaml = "cluster:\n  gpu: A100-SXM-80GB\n  nodes: " + std::to_string(c.gpus / per_node) +
-                           "\n  gpus_per_node: " + std::to_string(per_node) +
-                           "\n  network: {preset: ib-hdr, topology: fat-tree}\nmodel: {preset: " + c.model +
-                           "}\ntraining: {micro_batch_size: 8, global_batch_size: " + std::to_string(16 * c.gpus) +
-                           "}\n";
-  Prediction analytic = predict(load_scenario_text(yaml, "dp.yaml", {{"simulate.engine=analytic"}}));
+  const std::string yaml =
+      "cluster:\n  gpu: A100-SXM-80GB\n  nodes: " + std::to_string(c.gpus / per_node) +
+      "\n  gpus_per_node: " + std::to_string(per_node) +
+      "\n  network: {preset: ib-hdr, topology: fat-tree}\nmodel: {preset: " + c.model +
+      "}\ntraining: {micro_batch_size: 8, global_batch_size: " + std::to_string(16 * c.gpus) +
+      "}\n";
+  Prediction analytic =
+      predict(load_scenario_text(yaml, "dp.yaml", {{"simulate.engine=analytic"}}));
   Prediction simgrid = predict(load_scenario_text(yaml, "dp.yaml", {{"simulate.engine=simgrid"}}));
   const double a = analytic.results.step_time_s, s = simgrid.results.step_time_s;
   EXPECT_NEAR(s, a, 0.01 * a) << c.model << " on " << c.gpus << " GPUs";
-  EXPECT_NEAR(simgrid.results.breakdown_s.exposed_communication, analytic.results.breakdown_s.exposed_communication,
-              0.01 * a);
+  EXPECT_NEAR(simgrid.results.breakdown_s.exposed_communication,
+              analytic.results.breakdown_s.exposed_communication, 0.01 * a);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, DataParallelStep,
-                         ::testing::Values(Case{"gpt3-125m", 2}, Case{"gpt3-125m", 8}, Case{"gpt3-125m", 64},
-                                           Case{"gpt3-125m", 256}, Case{"resnet-50", 2}, Case{"resnet-50", 8},
+                         ::testing::Values(Case{"gpt3-125m", 2}, Case{"gpt3-125m", 8},
+                                           Case{"gpt3-125m", 64}, Case{"gpt3-125m", 256},
+                                           Case{"resnet-50", 2}, Case{"resnet-50", 8},
                                            Case{"resnet-50", 64}, Case{"resnet-50", 256}),
                          [](const auto& info) {
                            std::string m = info.param.model;

@@ -16,8 +16,8 @@ inline ClusterConfig cluster_from(const std::string& cluster_yaml) {
 
 // A Job in which the first rank of each group runs one collective of `bytes` on its group; the
 // other members are folded by symmetry, and all groups start together at t = 0.
-inline Job concurrent_collectives(const std::vector<std::vector<Rank>>& groups, Bytes bytes, int world,
-                                  CollectiveKind kind = CollectiveKind::kAllReduce,
+inline Job concurrent_collectives(const std::vector<std::vector<Rank>>& groups, Bytes bytes,
+                                  int world, CollectiveKind kind = CollectiveKind::kAllReduce,
                                   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing) {
   Job job;
   job.world_size = world;
@@ -41,7 +41,8 @@ inline double longest_span(const Trace& t) {
 }
 
 inline double simgrid_time(const Job& job, const ClusterConfig& c, const std::string& fidelity) {
-  return longest_span(sim::SimGridExecutor(sim::SimGridOptions{fidelity, DType::kBf16}).run(job, c, 1));
+  return longest_span(
+      sim::SimGridExecutor(sim::SimGridOptions{fidelity, DType::kBf16}).run(job, c, 1));
 }
 
 inline double analytic_time(const Job& job, const ClusterConfig& c) {
@@ -51,9 +52,10 @@ inline double analytic_time(const Job& job, const ClusterConfig& c) {
 // N single-GPU nodes on a non-blocking switch: every hop is a NIC hop with alpha = 2 us and
 // beta = 25 GB/s (200 Gb/s at efficiency 1).
 inline ClusterConfig star_of(int n) {
-  return cluster_from("cluster:\n  nodes: " + std::to_string(n) +
-                      "\n  gpus_per_node: 1\n  network: {topology: star, nic_bandwidth: 200Gbps, latency: 2us, "
-                      "protocol_efficiency: 1, nics_per_node: 1}\n");
+  return cluster_from(
+      "cluster:\n  nodes: " + std::to_string(n) +
+      "\n  gpus_per_node: 1\n  network: {topology: star, nic_bandwidth: 200Gbps, latency: 2us, "
+      "protocol_efficiency: 1, nics_per_node: 1}\n");
 }
 
 inline std::vector<Rank> first_ranks(int n) {
