@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""Mutation fuzzing of the scenario loader: random edits of tests/bad_input/valid/base.yaml.
+
+Every run must end with exit 0 or exit 2 plus an `error:` line, and never with a crash or a
+sanitizer report. Not part of ctest (it is slow and random); run it against a sanitizer build:
+
+    cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDTSIM_SANITIZE=address,undefined
+    ninja -C build-sanitize dtsim
+    tests/fuzz/mutate_scenarios.py build-sanitize/cli/dtsim SEED CASES
+
+Failing inputs are kept in /tmp/fuzz_crashes. Seeds 7 (400 cases, normal build) and 11 (250
+cases, ASan+UBSan with leak detection) found nothing on 2026-11-29.
+"""
+import random, subprocess, sys, os
+random.seed(int(sys.argv[2]) if len(sys.argv) > 2 else 1)
+base = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'bad_input', 'valid', 'base.yaml')).read().splitlines()
+dtsim = sys.argv[1]
+tokens = ['0', '-1', '1e30', '.nan', 'null', '[]', '{}', '"x"', 'auto', '8GiB', '400Gbps', '1e-30us', '~', '&a', '*a', '!!binary', '? ', '- ', ': ', '{a: [1, {b: 2}]}', "'", '"', '\\t', '%YAML 1.2', '---', '...', '|', '>']
+crashes = 0
+for i in range(int(sys.argv[3]) if len(sys.argv) > 3 else 300):
+    lines = list(base)
+    for _ in range(random.randint(1, 4)):
+        op = random.random()
+        k = random.randrange(len(lines))
+        if op < 0.3 and ':' in lines[k]:
+            key = lines[k].split(':')[0]
+            lines[k] = key + ': ' + random.choice(tokens)
+        elif op < 0.45:
+            del lines[k]
+        elif op < 0.6:
+            lines.insert(k, lines[random.randrange(len(lines))])
+        elif op < 0.75:
+            lines[k] = ' ' * random.randint(0, 6) + lines[k].lstrip()
+        elif op < 0.9:
+            pos = random.randrange(len(lines[k]) + 1)
+            lines[k] = lines[k][:pos] + random.choice(tokens) + lines[k][pos:]
+        else:
+            lines[k] = lines[k][::-1]
+    path = '/tmp/fuzz_case.yaml'
+    open(path, 'w').write('\n'.join(lines) + '\n')
+    verb = random.choice(['simulate', 'validate'])
+    args = [dtsim, verb, path] + (['--engine', 'analytic'] if verb == 'simulate' and random.random() < 0.7 else [])
+    r = subprocess.run(args, capture_output=True, text=True, timeout=120, env=dict(os.environ, ASAN_OPTIONS='detect_leaks=1'))
+    bad = r.returncode not in (0, 2) or 'Sanitizer' in r.stderr or 'runtime error' in r.stderr
+    if r.returncode == 2 and 'error:' not in r.stderr: bad = True
+    if bad:
+        crashes += 1
+        os.makedirs('/tmp/fuzz_crashes', exist_ok=True)
+        open(f'/tmp/fuzz_crashes/case{i}.yaml', 'w').write('\n'.join(lines) + '\n')
+        print(f'case {i}: rc={r.returncode} verb={verb}\n{r.stderr[-600:]}')
+print(f'{crashes} bad outcomes')
