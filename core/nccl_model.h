@@ -1,0 +1,60 @@
+// NCCL's own cost model for all-reduce (NVIDIA/nccl src/tuning, v2.28-2.30): the latency and
+// bandwidth NCCL predicts for each algorithm and protocol, and the one it picks.
+//
+// Contract:
+// - Follows docs/evidence/nccl-tuning-model.md, which describes the model from NCCL's source
+//   with every constant's file and function. dtsim uses it as the reference its own predictions
+//   are compared with (docs/validation.md), and as the rule `algorithm: auto` will follow.
+// - The topology-search results NCCL would find (channels and per-channel bandwidth per graph)
+//   come from nccl_graphs(), a reduced form of NCCL's search that reproduces the graphs derived
+//   by hand in the note for NVSwitch nodes with and without NICs; other systems are refused.
+// - Times in microseconds, bandwidths in GB/s (decimal), as NCCL computes them.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/scenario.h"
+
+namespace dtsim {
+
+enum class NcclAlgorithm { kRing, kTree, kNvls, kNvlsTree };
+enum class NcclProtocol { kLL, kLL128, kSimple };
+std::string_view to_string(NcclAlgorithm a);
+std::string_view to_string(NcclProtocol p);
+
+struct NcclGraph {
+  int channels = 0;
+  double bw_intra_GBps = 0;
+  double bw_inter_GBps = 0;
+};
+
+struct NcclSystem {
+  int ranks = 1;
+  int nodes = 1;
+  int compute_capability = 90;  // 80 Ampere, 90 Hopper
+  bool nvlink_intra = true;     // NVLink/NVSwitch inside nodes (else PCIe)
+  NcclGraph ring, tree;
+  std::optional<NcclGraph> nvls;  // NVSwitch multicast (Hopper and later)
+};
+
+struct NcclEstimate {
+  NcclAlgorithm algorithm = NcclAlgorithm::kRing;
+  NcclProtocol protocol = NcclProtocol::kSimple;
+  double latency_us = 0;
+  double algbw_GBps = 0;  // after protocol caps and size-dependent corrections
+  double time_us = 0;
+};
+
+// The graphs NCCL's topology search finds for `ranks` GPUs of this cluster (filling whole
+// nodes). Throws InputError for systems the reduced search does not cover.
+NcclSystem nccl_system(const ClusterConfig& cluster, int ranks);
+
+// Every enabled algorithm and protocol for an all-reduce of `bytes`, in NCCL's order.
+std::vector<NcclEstimate> nccl_all_reduce_estimates(const NcclSystem& system, double bytes);
+
+// The fastest of them (NCCL keeps the first on ties).
+NcclEstimate nccl_all_reduce_choice(const NcclSystem& system, double bytes);
+
+}  // namespace dtsim

@@ -1,0 +1,85 @@
+// NCCL's cost model (core/nccl_model.h) against the hand computations of
+// docs/evidence/nccl-tuning-model.md, sections 4 and 5, which were made from NCCL's source.
+#include "core/nccl_model.h"
+
+#include <gtest/gtest.h>
+
+namespace dtsim {
+namespace {
+
+ClusterConfig cluster(const std::string& yaml) {
+  return load_scenario_text(yaml + "model: {preset: unused}\n", "nccl.yaml").cluster;
+}
+
+double busbw(const NcclEstimate& e, double bytes, int n) {
+  return bytes / (e.time_us * 1e3) * 2.0 * (n - 1) / n;
+}
+
+constexpr double kGiB = 1073741824.0;
+
+TEST(NcclModel, EightH100ChoicesFollowNcclsModel) {
+  const NcclSystem s = nccl_system(cluster("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n"), 8);
+  EXPECT_EQ(s.ring.channels, 12);
+  EXPECT_DOUBLE_EQ(s.ring.bw_intra_GBps, 30);
+  ASSERT_TRUE(s.nvls.has_value());
+  EXPECT_DOUBLE_EQ(s.nvls->bw_intra_GBps, 40);
+  EXPECT_DOUBLE_EQ(s.nvls->bw_inter_GBps, 60);
+  struct Case {
+    double bytes;
+    NcclAlgorithm algorithm;
+    NcclProtocol protocol;
+    double time_us;
+  };
+  for (const Case& c : {Case{1024, NcclAlgorithm::kRing, NcclProtocol::kLL, 15.01},
+                        Case{1048576, NcclAlgorithm::kRing, NcclProtocol::kLL, 28.01},
+                        Case{kGiB, NcclAlgorithm::kNvls, NcclProtocol::kSimple, 3973}}) {
+    const NcclEstimate e = nccl_all_reduce_choice(s, c.bytes);
+    EXPECT_EQ(e.algorithm, c.algorithm) << c.bytes;
+    EXPECT_EQ(e.protocol, c.protocol) << c.bytes;
+    EXPECT_NEAR(e.time_us, c.time_us, 0.002 * c.time_us) << c.bytes;
+  }
+  // Every other candidate at 1 MiB, from the note's table: Ring LL128 46.14, Ring Simple 61.10,
+  // Tree LL 63.32, Tree LL128 45.07, Tree Simple 77.06, NVLS 28.86 (us).
+  const std::vector<double> expected{28.01, 63.32, 46.14, 45.07, 61.10, 77.06, 28.86};
+  const auto all = nccl_all_reduce_estimates(s, 1048576);
+  ASSERT_EQ(all.size(), expected.size());
+  for (size_t i = 0; i < all.size(); ++i)
+    EXPECT_NEAR(all[i].time_us, expected[i], 0.005 * expected[i])
+        << to_string(all[i].algorithm) << "/" << to_string(all[i].protocol);
+}
+
+TEST(NcclModel, BusBandwidthPredictions) {
+  struct Case {
+    std::string yaml;
+    int ranks;
+    double bytes;
+    NcclAlgorithm algorithm;
+    double busbw;
+  };
+  const std::string a100 = "cluster: {gpu: A100-SXM-80GB, nodes: 1, gpus_per_node: 8}\n";
+  const std::string h100 = "cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n";
+  const std::string h100x2 = "cluster: {gpu: H100-SXM, nodes: 2, gpus_per_node: 8, network: {preset: ib-ndr}}\n";
+  const std::string h100x16 = "cluster: {gpu: H100-SXM, nodes: 16, gpus_per_node: 8, network: {preset: ib-ndr}}\n";
+  const std::string a100hdr =
+      "cluster: {gpu: A100-SXM-80GB, nodes: 2, gpus_per_node: 8, network: {preset: ib-hdr, nics_per_node: 4}}\n";
+  for (const Case& c : {Case{a100, 8, kGiB, NcclAlgorithm::kRing, 238.3}, Case{a100, 8, 8 * kGiB, NcclAlgorithm::kRing, 239.8},
+                        Case{h100, 8, kGiB, NcclAlgorithm::kNvls, 473.0}, Case{h100, 8, 8 * kGiB, NcclAlgorithm::kNvls, 475.6},
+                        Case{h100x2, 16, kGiB, NcclAlgorithm::kNvlsTree, 454.6},
+                        Case{h100x2, 16, 8 * kGiB, NcclAlgorithm::kNvlsTree, 460.7},
+                        Case{h100x16, 128, kGiB, NcclAlgorithm::kNvlsTree, 352.4},
+                        Case{h100x16, 128, 8 * kGiB, NcclAlgorithm::kRing, 370.1},
+                        Case{a100hdr, 16, kGiB, NcclAlgorithm::kRing, 95.2},
+                        Case{a100hdr, 16, 8 * kGiB, NcclAlgorithm::kRing, 95.9}}) {
+    const NcclSystem s = nccl_system(cluster(c.yaml), c.ranks);
+    const NcclEstimate e = nccl_all_reduce_choice(s, c.bytes);
+    EXPECT_EQ(e.algorithm, c.algorithm) << c.yaml << c.bytes;
+    EXPECT_NEAR(busbw(e, c.bytes, c.ranks), c.busbw, 0.005 * c.busbw) << c.yaml << c.bytes;
+  }
+}
+
+TEST(NcclModel, OtherSystemsAreRefusedNotGuessed) {
+  EXPECT_THROW(nccl_system(cluster("cluster: {gpu: V100-SXM2-32GB, nodes: 1, gpus_per_node: 8}\n"), 8), InputError);
+}
+
+}  // namespace
+}  // namespace dtsim
