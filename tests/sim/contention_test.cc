@@ -110,3 +110,52 @@ TEST(SimGridFailures, AFatalSimGridErrorIsAnErrorNotACrash) {
 
 }  // namespace
 }  // namespace dtsim::testing
+
+namespace dtsim::testing {
+namespace {
+
+TEST(Contention, PcieNodesShareTheGpuLinkAndTheNic) {
+  // Two nodes of 4 A100 on PCIe Gen4. (1) Four cross-node pairs {i, 4 + i} at once: with one NIC
+  // per node they share it and each takes 4x as long as with a NIC per GPU. (2) GPU 0's PCIe link
+  // carries both its network traffic and its traffic to the other GPUs of the node, so an
+  // intra-node all-reduce slows a concurrent cross-node one; on NVSwitch the two use different
+  // links and do not interact.
+  const std::string pcie =
+      "cluster:\n  gpu: A100-SXM-80GB\n  nodes: 2\n  gpus_per_node: 4\n  intra_node: pcie\n  network: "
+      "{preset: ib-hdr, protocol_efficiency: 1, topology: star, nics_per_node: ";
+  const ClusterConfig one_nic = cluster_from(pcie + "1}\n");
+  const ClusterConfig four_nics = cluster_from(pcie + "4}\n");
+  const Job pairs = concurrent_collectives({{0, 4}, {1, 5}, {2, 6}, {3, 7}}, Bytes(kGiB), 8);
+  EXPECT_NEAR(simgrid_time(pairs, one_nic, "collective") / simgrid_time(pairs, four_nics, "collective"), 4.0, 0.05);
+  // The analytic engine assumes groups of the same shape share the node's NICs, so it agrees.
+  EXPECT_NEAR(analytic_time(pairs, one_nic) / analytic_time(pairs, four_nics), 4.0, 0.05);
+
+  // Rank 0 runs the cross-node all-reduce on one stream and the intra-node one on another.
+  auto two_streams = [](bool with_local) {
+    Job job = concurrent_collectives({{0, 4}}, Bytes(kGiB), 8);
+    if (with_local) {
+      job.groups.push_back(Group{1, "local", {0, 1, 2, 3}});
+      Program& p = job.programs[0];
+      auto s = p.add_stream("local");
+      p.append(s, CollectiveOp{CollectiveKind::kAllReduce, 1, Bytes(kGiB), DType::kBf16, CollectiveAlgorithm::kRing, 0},
+               Label{"local", -1, -1, Phase::kOther});
+    }
+    return job;
+  };
+  const ClusterConfig nvswitch = cluster_from(
+      "cluster:\n  gpu: A100-SXM-80GB\n  nodes: 2\n  gpus_per_node: 4\n  network: {preset: ib-hdr, "
+      "protocol_efficiency: 1, topology: star, nics_per_node: 4}\n");
+  auto cross_node_time = [](const Job& job, const ClusterConfig& c) {
+    // The span of the first group's collective (rank 0's program is group 0's).
+    Trace t = sim::SimGridExecutor(sim::SimGridOptions{"collective", DType::kBf16}).run(job, c, 1);
+    for (const auto& s : t.spans)
+      if (s.rank == 0 && s.op_index == 0 && s.stream == 0) return (s.end - s.start).value();
+    return 0.0;
+  };
+  const Job alone = two_streams(false), with_local = two_streams(true);
+  EXPECT_GT(cross_node_time(with_local, four_nics) / cross_node_time(alone, four_nics), 1.2);
+  EXPECT_NEAR(cross_node_time(with_local, nvswitch) / cross_node_time(alone, nvswitch), 1.0, 0.01);
+}
+
+}  // namespace
+}  // namespace dtsim::testing
