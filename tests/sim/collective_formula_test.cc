@@ -69,3 +69,37 @@ TEST(RingCollectives, MultiNodeChannelsUseEveryNic) {
 
 }  // namespace
 }  // namespace dtsim::testing
+
+namespace dtsim::testing {
+namespace {
+
+// Every collective with its ring-family algorithm, N in {2, 3, 6, 8, 12, 64}, 8 B to 4 GiB, both
+// fidelities, against the closed forms of docs/collectives.md (alpha 2 us, beta 25 GB/s).
+class EveryCollective : public ::testing::TestWithParam<int> {};
+
+TEST_P(EveryCollective, MatchesItsClosedForm) {
+  const int n = GetParam();
+  const ClusterConfig c = star_of(n);
+  const double a = 2e-6, b = 25e9, k = n - 1.0;
+  for (double s : {8.0 * n, 1048576.0 * n, 4294967296.0}) {
+    const std::vector<std::pair<CollectiveKind, double>> cases = {
+        {CollectiveKind::kAllReduce, 2 * k * a + 2 * k / n * s / b},
+        {CollectiveKind::kAllGather, k * a + k / n * s / b},
+        {CollectiveKind::kReduceScatter, k * a + k / n * s / b},
+        {CollectiveKind::kBroadcast, k * a + s / b},
+        {CollectiveKind::kReduce, k * a + s / b},
+        {CollectiveKind::kAllToAll, k * a + k / n * s / b},
+        {CollectiveKind::kBarrier, 2 * k * a}};
+    for (const auto& [kind, expected] : cases) {
+      const Job job = concurrent_collectives({first_ranks(n)}, Bytes(s), n, kind);
+      EXPECT_NEAR(analytic_time(job, c), expected, 1e-9 * expected) << to_string(kind) << " " << s;
+      EXPECT_NEAR(simgrid_time(job, c, "chunk"), expected, 0.01 * expected) << to_string(kind) << " " << s;
+      EXPECT_NEAR(simgrid_time(job, c, "collective"), expected, 0.01 * expected) << to_string(kind) << " " << s;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, EveryCollective, ::testing::Values(2, 3, 6, 8, 12, 64));
+
+}  // namespace
+}  // namespace dtsim::testing
