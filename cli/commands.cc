@@ -189,18 +189,28 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
                              std::to_string(c.total_gpus()) +
                              " GPUs (cluster.nodes x cluster.gpus_per_node)");
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
-  if (o.algorithm == "halving-doubling" || o.algorithm == "hierarchical") {
+  if (o.algorithm == "halving-doubling" || o.algorithm == "hierarchical" || o.algorithm == "nvls") {
     algorithm = o.algorithm == "hierarchical" ? CollectiveAlgorithm::kHierarchical
+                : o.algorithm == "nvls"       ? CollectiveAlgorithm::kNvls
                                               : CollectiveAlgorithm::kHalvingDoubling;
     if (o.op != "all-reduce")
       throw bad("--algorithm",
                 "'" + o.algorithm + "' is built for all-reduce only so far; use ring for " + o.op);
+    if (algorithm == CollectiveAlgorithm::kNvls && !nvls_supported(c))
+      throw bad("--algorithm",
+                "NVLS needs NVSwitch with NVLink 4 or later (H100, H200, B200 nodes); "
+                "this cluster's intra-node fabric is " +
+                    c.intra_node.name);
+    if (algorithm == CollectiveAlgorithm::kNvls && ranks > c.gpus_per_node)
+      throw bad("--algorithm", "NVLS reduces inside one NVSwitch node: use --ranks " +
+                                   std::to_string(c.gpus_per_node) +
+                                   " or fewer (NVLS across nodes, NVLS-tree, is not built yet)");
   } else if (o.algorithm != "ring" && o.algorithm != "auto") {
     throw bad("--algorithm",
               "'" + o.algorithm +
-                  "' is not supported yet: ring, halving-doubling and hierarchical "
-                  "are built (tree, NVLS, PAT and automatic selection arrive with the collectives "
-                  "issue); auto means ring for now");
+                  "' is not supported yet: ring, halving-doubling, hierarchical and nvls are built "
+                  "(tree, PAT and automatic selection arrive with the collectives issue); auto "
+                  "means ring for now");
   }
   CollectiveKind kind = CollectiveKind::kAllReduce;
   for (CollectiveKind k :

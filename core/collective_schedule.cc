@@ -242,12 +242,25 @@ std::vector<std::vector<Rank>> ranks_by_node(const std::vector<Rank>& ranks,
   return out;
 }
 
+bool nvls_supported(const ClusterConfig& cluster) {
+  return cluster.intra_node.name == "nvswitch-nvlink4" ||
+         cluster.intra_node.name == "nvswitch-nvlink5";
+}
+
+double nvls_efficiency(const ClusterConfig& cluster) {
+  return cluster.intra_node.name == "nvswitch-nvlink5" ? 0.74 : 0.85;
+}
+
 CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<Rank>& ranks,
                                       const ClusterConfig& cluster) {
   if (op.kind != CollectiveKind::kAllReduce) return CollectiveAlgorithm::kRing;
   switch (op.algorithm) {
     case CollectiveAlgorithm::kHalvingDoubling:
       return op.algorithm;
+    case CollectiveAlgorithm::kNvls:
+      return nvls_supported(cluster) && ranks_by_node(ranks, cluster).size() == 1
+                 ? op.algorithm
+                 : CollectiveAlgorithm::kRing;
     case CollectiveAlgorithm::kHierarchical: {
       const auto nodes = ranks_by_node(ranks, cluster);
       return nodes.size() > 1 ? op.algorithm : CollectiveAlgorithm::kRing;
@@ -262,6 +275,7 @@ double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
   const double n = static_cast<double>(ranks.size());
   if (n <= 1) return 0;
   const CollectiveAlgorithm algorithm = resolve_algorithm(op, ranks, cluster);
+  if (algorithm == CollectiveAlgorithm::kNvls) return 2 * n;
   if (algorithm == CollectiveAlgorithm::kHalvingDoubling) return (2 * std::log2(n) + 2) * n;
   if (algorithm == CollectiveAlgorithm::kHierarchical) {
     const double m = static_cast<double>(ranks_by_node(ranks, cluster).size()), g = n / m;
@@ -290,6 +304,21 @@ CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ra
   if (n <= 1) return s;
   const Seconds alpha = ring_link(ranks, cluster).alpha;
   const CollectiveAlgorithm algorithm = resolve_algorithm(op, ranks, cluster);
+  if (algorithm == CollectiveAlgorithm::kNvls) {
+    // Up and down flows for every GPU at once, then the second half-hop of latency.
+    const Rank sw = switch_of_node(node_of(ranks.front(), cluster));
+    const Bytes per_link = op.bytes * ((1.0 + 1.0 / n) / nvls_efficiency(cluster));
+    std::vector<int> all;
+    for (Rank r : ranks) {
+      all.push_back(static_cast<int>(s.flows.size()));
+      s.flows.push_back(Flow{r, sw, per_link, {}, Seconds(0)});
+      all.push_back(static_cast<int>(s.flows.size()));
+      s.flows.push_back(Flow{sw, r, per_link, {}, Seconds(0)});
+    }
+    s.flows.push_back(Flow{-1, -1, Bytes(0), all, cluster.intra_node.latency / 2.0});
+    s.steps = 1;
+    return s;
+  }
   if (algorithm == CollectiveAlgorithm::kHalvingDoubling) {
     PhasedBuilder b(s.flows, fidelity);
     halving_doubling(ranks, op.bytes, alpha, b);

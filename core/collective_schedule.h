@@ -20,6 +20,9 @@
 //   extra ranks before and after when n is not a power of two; and hierarchical: a ring
 //   reduce-scatter inside each node, g concurrent rings across nodes (one per local GPU index, on
 //   that GPU's NIC), and a ring all-gather inside each node, the phases one after another.
+// - NVLS all-reduce (one node): the switch reduces and multicasts; with NCCL's pipelining each GPU
+//   link carries S (1 + 1/n) each way (its data read for reduction plus its chunk stored for
+//   multicast, and the same back), at the NVLS efficiency: alpha + S (1 + 1/n) / (eta beta).
 // - Broadcast and reduce are pipelined chains; all-to-all is pairwise exchange (N-1 steps);
 //   barrier is a zero-byte all-reduce. Tree and other algorithms arrive with the collectives issue.
 #pragma once
@@ -40,8 +43,22 @@ struct Flow {
   Bytes bytes{0};
   std::vector<int> after;  // indices of flows that must finish first
   Seconds delay{0};
-  bool is_delay() const { return src < 0; }
+  bool is_delay() const { return src == -1 && dst == -1; }
 };
+
+// A node's NVSwitch as a flow endpoint (NVLS): rank -2 - node.
+constexpr Rank switch_of_node(int node) {
+  return -2 - node;
+}
+constexpr bool is_switch(Rank r) {
+  return r <= -2;
+}
+
+// NVLS needs NVSwitch with NVLink 4 or later (Hopper, Blackwell).
+bool nvls_supported(const ClusterConfig& cluster);
+// Fraction of link bandwidth NVLS reaches: 0.85 on Hopper, 0.74 on Blackwell (NCCL
+// src/tuning/nvls.cc nvlsEfficiency; docs/evidence/nccl-tuning-model.md).
+double nvls_efficiency(const ClusterConfig& cluster);
 
 struct CollectiveSchedule {
   std::vector<Flow> flows;

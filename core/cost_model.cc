@@ -31,6 +31,9 @@ int node_of(Rank r, const ClusterConfig& cluster) {
 }
 
 LinkCost point_to_point_link(Rank a, Rank b, const ClusterConfig& cluster) {
+  // To or from a node's NVSwitch (NVLS): one GPU link, half a GPU-to-GPU hop.
+  if (is_switch(a) || is_switch(b))
+    return {cluster.intra_node.latency / 2.0, cluster.intra_node.per_gpu_bandwidth};
   if (node_of(a, cluster) == node_of(b, cluster))
     return {cluster.intra_node.latency, cluster.intra_node.per_gpu_bandwidth};
   const auto& net = cluster.network;
@@ -82,6 +85,8 @@ Seconds collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
   const LinkCost link = ring_link(ranks, cluster);
   const double steps_all_reduce = 2.0 * (n - 1);
   const CollectiveAlgorithm algorithm = resolve_algorithm(op, ranks, cluster);
+  if (algorithm == CollectiveAlgorithm::kNvls)
+    return link.alpha + op.bytes * ((1.0 + 1.0 / n) / nvls_efficiency(cluster)) / link.beta;
   if (algorithm == CollectiveAlgorithm::kHalvingDoubling) {
     // Rabenseifner: 2 log2(p) steps moving 2(p-1)/p S, plus a fold in and out of S each when
     // n is not a power of two (Thakur, Rabenseifner and Gropp 2005, section 4.4).

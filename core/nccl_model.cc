@@ -10,19 +10,26 @@ namespace dtsim {
 
 std::string_view to_string(NcclAlgorithm a) {
   switch (a) {
-    case NcclAlgorithm::kRing: return "ring";
-    case NcclAlgorithm::kTree: return "tree";
-    case NcclAlgorithm::kNvls: return "nvls";
-    case NcclAlgorithm::kNvlsTree: return "nvls-tree";
+    case NcclAlgorithm::kRing:
+      return "ring";
+    case NcclAlgorithm::kTree:
+      return "tree";
+    case NcclAlgorithm::kNvls:
+      return "nvls";
+    case NcclAlgorithm::kNvlsTree:
+      return "nvls-tree";
   }
   return "?";
 }
 
 std::string_view to_string(NcclProtocol p) {
   switch (p) {
-    case NcclProtocol::kLL: return "LL";
-    case NcclProtocol::kLL128: return "LL128";
-    case NcclProtocol::kSimple: return "Simple";
+    case NcclProtocol::kLL:
+      return "LL";
+    case NcclProtocol::kLL128:
+      return "LL128";
+    case NcclProtocol::kSimple:
+      return "Simple";
   }
   return "?";
 }
@@ -49,7 +56,9 @@ constexpr std::array<std::array<double, 23>, 3> kTreeCorrection{{
     {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
 }};
 
-int log2i(double x) { return x < 1 ? 0 : static_cast<int>(std::floor(std::log2(x))); }
+int log2i(double x) {
+  return x < 1 ? 0 : static_cast<int>(std::floor(std::log2(x)));
+}
 
 // Highest ladder speed at or below `limit` (src/graph/search.cc speed arrays).
 double ladder(const std::vector<double>& speeds, double limit) {
@@ -68,16 +77,19 @@ NcclSystem nccl_system(const ClusterConfig& c, int ranks) {
   const bool hopper = fabric == "nvswitch-nvlink4";
   const bool ampere = fabric == "nvswitch-nvlink3";
   if (!hopper && !ampere)
-    throw InputError(Diagnostic{SourceLocation{}, "cluster.intra_node",
-                                "NCCL's topology search is modelled for NVSwitch A100 and H100/H200 nodes only, not " +
-                                    fabric});
+    throw InputError(Diagnostic{
+        SourceLocation{}, "cluster.intra_node",
+        "NCCL's topology search is modelled for NVSwitch A100 and H100/H200 nodes only, not " +
+            fabric});
   s.compute_capability = hopper ? 90 : 80;
   // NVLink bandwidth NCCL counts per GPU (src/graph/topo.h): 18 x 20.6 on SM90, 12 x 20 on SM80.
   const double nvlink_total = hopper ? 18 * 20.6 : 12 * 20.0;
-  const std::vector<double> intra = hopper ? std::vector<double>{60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3}
-                                           : std::vector<double>{40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3};
-  const std::vector<double> inter = hopper ? std::vector<double>{48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3}
-                                           : std::vector<double>{48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3};
+  const std::vector<double> intra =
+      hopper ? std::vector<double>{60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3}
+             : std::vector<double>{40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3};
+  const std::vector<double> inter =
+      hopper ? std::vector<double>{48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3}
+             : std::vector<double>{48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3};
   if (s.nodes == 1) {
     // Six channels at the fastest speed that fits, doubled with half the bandwidth
     // (ncclTopoDupChannels): 12 x 30 on H100, 12 x 20 on A100.
@@ -108,7 +120,8 @@ std::vector<NcclEstimate> nccl_all_reduce_estimates(const NcclSystem& s, double 
   const double nsteps = 2 * (n - 1), inter_steps = nodes > 1 ? 2 * (nodes - 1) : 0;
   const bool hopper = s.compute_capability >= 90;
   const int col = s.nodes <= 2 ? s.nodes - 1 : 2;  // N1 / N2 / N4 columns
-  const double ll_max = s.nodes == 1 ? (hopper ? 141 : 87.7) : std::array<double, 3>{39, 39, 20.4}[col];
+  const double ll_max =
+      s.nodes == 1 ? (hopper ? 141 : 87.7) : std::array<double, 3>{39, 39, 20.4}[col];
   const double ring_ll128_max = hopper ? 36.7 : 20;
   const double tree_ll128_max = hopper ? std::array<double, 3>{36.7, 36.7, 29.0}[col] : 20;
   const double tree_max = hopper ? std::array<double, 3>{38.7, 41.4, 36.0}[col]
@@ -128,15 +141,20 @@ std::vector<NcclEstimate> nccl_all_reduce_estimates(const NcclSystem& s, double 
       const double bw = (s.nodes <= 2 ? s.ring.bw_intra_GBps : s.ring.bw_inter_GBps);
       double bus = s.ring.channels * bw;
       if (proto == NcclProtocol::kLL) bus = std::min(ll_max, 0.5 * bus);
-      if (proto == NcclProtocol::kLL128) bus = std::min(0.92 * bus, s.ring.channels * ring_ll128_max);
+      if (proto == NcclProtocol::kLL128)
+        bus = std::min(0.92 * bus, s.ring.channels * ring_ll128_max);
       double intra_lat = intra_ring[static_cast<size_t>(p)];
       if (s.nodes > 1)
-        intra_lat = std::max(intra_lat, kNetOverheadIntel_us * (proto == NcclProtocol::kSimple ? 3 : 1));
-      const double inter_lat = ppn == 1 ? kHwLatNetTree[static_cast<size_t>(p)] : kHwLatNetRing[static_cast<size_t>(p)];
-      double lat = kBaseLatRing[static_cast<size_t>(p)] + (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat;
+        intra_lat =
+            std::max(intra_lat, kNetOverheadIntel_us * (proto == NcclProtocol::kSimple ? 3 : 1));
+      const double inter_lat =
+          ppn == 1 ? kHwLatNetTree[static_cast<size_t>(p)] : kHwLatNetRing[static_cast<size_t>(p)];
+      double lat = kBaseLatRing[static_cast<size_t>(p)] + (nsteps - inter_steps) * intra_lat +
+                   inter_steps * inter_lat;
       // The ring "plateau": multi-node Simple all-reduces whose per-channel chunks reach 64 B
       // (runtime channels are twice the graph's).
-      if (proto == NcclProtocol::kSimple && s.nodes > 1 && bytes / (2.0 * s.ring.channels * n) >= 64)
+      if (proto == NcclProtocol::kSimple && s.nodes > 1 &&
+          bytes / (2.0 * s.ring.channels * n) >= 64)
         lat *= hopper || s.compute_capability >= 80 ? 1.4 : 1.9;
       finish(NcclEstimate{NcclAlgorithm::kRing, proto, lat, bus * n / nsteps, 0});
     }
@@ -146,7 +164,8 @@ std::vector<NcclEstimate> nccl_all_reduce_estimates(const NcclSystem& s, double 
       bus = std::min(0.92 * bus, s.tree.channels * tree_max);
       if (proto == NcclProtocol::kLL) bus = std::min(bus / 3.8, ll_max);
       if (proto == NcclProtocol::kLL128)
-        bus = std::min(bus * (s.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), s.tree.channels * tree_ll128_max);
+        bus = std::min(bus * (s.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
+                       s.tree.channels * tree_ll128_max);
       double algbw = 0.5 * bus;
       const int index = log2i(bytes / 64);
       if (index < 23) algbw *= kTreeCorrection[static_cast<size_t>(p)][static_cast<size_t>(index)];
@@ -161,7 +180,8 @@ std::vector<NcclEstimate> nccl_all_reduce_estimates(const NcclSystem& s, double 
       const double intra_bw = g.bw_intra_GBps * 0.85 * (g.channels - 1) / g.channels * 2;
       if (s.nodes == 1) {
         const double bw = std::min(intra_bw, g.bw_inter_GBps);
-        finish(NcclEstimate{NcclAlgorithm::kNvls, proto, kNvlsLatNvlink, g.channels * bw * n / nsteps, 0});
+        finish(NcclEstimate{NcclAlgorithm::kNvls, proto, kNvlsLatNvlink,
+                            g.channels * bw * n / nsteps, 0});
       } else {
         const double inter_bw = g.bw_inter_GBps * (s.nodes <= 2 ? 2 : 1);
         const double bw = std::min({intra_bw, inter_bw, nvls_tree_max});

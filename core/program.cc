@@ -52,6 +52,8 @@ std::string_view to_string(CollectiveAlgorithm a) {
       return "tree";
     case CollectiveAlgorithm::kHalvingDoubling:
       return "halving-doubling";
+    case CollectiveAlgorithm::kNvls:
+      return "nvls";
     case CollectiveAlgorithm::kHierarchical:
       return "hierarchical";
   }

@@ -62,7 +62,8 @@ std::string_view to_string(CollectiveKind k);
 // kHalvingDoubling: recursive halving/doubling (Rabenseifner); kHierarchical: intra-node
 // reduce-scatter, inter-node all-reduce, intra-node all-gather. Both are built for all-reduce;
 // other collectives use the ring.
-enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHalvingDoubling, kHierarchical };
+// kNvls: NVSwitch in-network reduction (NVLink SHARP, Hopper and later), one node.
+enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHalvingDoubling, kHierarchical, kNvls };
 std::string_view to_string(
     CollectiveAlgorithm a);  // "auto", "ring", "tree", "halving-doubling", "hierarchical"
 

@@ -68,6 +68,14 @@ Platform build_platform(const ClusterConfig& c, DType precision) {
       p.gpu[static_cast<size_t>(r)] = h;
       gpu_link[static_cast<size_t>(r)] = link;
     }
+    // Each node's switch as a host on the star's center (no link of its own): a flow from a GPU
+    // to it crosses exactly that GPU's link.
+    for (int n = 0; n < c.nodes; ++n) {
+      auto* sw = zone->create_host("nvswitch-" + std::to_string(n), p.gpu_speed);
+      zone->add_route(sw->get_netpoint(), nullptr, nullptr, nullptr, {}, true);
+      sw->seal();
+      p.nvswitch.push_back(sw);
+    }
     zone->seal();
   }
 

@@ -39,6 +39,7 @@ struct Platform {
   std::vector<simgrid::s4u::Host*> nic_global;  // by global rank: flows to other pods (3 levels)
   std::vector<int> group;                       // leaf (fat-tree) or rail of each rank's NIC
   std::vector<int> pod;                         // pod of each rank (0 without a third level)
+  std::vector<simgrid::s4u::Host*> nvswitch;    // by node: the switch as an NVLS endpoint
   simgrid::s4u::Host* timer = nullptr;
   double gpu_speed = 1;  // FLOP/s of every gpu host
   int nodes_per_leaf = 1;
@@ -47,6 +48,9 @@ struct Platform {
 // The hosts a flow from rank a to rank b uses.
 inline std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*> endpoints_for(const Platform& p, int a,
                                                                          int b, int gpus_per_node) {
+  // NVLS flows reach the node's switch: ranks -2 - node (core/collective_schedule.h).
+  if (a <= -2) return {p.nvswitch[static_cast<size_t>(-2 - a)], p.gpu[static_cast<size_t>(b)]};
+  if (b <= -2) return {p.gpu[static_cast<size_t>(a)], p.nvswitch[static_cast<size_t>(-2 - b)]};
   const auto ua = static_cast<size_t>(a), ub = static_cast<size_t>(b);
   if (a / gpus_per_node == b / gpus_per_node) return {p.gpu[ua], p.gpu[ub]};
   if (p.group[ua] == p.group[ub]) return {p.nic_local[ua], p.nic_local[ub]};

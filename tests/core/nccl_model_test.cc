@@ -18,7 +18,8 @@ double busbw(const NcclEstimate& e, double bytes, int n) {
 constexpr double kGiB = 1073741824.0;
 
 TEST(NcclModel, EightH100ChoicesFollowNcclsModel) {
-  const NcclSystem s = nccl_system(cluster("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n"), 8);
+  const NcclSystem s =
+      nccl_system(cluster("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n"), 8);
   EXPECT_EQ(s.ring.channels, 12);
   EXPECT_DOUBLE_EQ(s.ring.bw_intra_GBps, 30);
   ASSERT_TRUE(s.nvls.has_value());
@@ -58,12 +59,17 @@ TEST(NcclModel, BusBandwidthPredictions) {
   };
   const std::string a100 = "cluster: {gpu: A100-SXM-80GB, nodes: 1, gpus_per_node: 8}\n";
   const std::string h100 = "cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n";
-  const std::string h100x2 = "cluster: {gpu: H100-SXM, nodes: 2, gpus_per_node: 8, network: {preset: ib-ndr}}\n";
-  const std::string h100x16 = "cluster: {gpu: H100-SXM, nodes: 16, gpus_per_node: 8, network: {preset: ib-ndr}}\n";
+  const std::string h100x2 =
+      "cluster: {gpu: H100-SXM, nodes: 2, gpus_per_node: 8, network: {preset: ib-ndr}}\n";
+  const std::string h100x16 =
+      "cluster: {gpu: H100-SXM, nodes: 16, gpus_per_node: 8, network: {preset: ib-ndr}}\n";
   const std::string a100hdr =
-      "cluster: {gpu: A100-SXM-80GB, nodes: 2, gpus_per_node: 8, network: {preset: ib-hdr, nics_per_node: 4}}\n";
-  for (const Case& c : {Case{a100, 8, kGiB, NcclAlgorithm::kRing, 238.3}, Case{a100, 8, 8 * kGiB, NcclAlgorithm::kRing, 239.8},
-                        Case{h100, 8, kGiB, NcclAlgorithm::kNvls, 473.0}, Case{h100, 8, 8 * kGiB, NcclAlgorithm::kNvls, 475.6},
+      "cluster: {gpu: A100-SXM-80GB, nodes: 2, gpus_per_node: 8, network: {preset: ib-hdr, "
+      "nics_per_node: 4}}\n";
+  for (const Case& c : {Case{a100, 8, kGiB, NcclAlgorithm::kRing, 238.3},
+                        Case{a100, 8, 8 * kGiB, NcclAlgorithm::kRing, 239.8},
+                        Case{h100, 8, kGiB, NcclAlgorithm::kNvls, 473.0},
+                        Case{h100, 8, 8 * kGiB, NcclAlgorithm::kNvls, 475.6},
                         Case{h100x2, 16, kGiB, NcclAlgorithm::kNvlsTree, 454.6},
                         Case{h100x2, 16, 8 * kGiB, NcclAlgorithm::kNvlsTree, 460.7},
                         Case{h100x16, 128, kGiB, NcclAlgorithm::kNvlsTree, 352.4},
@@ -78,7 +84,9 @@ TEST(NcclModel, BusBandwidthPredictions) {
 }
 
 TEST(NcclModel, OtherSystemsAreRefusedNotGuessed) {
-  EXPECT_THROW(nccl_system(cluster("cluster: {gpu: V100-SXM2-32GB, nodes: 1, gpus_per_node: 8}\n"), 8), InputError);
+  EXPECT_THROW(
+      nccl_system(cluster("cluster: {gpu: V100-SXM2-32GB, nodes: 1, gpus_per_node: 8}\n"), 8),
+      InputError);
 }
 
 }  // namespace

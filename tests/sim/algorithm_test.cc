@@ -77,3 +77,32 @@ TEST(Hierarchical, BeatsAFlatRingOverSlowInterNodeLinks) {
 
 }  // namespace
 }  // namespace dtsim::testing
+
+namespace dtsim::testing {
+namespace {
+
+TEST(Nvls, MatchesItsClosedFormOnHopperNodes) {
+  // 8 H100 on NVSwitch: alpha 0.6 us, beta 450 GB/s, NVLS efficiency 0.85 (NCCL nvls.cc).
+  const ClusterConfig c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
+  ASSERT_TRUE(nvls_supported(c));
+  for (int n : {2, 3, 6, 8}) {
+    for (double s : {8.0, 1048576.0, 4294967296.0}) {
+      const double expected = 0.6e-6 + s * (1 + 1.0 / n) / (0.85 * 450e9);
+      const Job job = concurrent_collectives(
+          {first_ranks(n)}, Bytes(s), 8, CollectiveKind::kAllReduce, CollectiveAlgorithm::kNvls);
+      EXPECT_NEAR(analytic_time(job, c), expected, 1e-9 * expected) << n << " " << s;
+      EXPECT_NEAR(simgrid_time(job, c, "chunk"), expected, 0.01 * expected) << n << " " << s;
+      EXPECT_NEAR(simgrid_time(job, c, "collective"), expected, 0.01 * expected) << n << " " << s;
+    }
+  }
+  // NVLS beats the ring at large sizes on 8 GPUs: S(9/8)/0.85 = 1.32 S against 2(7/8) S = 1.75 S.
+  const Job ring = concurrent_collectives({first_ranks(8)}, Bytes(1073741824.0), 8);
+  const Job nvls = concurrent_collectives({first_ranks(8)}, Bytes(1073741824.0), 8,
+                                          CollectiveKind::kAllReduce, CollectiveAlgorithm::kNvls);
+  EXPECT_LT(simgrid_time(nvls, c, "collective"), 0.8 * simgrid_time(ring, c, "collective"));
+  EXPECT_FALSE(
+      nvls_supported(cluster_from("cluster: {gpu: A100-SXM-80GB, nodes: 1, gpus_per_node: 8}\n")));
+}
+
+}  // namespace
+}  // namespace dtsim::testing

@@ -93,8 +93,10 @@ TEST_P(EveryCollective, MatchesItsClosedForm) {
     for (const auto& [kind, expected] : cases) {
       const Job job = concurrent_collectives({first_ranks(n)}, Bytes(s), n, kind);
       EXPECT_NEAR(analytic_time(job, c), expected, 1e-9 * expected) << to_string(kind) << " " << s;
-      EXPECT_NEAR(simgrid_time(job, c, "chunk"), expected, 0.01 * expected) << to_string(kind) << " " << s;
-      EXPECT_NEAR(simgrid_time(job, c, "collective"), expected, 0.01 * expected) << to_string(kind) << " " << s;
+      EXPECT_NEAR(simgrid_time(job, c, "chunk"), expected, 0.01 * expected)
+          << to_string(kind) << " " << s;
+      EXPECT_NEAR(simgrid_time(job, c, "collective"), expected, 0.01 * expected)
+          << to_string(kind) << " " << s;
     }
   }
 }

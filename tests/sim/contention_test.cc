@@ -121,12 +121,15 @@ TEST(Contention, PcieNodesShareTheGpuLinkAndTheNic) {
   // intra-node all-reduce slows a concurrent cross-node one; on NVSwitch the two use different
   // links and do not interact.
   const std::string pcie =
-      "cluster:\n  gpu: A100-SXM-80GB\n  nodes: 2\n  gpus_per_node: 4\n  intra_node: pcie\n  network: "
+      "cluster:\n  gpu: A100-SXM-80GB\n  nodes: 2\n  gpus_per_node: 4\n  intra_node: pcie\n  "
+      "network: "
       "{preset: ib-hdr, protocol_efficiency: 1, topology: star, nics_per_node: ";
   const ClusterConfig one_nic = cluster_from(pcie + "1}\n");
   const ClusterConfig four_nics = cluster_from(pcie + "4}\n");
   const Job pairs = concurrent_collectives({{0, 4}, {1, 5}, {2, 6}, {3, 7}}, Bytes(kGiB), 8);
-  EXPECT_NEAR(simgrid_time(pairs, one_nic, "collective") / simgrid_time(pairs, four_nics, "collective"), 4.0, 0.05);
+  EXPECT_NEAR(
+      simgrid_time(pairs, one_nic, "collective") / simgrid_time(pairs, four_nics, "collective"),
+      4.0, 0.05);
   // The analytic engine assumes groups of the same shape share the node's NICs, so it agrees.
   EXPECT_NEAR(analytic_time(pairs, one_nic) / analytic_time(pairs, four_nics), 4.0, 0.05);
 
@@ -137,7 +140,9 @@ TEST(Contention, PcieNodesShareTheGpuLinkAndTheNic) {
       job.groups.push_back(Group{1, "local", {0, 1, 2, 3}});
       Program& p = job.programs[0];
       auto s = p.add_stream("local");
-      p.append(s, CollectiveOp{CollectiveKind::kAllReduce, 1, Bytes(kGiB), DType::kBf16, CollectiveAlgorithm::kRing, 0},
+      p.append(s,
+               CollectiveOp{CollectiveKind::kAllReduce, 1, Bytes(kGiB), DType::kBf16,
+                            CollectiveAlgorithm::kRing, 0},
                Label{"local", -1, -1, Phase::kOther});
     }
     return job;
