@@ -10,28 +10,15 @@ namespace dtsim {
 
 std::vector<std::vector<Rank>> ring_channels(const std::vector<Rank>& ranks,
                                              const ClusterConfig& cluster) {
-  // Ranks grouped by node, nodes in order of first appearance.
-  std::vector<int> node_order;
-  std::map<int, std::vector<Rank>> by_node;
-  for (Rank r : ranks) {
-    int n = node_of(r, cluster);
-    if (!by_node.count(n)) node_order.push_back(n);
-    by_node[n].push_back(r);
-  }
-  if (node_order.size() <= 1) return {ranks};
-  size_t per_node = ranks.size();
-  for (const auto& [n, rs] : by_node) per_node = std::min(per_node, rs.size());
-  bool uniform = true;
-  for (const auto& [n, rs] : by_node) uniform = uniform && rs.size() == per_node;
-  if (!uniform) return {ranks};  // irregular groups: one ring in rank order
-  const int g = static_cast<int>(per_node);
+  const auto nodes = ranks_by_node(ranks, cluster);
+  if (nodes.size() <= 1) return {ranks};  // one node, or irregular groups: one ring in rank order
+  const int g = static_cast<int>(nodes.front().size());
   std::vector<std::vector<Rank>> channels;
   for (int c = 0; c < g; ++c) {
     std::vector<Rank> order;
-    for (size_t k = 0; k < node_order.size(); ++k) {
-      const auto& local = by_node[node_order[k]];
+    for (size_t k = 0; k < nodes.size(); ++k) {
       const int entry = ((c - static_cast<int>(k)) % g + g) % g;
-      for (int j = 0; j < g; ++j) order.push_back(local[static_cast<size_t>((entry + j) % g)]);
+      for (int j = 0; j < g; ++j) order.push_back(nodes[k][static_cast<size_t>((entry + j) % g)]);
     }
     channels.push_back(std::move(order));
   }
