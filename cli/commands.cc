@@ -188,7 +188,14 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
     throw bad("--ranks", std::to_string(ranks) + " ranks requested but the cluster has " +
                              std::to_string(c.total_gpus()) +
                              " GPUs (cluster.nodes x cluster.gpus_per_node)");
-  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  CollectiveAlgorithm algorithm =
+      o.algorithm == "auto" ? CollectiveAlgorithm::kAuto : CollectiveAlgorithm::kRing;
+  CollectiveProtocol protocol = CollectiveProtocol::kAuto;
+  for (CollectiveProtocol p :
+       {CollectiveProtocol::kLL, CollectiveProtocol::kLL128, CollectiveProtocol::kSimple})
+    if (to_string(p) == o.protocol) protocol = p;
+  if (protocol != CollectiveProtocol::kAuto && o.algorithm != "ring")
+    throw bad("--protocol", "protocols shape the ring only so far; add --algorithm ring");
   if (o.algorithm == "halving-doubling" || o.algorithm == "hierarchical" || o.algorithm == "nvls") {
     algorithm = o.algorithm == "hierarchical" ? CollectiveAlgorithm::kHierarchical
                 : o.algorithm == "nvls"       ? CollectiveAlgorithm::kNvls
@@ -206,11 +213,12 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
                                    std::to_string(c.gpus_per_node) +
                                    " or fewer (NVLS across nodes, NVLS-tree, is not built yet)");
   } else if (o.algorithm != "ring" && o.algorithm != "auto") {
-    throw bad("--algorithm",
-              "'" + o.algorithm +
-                  "' is not supported yet: ring, halving-doubling, hierarchical and nvls are built "
-                  "(tree, PAT and automatic selection arrive with the collectives issue); auto "
-                  "means ring for now");
+    throw bad(
+        "--algorithm",
+        "'" + o.algorithm +
+            "' is not supported yet: ring, halving-doubling, hierarchical and nvls are built, "
+            "and auto picks among them as NCCL's cost model would (tree and PAT arrive with "
+            "the collectives issue)");
   }
   CollectiveKind kind = CollectiveKind::kAllReduce;
   for (CollectiveKind k :
@@ -229,7 +237,7 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
   p.rank = 0;
   const StreamId s = p.add_stream("comm");
   for (size_t i = 0; i < sizes.size(); ++i)
-    p.append(s, CollectiveOp{kind, 0, sizes[i], dtype, algorithm, 0},
+    p.append(s, CollectiveOp{kind, 0, sizes[i], dtype, algorithm, 0, protocol},
              Label{std::string(to_string(kind)) + "." + std::to_string(i), -1, -1, Phase::kOther});
   job.programs.push_back(std::move(p));
   auto executor = make_executor(sc);
@@ -242,13 +250,17 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
   for (size_t i = 0; i < sizes.size(); ++i) {
     const double algbw = times[i] > 0 ? sizes[i].value() / times[i] / 1e9 : 0;
     const auto& op = std::get<CollectiveOp>(job.programs[0].streams[0].ops[i].body);
-    const std::string used(to_string(resolve_algorithm(op, g.ranks, c)));
+    const ResolvedCollective resolved = resolve_collective(op, g.ranks, c);
+    const std::string used(to_string(resolved.algorithm));
+    const std::string used_protocol(
+        resolved.protocol == CollectiveProtocol::kAuto ? "none" : to_string(resolved.protocol));
     rows.push_back({{"op", o.op},
                     {"bytes", sizes[i].value()},
                     {"count", sizes[i].value() / elem},
                     {"dtype", o.dtype},
                     {"ranks", ranks},
                     {"algorithm", used},
+                    {"protocol", used_protocol},
                     {"engine", t.engine},
                     {"time_s", times[i]},
                     {"algbw_GBps", algbw},
@@ -258,9 +270,10 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
     out << (rows.size() == 1 ? rows[0] : nlohmann::json{{"results", rows}}).dump(2) << "\n";
     return 0;
   }
-  out << "# dtsim collective: " << o.op << ", " << rows[0]["algorithm"].get<std::string>() << ", "
-      << ranks << " ranks on " << c.nodes << " x " << c.gpus_per_node << " " << c.gpu.name
-      << ", engine " << t.engine << "\n";
+  out << "# dtsim collective: " << o.op << ", " << rows[0]["algorithm"].get<std::string>() << " ("
+      << rows[0]["protocol"].get<std::string>() << " protocol at the first size), " << ranks
+      << " ranks on " << c.nodes << " x " << c.gpus_per_node << " " << c.gpu.name << ", engine "
+      << t.engine << "\n";
   char buf[256];
   std::snprintf(buf, sizeof buf, "#%14s %14s %7s %12s %10s %10s\n#%14s %14s %7s %12s %10s %10s\n",
                 "size", "count", "type", "time", "algbw", "busbw", "(B)", "(elements)", "", "(us)",

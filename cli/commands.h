@@ -35,6 +35,7 @@ struct CollectiveOptions {
   std::string max_bytes;
   double factor = 2;
   std::string algorithm = "auto";
+  std::string protocol = "auto";  // auto | LL | LL128 | Simple
   std::string dtype = "bf16";
   int ranks = 0;  // 0 = every GPU of the cluster
   std::string engine;

@@ -95,8 +95,13 @@ int main(int argc, char** argv) {
   collective->add_option("--factor", col.factor, "sweep multiplier (default 2)")
       ->check(CLI::Range(1.0001, 1e6));
   collective->add_option("--algorithm", col.algorithm,
-                         "ring | halving-doubling | hierarchical | nvls | auto (= ring for now; "
-                         "tree and automatic selection come later)");
+                         "ring | halving-doubling | hierarchical | nvls | auto (NCCL's cost model "
+                         "picks among the built algorithms and the protocol)");
+  collective
+      ->add_option("--protocol", col.protocol,
+                   "NCCL protocol for the ring: LL | LL128 | Simple (auto: NCCL's choice with "
+                   "--algorithm auto, else the pure alpha-beta model)")
+      ->check(CLI::IsMember({"auto", "LL", "LL128", "Simple"}));
   collective->add_option("--dtype", col.dtype, "element type: fp32 | tf32 | fp16 | bf16 | fp8")
       ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16", "fp8"}));
   collective->add_option("--ranks", col.ranks, "ranks taking part (the first N GPUs; default all)")

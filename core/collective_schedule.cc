@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "core/cost_model.h"
+#include "core/error.h"
+#include "core/nccl_model.h"
 
 namespace dtsim {
 
@@ -238,8 +241,67 @@ double nvls_efficiency(const ClusterConfig& cluster) {
   return cluster.intra_node.name == "nvswitch-nvlink5" ? 0.74 : 0.85;
 }
 
+ProtocolEffect protocol_effect(CollectiveProtocol protocol, bool crosses_nodes, bool pcie) {
+  // NCCL hwLat for the ring, LL / LL128 / Simple (us): NVLink 0.6/1.9/3.4, PCIe 1.0/2.5/5.7,
+  // network 2.7/4.0/14.0.
+  static constexpr double kNvlink[3] = {0.6, 1.9, 3.4}, kPci[3] = {1.0, 2.5, 5.7},
+                          kNet[3] = {2.7, 4.0, 14.0};
+  static constexpr double kBandwidth[3] = {0.5, 0.92, 1.0};
+  if (protocol == CollectiveProtocol::kAuto) return {};
+  const int p = protocol == CollectiveProtocol::kLL      ? 0
+                : protocol == CollectiveProtocol::kLL128 ? 1
+                                                         : 2;
+  const double* lat = crosses_nodes ? kNet : pcie ? kPci : kNvlink;
+  return {lat[p] / lat[0], kBandwidth[p]};
+}
+
+namespace {
+// NCCL's choice restricted to what dtsim builds; nullopt where the model does not apply.
+std::optional<ResolvedCollective> nccl_auto(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                                            const ClusterConfig& cluster) {
+  if (op.kind != CollectiveKind::kAllReduce || ranks.size() < 2) return std::nullopt;
+  const auto nodes = ranks_by_node(ranks, cluster);
+  if (nodes.empty()) return std::nullopt;
+  const bool whole_nodes =
+      nodes.size() == 1 || static_cast<int>(nodes.front().size()) == cluster.gpus_per_node;
+  if (!whole_nodes) return std::nullopt;
+  NcclSystem system;
+  try {
+    system = nccl_system(cluster, static_cast<int>(ranks.size()));
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+  std::optional<NcclEstimate> best;
+  for (const auto& e : nccl_all_reduce_estimates(system, op.bytes.value())) {
+    const bool built = e.algorithm == NcclAlgorithm::kRing ||
+                       (e.algorithm == NcclAlgorithm::kNvls && nodes.size() == 1);
+    if (built && (!best || e.time_us < best->time_us)) best = e;
+  }
+  if (!best) return std::nullopt;
+  const CollectiveProtocol protocol = best->protocol == NcclProtocol::kLL ? CollectiveProtocol::kLL
+                                      : best->protocol == NcclProtocol::kLL128
+                                          ? CollectiveProtocol::kLL128
+                                          : CollectiveProtocol::kSimple;
+  return ResolvedCollective{best->algorithm == NcclAlgorithm::kNvls ? CollectiveAlgorithm::kNvls
+                                                                    : CollectiveAlgorithm::kRing,
+                            protocol};
+}
+}  // namespace
+
+ResolvedCollective resolve_collective(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                                      const ClusterConfig& cluster) {
+  if (op.algorithm == CollectiveAlgorithm::kAuto && op.protocol == CollectiveProtocol::kAuto)
+    if (auto chosen = nccl_auto(op, ranks, cluster)) return *chosen;
+  ResolvedCollective r{resolve_algorithm(op, ranks, cluster), op.protocol};
+  // Protocols shape the ring only; the other algorithms keep their own closed forms.
+  if (r.algorithm != CollectiveAlgorithm::kRing) r.protocol = CollectiveProtocol::kAuto;
+  return r;
+}
+
 CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<Rank>& ranks,
                                       const ClusterConfig& cluster) {
+  if (op.algorithm == CollectiveAlgorithm::kAuto && op.protocol == CollectiveProtocol::kAuto)
+    if (auto chosen = nccl_auto(op, ranks, cluster)) return chosen->algorithm;
   if (op.kind != CollectiveKind::kAllReduce) return CollectiveAlgorithm::kRing;
   switch (op.algorithm) {
     case CollectiveAlgorithm::kHalvingDoubling:
@@ -290,7 +352,15 @@ CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ra
   const int n = static_cast<int>(ranks.size());
   if (n <= 1) return s;
   const Seconds alpha = ring_link(ranks, cluster).alpha;
-  const CollectiveAlgorithm algorithm = resolve_algorithm(op, ranks, cluster);
+  const ResolvedCollective resolved = resolve_collective(op, ranks, cluster);
+  const CollectiveAlgorithm algorithm = resolved.algorithm;
+  // Ring family: the protocol inflates bytes by 1 / bandwidth factor and adds latency per step,
+  // which is added once at the end (exact on a contention-free network).
+  const ProtocolEffect effect =
+      protocol_effect(resolved.protocol, ranks_by_node(ranks, cluster).size() != 1,
+                      cluster.intra_node.kind == FabricKind::kPcie);
+  const double inflate = 1.0 / effect.bandwidth_factor;
+  auto protocol_latency = [&](int steps) { return alpha * (steps * (effect.latency_scale - 1.0)); };
   if (algorithm == CollectiveAlgorithm::kNvls) {
     // Up and down flows for every GPU at once, then the second half-hop of latency.
     const Rank sw = switch_of_node(node_of(ranks.front(), cluster));
@@ -337,7 +407,7 @@ CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ra
       const Bytes total = op.kind == CollectiveKind::kBarrier ? Bytes(0) : op.bytes;
       const auto channels = ring_channels(ranks, cluster);
       s.channels = static_cast<int>(channels.size());
-      const Bytes per_channel = total / static_cast<double>(channels.size());
+      const Bytes per_channel = total * inflate / static_cast<double>(channels.size());
       for (const auto& order : channels) {
         if (fidelity == Fidelity::kChunk)
           ring_steps(order, s.steps, per_channel / static_cast<double>(n), s.flows);
@@ -348,6 +418,7 @@ CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ra
         s.trailing_latency = alpha * static_cast<double>(s.steps - 1);
         merge_parallel_flows(s.flows);
       }
+      s.trailing_latency += protocol_latency(s.steps);
       return s;
     }
     case CollectiveKind::kBroadcast:
@@ -360,15 +431,17 @@ CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ra
       if (root != chain.end()) std::rotate(chain.begin(), root, chain.end());
       if (op.kind == CollectiveKind::kReduce) std::reverse(chain.begin(), chain.end());
       for (int i = 0; i + 1 < n; ++i)
-        s.flows.push_back(
-            Flow{chain[static_cast<size_t>(i)], chain[static_cast<size_t>(i + 1)], op.bytes, {}});
-      s.trailing_latency = alpha * static_cast<double>(n - 2);
+        s.flows.push_back(Flow{chain[static_cast<size_t>(i)],
+                               chain[static_cast<size_t>(i + 1)],
+                               op.bytes * inflate,
+                               {}});
+      s.trailing_latency = alpha * static_cast<double>(n - 2) + protocol_latency(s.steps);
       return s;
     }
     case CollectiveKind::kAllToAll: {
       // Pairwise exchange: in step k rank i sends its block for rank i+k.
       s.steps = n - 1;
-      const Bytes block = op.bytes / static_cast<double>(n);
+      const Bytes block = op.bytes * inflate / static_cast<double>(n);
       if (fidelity == Fidelity::kChunk) {
         for (int k = 1; k < n; ++k) {
           for (int i = 0; i < n; ++i) {
@@ -390,6 +463,7 @@ CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ra
         s.trailing_latency = alpha * static_cast<double>(n - 2);
         merge_parallel_flows(s.flows);
       }
+      s.trailing_latency += protocol_latency(s.steps);
       return s;
     }
   }

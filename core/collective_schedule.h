@@ -80,9 +80,27 @@ double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
 std::vector<std::vector<Rank>> ranks_by_node(const std::vector<Rank>& ranks,
                                              const ClusterConfig& cluster);
 
-// The algorithm a request resolves to for this kind and group (auto and unsupported pairs: ring).
+// What a request runs as. Explicit algorithms fall back to the ring where they do not apply.
+// Algorithm auto follows NCCL's cost model (core/nccl_model.h) among the algorithms dtsim builds,
+// on systems that model covers (NVSwitch A100/H100/H200 nodes, whole nodes); elsewhere the ring
+// with the pure alpha-beta model.
+struct ResolvedCollective {
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  CollectiveProtocol protocol = CollectiveProtocol::kAuto;  // kAuto here: no protocol effect
+};
+ResolvedCollective resolve_collective(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                                      const ClusterConfig& cluster);
 CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<Rank>& ranks,
                                       const ClusterConfig& cluster);
+
+// A protocol's effect on a ring (NCCL src/tuning constants, docs/evidence/nccl-tuning-model.md):
+// per-step latency scales by NCCL's hardware latency for the protocol over its LL latency (the
+// catalog's latencies are NCCL's LL figures), and bandwidth by 0.5 (LL), 0.92 (LL128) or 1.
+struct ProtocolEffect {
+  double latency_scale = 1;
+  double bandwidth_factor = 1;
+};
+ProtocolEffect protocol_effect(CollectiveProtocol protocol, bool crosses_nodes, bool pcie);
 
 CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ranks,
                              const ClusterConfig& cluster, Fidelity fidelity);

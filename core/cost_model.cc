@@ -82,9 +82,10 @@ Seconds collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
                         const ClusterConfig& cluster) {
   const int n = static_cast<int>(ranks.size());
   if (n <= 1) return Seconds(0);
-  const LinkCost link = ring_link(ranks, cluster);
+  LinkCost link = ring_link(ranks, cluster);
   const double steps_all_reduce = 2.0 * (n - 1);
-  const CollectiveAlgorithm algorithm = resolve_algorithm(op, ranks, cluster);
+  const ResolvedCollective resolved = resolve_collective(op, ranks, cluster);
+  const CollectiveAlgorithm algorithm = resolved.algorithm;
   if (algorithm == CollectiveAlgorithm::kNvls)
     return link.alpha + op.bytes * ((1.0 + 1.0 / n) / nvls_efficiency(cluster)) / link.beta;
   if (algorithm == CollectiveAlgorithm::kHalvingDoubling) {
@@ -107,6 +108,12 @@ Seconds collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
         inter.alpha * (2 * (m - 1)) + op.bytes / g * (2 * (m - 1) / m) / inter.beta;
     return (g > 1 ? 2.0 * local : Seconds(0)) + across;
   }
+  // Ring family: the protocol scales per-step latency and bandwidth.
+  const ProtocolEffect effect =
+      protocol_effect(resolved.protocol, ranks_by_node(ranks, cluster).size() != 1,
+                      cluster.intra_node.kind == FabricKind::kPcie);
+  link.alpha = link.alpha * effect.latency_scale;
+  link.beta = link.beta * effect.bandwidth_factor;
   switch (op.kind) {
     case CollectiveKind::kAllReduce:
       return link.alpha * steps_all_reduce + op.bytes * (2.0 * (n - 1) / n) / link.beta;

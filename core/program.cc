@@ -42,6 +42,20 @@ std::string_view to_string(CollectiveKind k) {
   return "?";
 }
 
+std::string_view to_string(CollectiveProtocol p) {
+  switch (p) {
+    case CollectiveProtocol::kAuto:
+      return "auto";
+    case CollectiveProtocol::kLL:
+      return "LL";
+    case CollectiveProtocol::kLL128:
+      return "LL128";
+    case CollectiveProtocol::kSimple:
+      return "Simple";
+  }
+  return "?";
+}
+
 std::string_view to_string(CollectiveAlgorithm a) {
   switch (a) {
     case CollectiveAlgorithm::kAuto:

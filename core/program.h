@@ -63,6 +63,11 @@ std::string_view to_string(CollectiveKind k);
 // reduce-scatter, inter-node all-reduce, intra-node all-gather. Both are built for all-reduce;
 // other collectives use the ring.
 // kNvls: NVSwitch in-network reduction (NVLink SHARP, Hopper and later), one node.
+// NCCL's protocols (reference.md): LL and LL128 trade bandwidth for lower per-step latency.
+// kAuto: with algorithm auto, NCCL's choice; with an explicit algorithm, the pure alpha-beta model.
+enum class CollectiveProtocol { kAuto, kLL, kLL128, kSimple };
+std::string_view to_string(CollectiveProtocol p);  // "auto", "LL", "LL128", "Simple"
+
 enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHalvingDoubling, kHierarchical, kNvls };
 std::string_view to_string(
     CollectiveAlgorithm a);  // "auto", "ring", "tree", "halving-doubling", "hierarchical"
@@ -76,6 +81,7 @@ struct CollectiveOp {
   DType dtype = DType::kBf16;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
   Rank root = 0;  // broadcast and reduce
+  CollectiveProtocol protocol = CollectiveProtocol::kAuto;
 };
 
 struct SendOp {

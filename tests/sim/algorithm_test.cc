@@ -106,3 +106,62 @@ TEST(Nvls, MatchesItsClosedFormOnHopperNodes) {
 
 }  // namespace
 }  // namespace dtsim::testing
+
+namespace dtsim::testing {
+namespace {
+
+TEST(Auto, PicksWhatNcclsCostModelPicksOnEightH100) {
+  // docs/evidence/nccl-tuning-model.md section 4: Ring/LL at 1 KiB and 1 MiB, NVLS/Simple at 1 GiB.
+  const ClusterConfig c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
+  struct Case {
+    double bytes;
+    CollectiveAlgorithm algorithm;
+    CollectiveProtocol protocol;
+  };
+  for (const Case& k :
+       {Case{1024, CollectiveAlgorithm::kRing, CollectiveProtocol::kLL},
+        Case{1048576, CollectiveAlgorithm::kRing, CollectiveProtocol::kLL},
+        Case{1073741824, CollectiveAlgorithm::kNvls, CollectiveProtocol::kSimple}}) {
+    CollectiveOp op{CollectiveKind::kAllReduce, 0, Bytes(k.bytes), DType::kBf16,
+                    CollectiveAlgorithm::kAuto, 0};
+    const ResolvedCollective r = resolve_collective(op, first_ranks(8), c);
+    EXPECT_EQ(r.algorithm, k.algorithm) << k.bytes;
+    EXPECT_EQ(r.protocol, k.protocol) << k.bytes;
+  }
+  // Systems NCCL's model does not cover fall back to the plain ring.
+  const ClusterConfig v100 = cluster_from(
+      "cluster: {gpu: V100-SXM2-32GB, nodes: 1, gpus_per_node: 8}\ntraining: {precision: fp16}\n");
+  CollectiveOp op{CollectiveKind::kAllReduce, 0, Bytes(1e9), DType::kBf16,
+                  CollectiveAlgorithm::kAuto, 0};
+  EXPECT_EQ(resolve_collective(op, first_ranks(8), v100).algorithm, CollectiveAlgorithm::kRing);
+  EXPECT_EQ(resolve_collective(op, first_ranks(8), v100).protocol, CollectiveProtocol::kAuto);
+}
+
+TEST(Protocols, RingClosedFormsScaleLatencyAndBandwidth) {
+  // 8 H100 on NVSwitch: per-step latency 0.6 us x (0.6, 1.9, 3.4) / 0.6 and bandwidth 450 GB/s x
+  // (0.5, 0.92, 1) for LL, LL128, Simple (NCCL's ring constants).
+  const ClusterConfig c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
+  struct Case {
+    CollectiveProtocol protocol;
+    double latency_us;
+    double bandwidth;
+  };
+  for (const Case& k :
+       {Case{CollectiveProtocol::kLL, 0.6, 0.5}, Case{CollectiveProtocol::kLL128, 1.9, 0.92},
+        Case{CollectiveProtocol::kSimple, 3.4, 1.0}}) {
+    for (double s : {1024.0, 1073741824.0}) {
+      const double expected = 14 * k.latency_us * 1e-6 + 14.0 / 8 * s / (450e9 * k.bandwidth);
+      Job job = concurrent_collectives({first_ranks(8)}, Bytes(s), 8);
+      std::get<CollectiveOp>(job.programs[0].streams[0].ops[0].body).protocol = k.protocol;
+      EXPECT_NEAR(analytic_time(job, c), expected, 1e-9 * expected)
+          << to_string(k.protocol) << " " << s;
+      EXPECT_NEAR(simgrid_time(job, c, "chunk"), expected, 0.01 * expected)
+          << to_string(k.protocol) << " " << s;
+      EXPECT_NEAR(simgrid_time(job, c, "collective"), expected, 0.01 * expected)
+          << to_string(k.protocol) << " " << s;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dtsim::testing

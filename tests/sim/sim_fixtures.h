@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/analytic_executor.h"
+#include "core/collective_schedule.h"
 #include "core/scenario.h"
 #include "sim/simgrid_executor.h"
 
