@@ -111,6 +111,22 @@ int run_validate(const ValidateOptions& o, std::ostream& out) {
     out << "    group " << g.name << ": " << rank_list(g.ranks) << ", spans "
         << (g.ranks.empty() ? 0 : node_of(g.ranks.back(), c) - node_of(g.ranks.front(), c) + 1)
         << " node(s)\n";
+    // The collectives this group runs, with the algorithm and protocol auto resolves them to.
+    std::map<std::string, int> seen;
+    for (const auto& p : plan.job.programs)
+      for (const auto& st : p.streams)
+        for (const auto& op : st.ops)
+          if (const auto* col = std::get_if<CollectiveOp>(&op.body); col && col->group == g.id) {
+            const ResolvedCollective r = resolve_collective(*col, g.ranks, c);
+            const std::string how = std::string(to_string(col->kind)) + " " +
+                                    format_bytes(col->bytes) + ": " +
+                                    std::string(to_string(r.algorithm)) +
+                                    (r.protocol == CollectiveProtocol::kAuto
+                                         ? std::string()
+                                         : "/" + std::string(to_string(r.protocol)));
+            ++seen[how];
+          }
+    for (const auto& [how, count] : seen) out << "      " << count << " x " << how << "\n";
   }
   // Memory: the analytic executor's timeline gives the peak and what is live at it.
   AnalyticExecutor exec;

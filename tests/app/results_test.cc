@@ -153,3 +153,22 @@ TEST(Results, FlopCountsFollowNarayananWithAndWithoutFullRecompute) {
 
 }  // namespace
 }  // namespace dtsim::cli
+
+namespace dtsim::cli {
+namespace {
+
+TEST(Validate, ShowsPlacementAndTheCollectivesAutoPicks) {
+  ValidateOptions o;
+  o.scenario = DTSIM_SOURCE_DIR "/scenarios/default.yaml";
+  o.overrides = {"cluster.nodes=1", "training.global_batch_size=256"};
+  std::ostringstream out;
+  ASSERT_EQ(run_validate(o, out), 0);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("group dp: [0, 1, 2, 3, 4, 5, 6, 7], spans 1 node(s)"), std::string::npos) << text;
+  // One H100 node: NCCL's model picks NVLS for these large gradient buckets.
+  EXPECT_NE(text.find("all-reduce 96.05 MiB: nvls/Simple"), std::string::npos) << text;
+  EXPECT_NE(text.find("valid: "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dtsim::cli
