@@ -164,7 +164,8 @@ TEST(Validate, ShowsPlacementAndTheCollectivesAutoPicks) {
   std::ostringstream out;
   ASSERT_EQ(run_validate(o, out), 0);
   const std::string text = out.str();
-  EXPECT_NE(text.find("group dp: [0, 1, 2, 3, 4, 5, 6, 7], spans 1 node(s)"), std::string::npos) << text;
+  EXPECT_NE(text.find("group dp: [0, 1, 2, 3, 4, 5, 6, 7], spans 1 node(s)"), std::string::npos)
+      << text;
   // One H100 node: NCCL's model picks NVLS for these large gradient buckets.
   EXPECT_NE(text.find("all-reduce 96.05 MiB: nvls/Simple"), std::string::npos) << text;
   EXPECT_NE(text.find("valid: "), std::string::npos);

@@ -86,16 +86,9 @@ TEST(DataParallel, OverlapFollowsTheHandSchedule) {
 TEST(DataParallel, SlowCommunicationQueuesOnTheCommStream) {
   // With 4 buckets whose all-reduce (at 1 GB/s: 300 ms each) outlasts the 20 ms between
   // bucket-ready times, the comm stream is the bottleneck: start at 60 ms, then back to back.
-  const std::string slow = R"(cluster:
-  gpu: {name: round-gpu, peak: {bf16: 100TFLOPS}, memory: 80GiB, memory_bandwidth: 1000GBps,
-        gemm_efficiency: 1, memory_efficiency: 1, kernel_launch_overhead: 0us}
-  nodes: 1
-  gpus_per_node: 4
-  intra_node: {kind: switch, bandwidth: 1GBps, latency: 1us}
-model: {preset: unused-here}
-training: {global_batch_size: 4, gradient_bucket: 1B, first_gradient_bucket: 1B}
-)";
-  Scenario sc = load_scenario_text(slow, "slow.yaml");
+  Scenario sc =
+      load_scenario_text(scenario_yaml("  gradient_bucket: 1B\n  first_gradient_bucket: 1B\n"),
+                         "slow.yaml", {{"cluster.intra_node.bandwidth=1GBps"}});
   Job job = build_data_parallel_job(four_layers(), sc);
   Trace t = AnalyticExecutor().run(job, sc.cluster, 1);
   const double ar = 6e-6 + 1.5 * 2e8 / 1e9;
