@@ -10,7 +10,9 @@ namespace dtsim::cli {
 
 Plan plan_scenario(Scenario scenario) {
   ModelGraph model = models::model_from_scenario(scenario);
-  Job job = build_job(model, scenario);
+  Job job = scenario.parallelism.tensor.value > 1
+                ? build_job(models::shard_from_scenario(scenario), scenario)
+                : build_job(model, scenario);
   return Plan{std::move(scenario), std::move(model), std::move(job)};
 }
 

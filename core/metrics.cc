@@ -132,7 +132,12 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
   p2p = merge(std::move(p2p));
   const double compute_t = length(compute);
   const double exposed_comm = length_outside(collective, compute);
-  const double bubble = length_outside(p2p, unite(compute, collective));
+  // Pipeline bubble: on a pipelined job, the critical rank's time outside compute and
+  // collectives, which it spends waiting for (or moving) a neighbour stage's activations and
+  // gradients; Narayanan et al. 2021's t_pb. Without a pipeline idle time stays in `other`.
+  const bool pipelined = !p2p.empty();
+  const double busy = length(unite(compute, collective));
+  const double bubble = pipelined ? std::max(0.0, total_time - busy) : 0.0;
   r.breakdown_s.compute = compute_t / iterations;
   r.breakdown_s.exposed_communication = exposed_comm / iterations;
   r.breakdown_s.pipeline_bubble = bubble / iterations;

@@ -10,6 +10,10 @@
 //   as Narayanan et al. 2021 count them; elementwise kernels carry bytes only.
 // - activation_bytes is what the layer stashes for backward for one micro-batch
 //   (Korthikanti et al. 2022, Table 2 for transformers).
+// - A graph may describe one shard of a tensor-parallel group (models::BuildOptions): then
+//   kernels, parameters and stashes are one rank's share, and kCommunication kernels mark where
+//   the shard talks to its group (Megatron-LM's f/g operators), with the collective's
+//   nccl-tests size in `bytes`. Strategies turn them into collectives on the right group.
 #pragma once
 
 #include <cstdint>
@@ -22,17 +26,23 @@ namespace dtsim {
 
 enum class KernelKind { kGemm, kAttention, kElementwise, kOptimizer, kCommunication };
 
+// For kCommunication kernels: the group and the collective.
+enum class CommGroup : uint8_t { kTensor, kExpert, kContext };
+enum class CommPattern : uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll };
+
 struct Kernel {
   std::string name;  // "qkv", "attention_scores", "gelu", ...
   KernelKind kind = KernelKind::kGemm;
   Flops flops{0};
-  Bytes bytes{0};  // device-memory traffic (reads + writes)
+  Bytes bytes{0};  // device-memory traffic (reads + writes); kCommunication: collective size
+  CommGroup group = CommGroup::kTensor;
+  CommPattern pattern = CommPattern::kAllReduce;
 };
 
 struct Layer {
   std::string name;       // "embedding", "block.3", "conv2_1", "lm_head"
   std::string kind;       // "embedding", "transformer", "conv", "fc", "norm", "pool", "head"
-  double parameters = 0;  // trainable parameter count
+  double parameters = 0;  // trainable parameter count (of this shard)
   std::vector<Kernel> forward;
   std::vector<Kernel> backward;
   // Kernels replayed before backward under selective recompute (the attention core,

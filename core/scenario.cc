@@ -68,6 +68,30 @@ std::string_view to_string(Engine e) {
   return "?";
 }
 
+bool parse_placement_order(const std::string& text, std::array<ParallelDim, 4>* order) {
+  std::stringstream in(text);
+  std::string part;
+  std::vector<ParallelDim> dims;
+  while (std::getline(in, part, '-')) {
+    if (part == "tp")
+      dims.push_back(ParallelDim::kTensor);
+    else if (part == "cp")
+      dims.push_back(ParallelDim::kContext);
+    else if (part == "pp")
+      dims.push_back(ParallelDim::kPipeline);
+    else if (part == "dp")
+      dims.push_back(ParallelDim::kData);
+    else
+      return false;
+  }
+  if (dims.size() != 4) return false;
+  auto sorted = dims;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return false;
+  std::copy(dims.begin(), dims.end(), order->begin());
+  return true;
+}
+
 int64_t Scenario::micro_batches() const {
   int64_t per_step = training.micro_batch_size.value * parallelism.data.value;
   return per_step > 0 ? training.global_batch_size.value / per_step : 0;
@@ -363,6 +387,12 @@ Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) 
   par.zero_stage = r.count("parallelism.zero_stage", 0).value;
   par.layers_per_stage = r.get_or<std::vector<int64_t>>("parallelism.layers_per_stage", {});
   par.tp_comm_overlap = r.get_or<bool>("parallelism.tp_comm_overlap", false);
+  if (auto order = r.get<std::string>("parallelism.order");
+      order && !parse_placement_order(*order, &par.placement_order))
+    sink.add(r.where("parallelism.order"), "parallelism.order",
+             "expected the four dimensions tp, cp, pp and dp, each once, innermost first and "
+             "joined by '-' (for example tp-cp-pp-dp, the default), found '" +
+                 *order + "'");
 
   const int64_t gpus = static_cast<int64_t>(c.nodes) * c.gpus_per_node;
   // Beyond 2^20 GPUs per-rank tables stop fitting a workstation's memory; no cluster is that big.
@@ -453,6 +483,31 @@ Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) 
             " = " + std::to_string(per_step) + "; use " +
             (lo > 0 ? std::to_string(lo) + " or " : std::string()) + std::to_string(lo + per_step));
   }
+  // Pipeline schedules.
+  const int p = par.pipeline.value;
+  const int64_t m = s.micro_batches();
+  if (par.virtual_stages > 1 && par.schedule != Schedule::kInterleaved)
+    sink.add(r.where("parallelism.virtual_stages"), "parallelism.virtual_stages",
+             "virtual_stages " + std::to_string(par.virtual_stages) +
+                 " needs schedule: interleaved (the other schedules run one model chunk per "
+                 "stage)");
+  if (par.schedule == Schedule::kInterleaved && p > 1 && m > 0 && m % p != 0) {
+    const int64_t up = (m / p + 1) * p;
+    sink.add(r.where("parallelism.schedule"), "parallelism.schedule",
+             "the interleaved schedule needs the micro-batches per pipeline (global_batch_size / "
+             "(micro_batch_size x data) = " +
+                 std::to_string(m) + ") to be a multiple of the pipeline size " +
+                 std::to_string(p) + "; use a global batch of " +
+                 std::to_string(up * t.micro_batch_size.value * par.data.value) +
+                 " or schedule: 1f1b");
+  }
+  if (!par.layers_per_stage.empty() && static_cast<int64_t>(par.layers_per_stage.size()) !=
+                                           static_cast<int64_t>(p) * par.virtual_stages)
+    sink.add(r.where("parallelism.layers_per_stage"), "parallelism.layers_per_stage",
+             "lists " + std::to_string(par.layers_per_stage.size()) +
+                 " stages, but pipeline x virtual_stages = " +
+                 std::to_string(static_cast<int64_t>(p) * par.virtual_stages) +
+                 "; give one block count per model chunk");
   if (!c.gpu.name.empty() && !c.gpu.supports(t.precision) && !c.gpu.peak.empty())
     sink.add(r.where("training.precision"), "training.precision",
              c.gpu.name + " has no " + std::string(to_string(t.precision)) +

@@ -11,6 +11,7 @@
 // - Cross-key checks that need the model (TP divides heads, ...) live in core/feasibility.h.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <map>
 #include <optional>
@@ -77,6 +78,14 @@ struct ModelSection {
   std::optional<Located<std::string>> family;
 };
 
+// Parallel dimensions, for rank placement (core/strategy/layout.h).
+enum class ParallelDim { kTensor = 0, kContext = 1, kPipeline = 2, kData = 3 };
+// Innermost first: TP inside a node, then context, pipeline and data parallel.
+inline constexpr std::array<ParallelDim, 4> kDefaultPlacementOrder{
+    ParallelDim::kTensor, ParallelDim::kContext, ParallelDim::kPipeline, ParallelDim::kData};
+// Parses "tp-cp-pp-dp" (any permutation, innermost first); false on anything else.
+bool parse_placement_order(const std::string& text, std::array<ParallelDim, 4>* order);
+
 struct ParallelismConfig {
   Located<int> tensor{1};
   Located<int> pipeline{1};
@@ -90,6 +99,7 @@ struct ParallelismConfig {
   int zero_stage = 0;
   std::vector<int64_t> layers_per_stage;
   bool tp_comm_overlap = false;
+  std::array<ParallelDim, 4> placement_order = kDefaultPlacementOrder;
 };
 
 struct TrainingConfig {

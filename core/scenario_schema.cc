@@ -59,8 +59,6 @@ std::function<std::optional<std::string>(const Value&)> only_empty(std::string w
   };
 }
 
-const std::string kStrategies = "the parallel-strategies issue";
-
 SchemaNode build_schema() {
   // Limits that catch absurd input (1e30 GPUs) while leaving room for any real cluster.
   constexpr double kMaxNodes = 1e6, kMaxGpusPerNode = 1024, kMaxDegree = 1e7;
@@ -191,39 +189,48 @@ SchemaNode build_schema() {
        leaf("mlp_widths", ValueType::kCountList, "layer widths of an MLP, input first",
             "from preset")});
 
-  auto tp = count("tensor", "tensor-parallel size t", "1", 1, kMaxDegree);
-  tp.unsupported = only<int64_t>(1, "tensor parallelism comes with " + kStrategies + "; use 1");
+  auto tp = count("tensor", "tensor-parallel size t (Megatron-LM: divides the heads and the node)",
+                  "1", 1, kMaxDegree);
   auto pp = count("pipeline", "pipeline-parallel size p", "1", 1, kMaxDegree);
-  pp.unsupported = only<int64_t>(1, "pipeline parallelism comes with " + kStrategies + "; use 1");
   auto dp = leaf("data", ValueType::kCountOrAuto,
                  "data-parallel size d; auto = GPUs / (t x p x context)", "auto");
   dp.min = 1;
   dp.max = kMaxDegree * 100;
   auto cp = count("context", "context-parallel size", "1", 1, kMaxDegree);
-  cp.unsupported = only<int64_t>(1, "context parallelism comes with " + kStrategies + "; use 1");
+  cp.unsupported = only<int64_t>(1, "context parallelism is not built yet; use 1");
   auto ep = count("expert", "expert-parallel size", "1", 1, kMaxDegree);
-  ep.unsupported = only<int64_t>(1, "expert parallelism comes with " + kStrategies + "; use 1");
-  auto sp = leaf("sequence_parallel", ValueType::kBool, "Megatron sequence parallelism", "false");
-  sp.unsupported = only<bool>(false, "sequence parallelism comes with " + kStrategies);
-  auto vs = count("virtual_stages", "model chunks per device (interleaved schedule)", "1", 1, 1e4);
-  vs.unsupported = only<int64_t>(1, "interleaved pipelines come with " + kStrategies + "; use 1");
-  auto zero =
-      count("zero_stage", "ZeRO stage: 0 none, 1 optimizer, 2 + gradients, 3 + weights", "0", 0, 3);
-  zero.unsupported = only<int64_t>(0, "ZeRO sharding comes with " + kStrategies + "; use 0");
-  auto lps = leaf("layers_per_stage", ValueType::kCountList, "explicit layers per pipeline stage",
-                  "even split");
-  lps.unsupported = [](const Value&) -> std::optional<std::string> {
-    return "explicit stage splits come with " + kStrategies;
+  ep.unsupported = only<int64_t>(1, "expert parallelism is not built yet; use 1");
+  auto sp = leaf("sequence_parallel", ValueType::kBool,
+                 "Megatron sequence parallelism: norms and dropouts split over the TP group, "
+                 "all-reduces become reduce-scatter + all-gather",
+                 "false");
+  auto schedule = choice("schedule", {"gpipe", "1f1b", "interleaved", "pipedream-async"},
+                         "pipeline schedule (matters when pipeline > 1)", "1f1b");
+  schedule.unsupported = [](const Value& v) -> std::optional<std::string> {
+    if (const auto* x = std::get_if<std::string>(&v); x && *x == "pipedream-async")
+      return "the asynchronous PipeDream schedule is not built yet; use gpipe, 1f1b or "
+             "interleaved";
+    return std::nullopt;
   };
+  auto vs =
+      count("virtual_stages", "model chunks per device for schedule: interleaved (Megatron-LM's v)",
+            "1", 1, 1e4);
+  auto zero =
+      count("zero_stage", "ZeRO stage: 0 none, 1 optimizer, 2 + gradients, 3 + weights (FSDP)", "0",
+            0, 3);
+  auto lps = leaf("layers_per_stage", ValueType::kCountList,
+                  "transformer blocks per pipeline stage (per model chunk when interleaved), "
+                  "first stage first",
+                  "even split");
   auto tpo =
       leaf("tp_comm_overlap", ValueType::kBool, "overlap TP communication with GEMMs", "false");
-  tpo.unsupported = only<bool>(false, "TP overlap comes with " + kStrategies);
-  SchemaNode parallelism =
-      section("parallelism", "how the job is split over GPUs",
-              {tp, pp, dp, cp, ep, sp,
-               choice("schedule", {"gpipe", "1f1b", "interleaved", "pipedream-async"},
-                      "pipeline schedule (matters when pipeline > 1)", "1f1b"),
-               vs, zero, lps, tpo});
+  tpo.unsupported = only<bool>(false, "TP communication overlap is not built yet");
+  auto order = leaf("order", ValueType::kString,
+                    "rank placement, innermost dimension first: a permutation of tp, cp, pp, dp "
+                    "joined by '-'",
+                    "tp-cp-pp-dp");
+  SchemaNode parallelism = section("parallelism", "how the job is split over GPUs",
+                                   {tp, pp, dp, cp, ep, sp, schedule, vs, zero, lps, tpo, order});
 
   auto sync = choice("sync", {"synchronous", "async", "ssp", "local-sgd"},
                      "how replicas synchronise", "synchronous");

@@ -1,10 +1,11 @@
 // build_model: turns a ModelSpec into the layer graph the parallel strategies consume.
 //
 // Contract:
-// - The graph describes ONE micro-batch of b samples on one unsharded replica
-//   (core/model_graph.h): per layer, forward and backward kernels with FLOPs and device-memory
-//   bytes, parameter count, and the activation bytes stashed for backward under each recompute
-//   setting. Strategies shard and replicate it; build_model knows nothing of parallelism.
+// - The graph describes ONE micro-batch of b samples on one replica, or on one rank of its
+//   tensor-parallel group (BuildOptions::tensor_parallel; core/model_graph.h): per layer, forward
+//   and backward kernels with FLOPs and device-memory bytes, parameter count, and the activation
+//   bytes stashed for backward under each recompute setting. Strategies place and replicate it;
+//   tensor parallelism is the one split that changes the layers themselves, so it is built here.
 // - FLOP accounting (Narayanan et al. 2021, section 5.1): a GEMM (m×k)·(k×n) costs 2mkn; every
 //   GEMM and attention kernel appears once forward and twice backward (input gradient and
 //   weight/operand gradient) with the same FLOPs, so backward is exactly 2× forward.
@@ -34,6 +35,13 @@ struct BuildOptions {
   // Bytes of one stashed activation element: 2 for fp16/bf16 training (the default,
   // Korthikanti et al. 2022), 4 for fp32. GEMM operand traffic uses the same size.
   double activation_bytes_per_element = 2;
+  // One shard of a Megatron-LM tensor-parallel group of this size (transformers only; other
+  // families ignore it): GEMMs, attention heads, the MLP width and the vocabulary are split
+  // t ways, and kCommunication kernels mark the group's collectives (Shoeybi et al. 2019;
+  // Korthikanti et al. 2022). With sequence_parallel the norms, dropouts and residuals are
+  // split along the sequence too, and each all-reduce becomes a reduce-scatter + all-gather.
+  int tensor_parallel = 1;
+  bool sequence_parallel = false;
 };
 
 ModelGraph build_model(const ModelSpec& spec, const BuildOptions& options);

@@ -102,7 +102,8 @@ void check_scenario(const Scenario& sc, DiagnosticSink& sink) {
   check_parallel_sizes(sc, spec, sink);
 }
 
-ModelGraph model_from_scenario(const Scenario& sc) {
+namespace {
+ModelGraph build_for(const Scenario& sc, bool shard) {
   const ModelSpec spec = spec_from_scenario(sc);
   DiagnosticSink sink;
   check_parallel_sizes(sc, spec, sink);
@@ -112,7 +113,20 @@ ModelGraph model_from_scenario(const Scenario& sc) {
   options.micro_batch_size = static_cast<int>(sc.training.micro_batch_size.value);
   options.activation_bytes_per_element =
       sc.training.precision == DType::kFp32 || sc.training.precision == DType::kTf32 ? 4.0 : 2.0;
+  if (shard) {
+    options.tensor_parallel = sc.parallelism.tensor.value;
+    options.sequence_parallel = sc.parallelism.sequence_parallel;
+  }
   return build_model(spec, options);
+}
+}  // namespace
+
+ModelGraph model_from_scenario(const Scenario& sc) {
+  return build_for(sc, false);
+}
+
+ModelGraph shard_from_scenario(const Scenario& sc) {
+  return build_for(sc, true);
 }
 
 namespace {
@@ -133,15 +147,43 @@ void check_parallel_sizes(const Scenario& sc, const ModelSpec& spec, DiagnosticS
                    " key/value groups (model.num_query_groups); choose one of " +
                    divisors(spec.num_query_groups));
     const int p = par.pipeline.value;
-    if (p > 1 && par.layers_per_stage.empty() && spec.num_layers % p != 0)
+    const int64_t chunks =
+        static_cast<int64_t>(p) * (par.schedule == Schedule::kInterleaved ? par.virtual_stages : 1);
+    if (p > 1 && par.layers_per_stage.empty() && spec.num_layers % chunks != 0)
       sink.add(par.pipeline.where, "parallelism.pipeline",
-               "pipeline size " + std::to_string(p) + " does not divide the " +
-                   std::to_string(spec.num_layers) + " layers; choose one of " +
-                   divisors(spec.num_layers) + " or give parallelism.layers_per_stage");
-  } else if (par.tensor.value > 1) {
-    sink.add(par.tensor.where, "parallelism.tensor",
-             "tensor parallelism applies to transformer models; " +
-                 std::string(to_string(spec.family)) + " needs tensor: 1");
+               chunks == p
+                   ? "pipeline size " + std::to_string(p) + " does not divide the " +
+                         std::to_string(spec.num_layers) + " layers; choose one of " +
+                         divisors(spec.num_layers) + " or give parallelism.layers_per_stage"
+                   : "pipeline x virtual_stages = " + std::to_string(chunks) +
+                         " model chunks do not divide the " + std::to_string(spec.num_layers) +
+                         " layers; choose sizes whose product is one of " +
+                         divisors(spec.num_layers) + " or give parallelism.layers_per_stage");
+    if (!par.layers_per_stage.empty()) {
+      int64_t sum = 0;
+      bool empty_stage = false;
+      for (auto k : par.layers_per_stage) {
+        sum += k;
+        empty_stage = empty_stage || k < 1;
+      }
+      if (sum != spec.num_layers || empty_stage)
+        sink.add(sc.entries.count("parallelism.layers_per_stage")
+                     ? sc.entries.at("parallelism.layers_per_stage").where
+                     : par.pipeline.where,
+                 "parallelism.layers_per_stage",
+                 "the stages hold " + std::to_string(sum) + " blocks in all, but the model has " +
+                     std::to_string(spec.num_layers) +
+                     "; every stage needs at least one and they must add up");
+    }
+  } else {
+    if (par.tensor.value > 1)
+      sink.add(par.tensor.where, "parallelism.tensor",
+               "tensor parallelism applies to transformer models; " +
+                   std::string(to_string(spec.family)) + " needs tensor: 1");
+    if (par.pipeline.value > 1)
+      sink.add(par.pipeline.where, "parallelism.pipeline",
+               "pipeline parallelism applies to transformer models here; " +
+                   std::string(to_string(spec.family)) + " needs pipeline: 1");
   }
   if (par.tensor.value > 1 && sc.cluster.gpus_per_node % par.tensor.value != 0)
     sink.add(par.tensor.where, "parallelism.tensor",

@@ -19,7 +19,12 @@ ModelSpec spec_from_scenario(const Scenario& scenario);
 // sizes against the architecture (TP divides the heads and the node, PP divides the layers).
 void check_scenario(const Scenario& scenario, DiagnosticSink& sink);
 
-// spec_from_scenario + feasibility checks + build_model for the scenario's micro-batch.
+// spec_from_scenario + feasibility checks + build_model for the scenario's micro-batch: the
+// whole model on one replica (for parameter and FLOP counts).
 ModelGraph model_from_scenario(const Scenario& scenario);
+
+// The graph of one tensor-parallel rank (parallelism.tensor, sequence_parallel), which the
+// strategies consume; equal to model_from_scenario() when tensor is 1.
+ModelGraph shard_from_scenario(const Scenario& scenario);
 
 }  // namespace dtsim::models

@@ -78,12 +78,18 @@ struct Dims {
   double k = 1;   // experts per token (1 for a dense MLP)
   double e = 2;   // bytes per activation element
   bool moe = false;
+  double t = 1;     // tensor-parallel size: heads, ffn width and vocabulary are split t ways
+  bool sp = false;  // sequence parallel: norms, dropouts and residuals split t ways too
 
   double tokens() const { return b * s; }
   double n() const { return b * s * h; }
   double n_kv() const { return b * s * kv; }
   double n_scores() const { return b * a * s * s; }
   double n_ffn() const { return b * s * f; }
+  // Elements of a hidden-state tensor held by one rank outside the tensor-parallel regions
+  // (the whole tensor, or its sequence shard under sequence parallelism).
+  double n_seq() const { return sp ? n() / t : n(); }
+  bool sharded() const { return t > 1; }
 };
 
 Dims dims_of(const ModelSpec& spec, const BuildOptions& options) {
@@ -100,6 +106,8 @@ Dims dims_of(const ModelSpec& spec, const BuildOptions& options) {
   d.E = d.moe ? spec.num_experts : 1;
   d.k = d.moe ? spec.top_k : 1;
   d.e = options.activation_bytes_per_element;
+  d.t = options.tensor_parallel;
+  d.sp = options.sequence_parallel && options.tensor_parallel > 1;
   return d;
 }
 
@@ -112,63 +120,97 @@ class BlockBuilder {
   // 2019) over N elements, stashing its input.
   void norm(const std::string& name, const std::string& input_tensor) {
     const bool layer_norm = spec_.norm == Norm::kLayerNorm;
-    layer_.elementwise(name, 2 * e_ * d_.n(), 3 * e_ * d_.n());
-    layer_.add_parameters(layer_norm ? 2 * d_.h : d_.h);
-    layer_.stash(input_tensor, e_ * d_.n());
+    layer_.elementwise(name, 2 * e_ * d_.n_seq(), 3 * e_ * d_.n_seq());
+    layer_.add_parameters(layer_norm ? 2 * d_.h : d_.h);  // replicated on every TP rank
+    layer_.stash(input_tensor, e_ * d_.n_seq());
   }
 
   // The residual add after the attention or MLP branch; with dropout, Megatron-LM's fused
   // bias-dropout-add, which keeps a 1-byte mask.
   void residual(const std::string& branch) {
     if (spec_.dropout) {
-      layer_.elementwise(branch + "_bias_dropout_add", (3 * e_ + 1) * d_.n(),
-                         (2 * e_ + 1) * d_.n());
-      layer_.stash(branch + "_residual_dropout_mask", d_.n());
+      layer_.elementwise(branch + "_bias_dropout_add", (3 * e_ + 1) * d_.n_seq(),
+                         (2 * e_ + 1) * d_.n_seq());
+      layer_.stash(branch + "_residual_dropout_mask", d_.n_seq());
     } else {
-      layer_.elementwise(branch + "_residual_add", 3 * e_ * d_.n(), 0);
+      layer_.elementwise(branch + "_residual_add", 3 * e_ * d_.n_seq(), 0);
     }
   }
 
   void residual_grad_add(const std::string& branch) {
-    layer_.backward_only(branch + "_residual_grad_add", 3 * e_ * d_.n());
+    layer_.backward_only(branch + "_residual_grad_add", 3 * e_ * d_.n_seq());
+  }
+
+  // Megatron-LM's f operator before a column-parallel GEMM: forward identity (sequence
+  // parallel: all-gather of the sequence shards), backward all-reduce of the input gradient
+  // (sequence parallel: reduce-scatter). Under sequence parallelism the GEMM stashed only its
+  // input's shard, so backward all-gathers it again for the weight gradient
+  // (megatron/core/tensor_parallel/layers.py, LinearWithGradAccumulationAndAsyncCommunication).
+  void enter_tensor_parallel(const std::string& region) {
+    if (!d_.sharded()) return;
+    const double bytes = e_ * d_.n();
+    if (d_.sp)
+      layer_.communication(region + "_sp_regather", CommGroup::kTensor, CommPattern::kAllGather, 0,
+                           CommPattern::kAllGather, bytes);
+    layer_.communication(region + "_tp_enter", CommGroup::kTensor, CommPattern::kAllGather,
+                         d_.sp ? bytes : 0,
+                         d_.sp ? CommPattern::kReduceScatter : CommPattern::kAllReduce, bytes);
+  }
+
+  // The g operator after a row-parallel GEMM: forward all-reduce of the partial sums (sequence
+  // parallel: reduce-scatter), backward identity (sequence parallel: all-gather).
+  void exit_tensor_parallel(const std::string& region) {
+    if (!d_.sharded()) return;
+    const double bytes = e_ * d_.n();
+    layer_.communication(region + "_tp_exit", CommGroup::kTensor,
+                         d_.sp ? CommPattern::kReduceScatter : CommPattern::kAllReduce, bytes,
+                         CommPattern::kAllGather, d_.sp ? bytes : 0);
   }
 
   void attention(const std::string& input_tensor) {
     const bool bias = spec_.linear_biases;
-    layer_.linear("qkv", d_.tokens(), d_.h, d_.h + 2 * d_.kv, bias);
-    layer_.stash(input_tensor, e_ * d_.n());
+    const double t = d_.t;
+    // Column-parallel QKV (each rank owns a/t heads and g/t key/value groups), the attention
+    // core on those heads, and the row-parallel projection (its bias is replicated).
+    enter_tensor_parallel("attention");
+    layer_.linear("qkv", d_.tokens(), d_.h, (d_.h + 2 * d_.kv) / t, bias);
+    layer_.stash(input_tensor, e_ * d_.n_seq());
+    const double n_q = d_.n() / t, n_kv = d_.n_kv() / t, n_scores = d_.n_scores() / t;
     if (spec_.positions == Positions::kRope) {
-      const double qk = d_.n() + d_.n_kv();
+      const double qk = n_q + n_kv;
       layer_.elementwise("rope", 2 * e_ * qk, 2 * e_ * qk);
     }
     // Q·Kᵀ per head: (s × h/a)·(h/a × s) for b·a heads = 2bs²h FLOPs; GQA heads share K.
-    const double core_flops = 2 * d_.b * d_.s * d_.s * d_.h;
-    layer_.matmul("attention_scores", KernelKind::kAttention, core_flops, d_.n(), d_.n_kv(),
-                  d_.n_scores(), "dgrad_query", "dgrad_key");
+    const double core_flops = 2 * d_.b * d_.s * d_.s * d_.h / t;
+    layer_.matmul("attention_scores", KernelKind::kAttention, core_flops, n_q, n_kv, n_scores,
+                  "dgrad_query", "dgrad_key");
     layer_.mark_last_selective();
-    layer_.stash("query", e_ * d_.n());
-    layer_.stash("key", e_ * d_.n_kv());
+    layer_.stash("query", e_ * n_q);
+    layer_.stash("key", e_ * n_kv);
     // Scale, causal mask and softmax in one kernel (Megatron-LM's scaled_masked_softmax).
-    layer_.elementwise("softmax", 2 * e_ * d_.n_scores(), 3 * e_ * d_.n_scores());
+    layer_.elementwise("softmax", 2 * e_ * n_scores, 3 * e_ * n_scores);
     layer_.mark_last_selective();
-    layer_.stash("softmax_output", e_ * d_.n_scores(), StashKind::kAttentionCore);
+    layer_.stash("softmax_output", e_ * n_scores, StashKind::kAttentionCore);
     if (spec_.dropout) {
-      const double bytes = (2 * e_ + 1) * d_.n_scores();
+      const double bytes = (2 * e_ + 1) * n_scores;
       layer_.elementwise("attention_dropout", bytes, bytes);
       layer_.mark_last_selective();
-      layer_.stash("attention_dropout_mask", d_.n_scores(), StashKind::kAttentionCore);
-      layer_.stash("attention_dropout_output", e_ * d_.n_scores(), StashKind::kAttentionCore);
+      layer_.stash("attention_dropout_mask", n_scores, StashKind::kAttentionCore);
+      layer_.stash("attention_dropout_output", e_ * n_scores, StashKind::kAttentionCore);
     }
-    layer_.matmul("attention_v", KernelKind::kAttention, core_flops, d_.n_scores(), d_.n_kv(),
-                  d_.n(), "dgrad_probs", "dgrad_value");
+    layer_.matmul("attention_v", KernelKind::kAttention, core_flops, n_scores, n_kv, n_q,
+                  "dgrad_probs", "dgrad_value");
     layer_.mark_last_selective();
-    layer_.stash("value", e_ * d_.n_kv());
-    layer_.linear("attention_proj", d_.tokens(), d_.h, d_.h, bias);
-    layer_.stash("attention_proj_input", e_ * d_.n());
+    layer_.stash("value", e_ * n_kv);
+    layer_.linear("attention_proj", d_.tokens(), d_.h / t, d_.h, false);
+    if (bias) layer_.add_parameters(d_.h);
+    layer_.stash("attention_proj_input", e_ * n_q);
+    exit_tensor_parallel("attention");
   }
 
   void mlp(const std::string& input_tensor) {
-    layer_.stash(input_tensor, e_ * d_.n());
+    enter_tensor_parallel("mlp");
+    layer_.stash(input_tensor, e_ * d_.n_seq());
     const std::string prefix = d_.moe ? "expert_" : "mlp_";
     const double k = d_.k;
     const double n_in = k * d_.n();  // routed copies of the MLP input
@@ -180,20 +222,22 @@ class BlockBuilder {
       layer_.elementwise("token_dispatch", 2 * e_ * n_in, 2 * e_ * n_in);
       layer_.stash("expert_input", e_ * n_in);
     }
-    const double n_mid = k * d_.n_ffn();
+    // Column-parallel up projections and row-parallel down projection: f/t columns per rank.
+    const double f = d_.f / d_.t;
+    const double n_mid = k * d_.n_ffn() / d_.t;
     if (spec_.activation == Activation::kSwiglu) {
-      expert_matmul(prefix + "gate", d_.h, d_.f);
-      expert_matmul(prefix + "up", d_.h, d_.f);
+      expert_matmul(prefix + "gate", d_.h, f, true);
+      expert_matmul(prefix + "up", d_.h, f, true);
       layer_.elementwise("swiglu", 3 * e_ * n_mid, 5 * e_ * n_mid);
       layer_.stash("gate_output", e_ * n_mid);
       layer_.stash("up_output", e_ * n_mid);
-      expert_matmul(prefix + "down", d_.f, d_.h);
+      expert_matmul(prefix + "down", f, d_.h, false);
       layer_.stash("down_input", e_ * n_mid);
     } else {
-      expert_matmul(prefix + "fc1", d_.h, d_.f);
+      expert_matmul(prefix + "fc1", d_.h, f, true);
       layer_.elementwise("gelu", 2 * e_ * n_mid, 3 * e_ * n_mid);
       layer_.stash("gelu_input", e_ * n_mid);
-      expert_matmul(prefix + "fc2", d_.f, d_.h);
+      expert_matmul(prefix + "fc2", f, d_.h, false);
       layer_.stash("fc2_input", e_ * n_mid);
     }
     if (d_.moe) {
@@ -203,16 +247,19 @@ class BlockBuilder {
                          e_ * (2 * n_in + d_.n()));
       layer_.stash("expert_output", e_ * n_in);
     }
+    exit_tensor_parallel("mlp");
   }
 
  private:
   // One MLP matrix applied to the k·b·s routed rows; holds E copies of the weights for MoE.
-  void expert_matmul(const std::string& name, double in, double out) {
+  // A column-parallel matrix's bias is split with its columns; a row-parallel one's is whole.
+  void expert_matmul(const std::string& name, double in, double out, bool column_parallel) {
     const double rows = d_.k * d_.tokens();
     const double copies = d_.E;
     layer_.matmul(name, KernelKind::kGemm, 2 * rows * in * out, rows * in, copies * in * out,
                   rows * out);
-    layer_.add_parameters(copies * (in * out + (spec_.linear_biases ? out : 0)));
+    const double bias = !spec_.linear_biases ? 0 : column_parallel ? out : d_.h;
+    layer_.add_parameters(copies * (in * out + bias));
   }
 
   const ModelSpec& spec_;
@@ -228,7 +275,7 @@ std::string norm_name(const ModelSpec& spec) {
 Layer build_block(const ModelSpec& spec, const Dims& d, int index) {
   LayerBuilder layer("block." + std::to_string(index), "transformer", d.e);
   layer.set_recomputable(true);
-  layer.set_input_bytes(d.e * d.n());
+  layer.set_input_bytes(d.e * d.n_seq());
   BlockBuilder block(spec, d, layer);
   const std::string norm = norm_name(spec);
   if (spec.family == ModelFamily::kBert) {
@@ -260,7 +307,9 @@ Layer build_embedding(const ModelSpec& spec, const Dims& d) {
   LayerBuilder layer("embedding", "embedding", d.e);
   const double e = d.e;
   double tables = 1;
-  layer.add_parameters(d.V * d.h);
+  // Vocabulary-parallel word embedding: each rank holds V/t rows and outputs a partial sum that
+  // the group all-reduces (sequence parallel: reduce-scatters); other tables are replicated.
+  layer.add_parameters(d.V / d.t * d.h);
   if (spec.positions == Positions::kLearned) {
     layer.add_parameters(d.s * d.h);
     tables += 1;
@@ -272,16 +321,20 @@ Layer build_embedding(const ModelSpec& spec, const Dims& d) {
   // Lookup (and sum) of one row per token from each table; backward scatter-adds dy into
   // each table's gradient rows. Token ids are not counted (8 bytes per token, under 0.1%).
   layer.elementwise("embedding_lookup", (tables + 1) * e * d.n(), (1 + 2 * tables) * e * d.n());
+  if (d.sharded())
+    layer.communication("embedding_tp_reduce", CommGroup::kTensor,
+                        d.sp ? CommPattern::kReduceScatter : CommPattern::kAllReduce, e * d.n(),
+                        CommPattern::kAllGather, d.sp ? e * d.n() : 0);
   if (spec.family == ModelFamily::kBert) {
-    layer.elementwise("embedding_layernorm", 2 * e * d.n(), 3 * e * d.n());
+    layer.elementwise("embedding_layernorm", 2 * e * d.n_seq(), 3 * e * d.n_seq());
     layer.add_parameters(2 * d.h);
-    layer.stash("embedding_sum", e * d.n());
+    layer.stash("embedding_sum", e * d.n_seq());
   }
   if (spec.dropout) {
     // Korthikanti et al. 2022, section 4.3: the input embedding keeps its 1-byte dropout mask.
-    const double bytes = (2 * e + 1) * d.n();
+    const double bytes = (2 * e + 1) * d.n_seq();
     layer.elementwise("embedding_dropout", bytes, bytes);
-    layer.stash("embedding_dropout_mask", d.n());
+    layer.stash("embedding_dropout_mask", d.n_seq());
   }
   return layer.finish();
 }
@@ -314,13 +367,29 @@ Layer build_lm_head(const ModelSpec& spec, const Dims& d) {
     layer.add_parameters(2 * d.h);
     layer.stash("mlm_layernorm_input", e * d.n());
   }
-  // Logits: (bs × h)·(h × V), 2bshV FLOPs (Narayanan et al. 2021, eq. 3's V/(12lh) term).
-  layer.matmul("logits", KernelKind::kGemm, 2 * d.tokens() * d.h * d.V, d.n(), d.h * d.V,
-               d.tokens() * d.V);
-  if (!spec.tied_embeddings) layer.add_parameters(d.V * d.h);
-  if (spec.family == ModelFamily::kBert) layer.add_parameters(d.V);  // decoder bias
-  layer.stash("logits_input", e * d.n());
-  cross_entropy(layer, "cross_entropy", d.tokens(), d.V);
+  // Logits: (bs × h)·(h × V), 2bshV FLOPs (Narayanan et al. 2021, eq. 3's V/(12lh) term);
+  // column-parallel over the vocabulary, V/t per rank, with Megatron-LM's vocabulary-parallel
+  // cross-entropy: three all-reduces of one fp32 per token (the max logit, the target logit
+  // and the sum of exponentials), counted as one of 3·4·bs bytes.
+  const double v = d.V / d.t;
+  if (d.sharded()) {
+    const double bytes = e * d.n();
+    if (d.sp)
+      layer.communication("logits_sp_regather", CommGroup::kTensor, CommPattern::kAllGather, 0,
+                          CommPattern::kAllGather, bytes);
+    layer.communication("logits_tp_enter", CommGroup::kTensor, CommPattern::kAllGather,
+                        d.sp ? bytes : 0,
+                        d.sp ? CommPattern::kReduceScatter : CommPattern::kAllReduce, bytes);
+  }
+  layer.matmul("logits", KernelKind::kGemm, 2 * d.tokens() * d.h * v, d.n(), d.h * v,
+               d.tokens() * v);
+  if (!spec.tied_embeddings) layer.add_parameters(v * d.h);
+  if (spec.family == ModelFamily::kBert) layer.add_parameters(v);  // decoder bias
+  layer.stash("logits_input", e * d.n_seq());
+  cross_entropy(layer, "cross_entropy", d.tokens(), v);
+  if (d.sharded())
+    layer.communication("cross_entropy_tp_reduce", CommGroup::kTensor, CommPattern::kAllReduce,
+                        3 * 4 * d.tokens(), CommPattern::kAllReduce, 0);
   if (spec.family == ModelFamily::kBert) {
     // Pooler (dense + tanh on the first token) and the 2-way next-sentence classifier.
     layer.linear("pooler_dense", d.b, d.h, d.h, true);

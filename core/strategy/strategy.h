@@ -3,8 +3,11 @@
 // Contract:
 // - build_job() emits the Programs for one training step. Strategies never talk to an executor;
 //   the same Job runs on the analytic, SimGrid and real executors (design.md section 1).
-// - Data parallel (this file's first strategy) emits one representative rank; the other
-//   replicas are identical and folded by symmetry (core/program.h).
+// - build_job() emits the Programs of one data-parallel replica: every tensor-parallel rank of
+//   every pipeline stage (parallel_step.cc). The other replicas are identical and folded by
+//   symmetry (core/program.h); their collectives are still simulated with all members.
+// - `model` is one tensor-parallel shard's graph (models::BuildOptions::tensor_parallel); its
+//   kCommunication kernels become collectives on the rank's TP group.
 #pragma once
 
 #include <vector>
@@ -30,13 +33,15 @@ struct GradientBucket {
 std::vector<GradientBucket> assign_gradient_buckets(const ModelGraph& model,
                                                     double grad_bytes_per_param, Bytes first_cap,
                                                     Bytes cap);
+// The same over layers [first_layer, last_layer] only (one pipeline chunk).
+std::vector<GradientBucket> assign_gradient_buckets(const ModelGraph& model, int first_layer,
+                                                    int last_layer, double grad_bytes_per_param,
+                                                    Bytes first_cap, Bytes cap);
 
 // The largest step a strategy builds (ops per simulated rank); larger inputs are an InputError.
 inline constexpr double kMaxOpsPerStep = 20e6;
 
-Job build_data_parallel_job(const ModelGraph& model, const Scenario& scenario);
-
-// Dispatches on the scenario's parallelism (data parallel only so far).
+// One training step of the scenario's parallel configuration.
 Job build_job(const ModelGraph& model, const Scenario& scenario);
 
 }  // namespace dtsim

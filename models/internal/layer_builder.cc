@@ -37,6 +37,17 @@ void LayerBuilder::backward_only(const std::string& name, double bytes) {
   layer_.backward.push_back({name + ".backward", KernelKind::kElementwise, Flops(0), Bytes(bytes)});
 }
 
+void LayerBuilder::communication(const std::string& name, CommGroup group, CommPattern forward,
+                                 double forward_bytes, CommPattern backward,
+                                 double backward_bytes) {
+  if (forward_bytes > 0)
+    layer_.forward.push_back(
+        {name, KernelKind::kCommunication, Flops(0), Bytes(forward_bytes), group, forward});
+  if (backward_bytes > 0)
+    layer_.backward.push_back({name + ".backward", KernelKind::kCommunication, Flops(0),
+                               Bytes(backward_bytes), group, backward});
+}
+
 void LayerBuilder::mark_last_selective() {
   layer_.selective_recompute.push_back(layer_.forward.back());
 }

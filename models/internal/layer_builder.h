@@ -42,6 +42,10 @@ class LayerBuilder {
   void elementwise(const std::string& name, double forward_bytes, double backward_bytes);
   // A kernel that only backward has (gradient accumulation where a tensor has two consumers).
   void backward_only(const std::string& name, double bytes);
+  // A communication point of a tensor-parallel shard: the forward collective (skipped when
+  // forward_bytes is 0) and, at the mirror position in backward, the backward one.
+  void communication(const std::string& name, CommGroup group, CommPattern forward,
+                     double forward_bytes, CommPattern backward, double backward_bytes);
   // Replays the most recent forward kernel under selective recompute.
   void mark_last_selective();
 

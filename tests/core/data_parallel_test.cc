@@ -48,7 +48,7 @@ ModelGraph four_layers() {
 
 double step_time(const std::string& training_extra, Job* job_out = nullptr) {
   Scenario sc = load_scenario_text(scenario_yaml(training_extra), "dp.yaml");
-  Job job = build_data_parallel_job(four_layers(), sc);
+  Job job = build_job(four_layers(), sc);
   AnalyticExecutor exec;
   Trace t = exec.run(job, sc.cluster, 1);
   if (job_out) *job_out = job;
@@ -89,7 +89,7 @@ TEST(DataParallel, SlowCommunicationQueuesOnTheCommStream) {
   Scenario sc =
       load_scenario_text(scenario_yaml("  gradient_bucket: 1B\n  first_gradient_bucket: 1B\n"),
                          "slow.yaml", {{"cluster.intra_node.bandwidth=1GBps"}});
-  Job job = build_data_parallel_job(four_layers(), sc);
+  Job job = build_job(four_layers(), sc);
   Trace t = AnalyticExecutor().run(job, sc.cluster, 1);
   const double ar = 6e-6 + 1.5 * 2e8 / 1e9;
   EXPECT_DOUBLE_EQ(t.makespan().value(), 0.060 + 4 * ar + kOptimizerSeconds);
@@ -108,7 +108,7 @@ TEST(DataParallel, GradientAccumulationCommunicatesOnlyOnTheLastMicroBatch) {
     Scenario sc = load_scenario_text(
         scenario_yaml("  gradient_bucket: 1GiB\n  first_gradient_bucket: 1GiB\n"), "dp.yaml",
         {{"training.global_batch_size=16"}});
-    acc = build_data_parallel_job(four_layers(), sc);
+    acc = build_job(four_layers(), sc);
     return AnalyticExecutor().run(acc, sc.cluster, 1).makespan().value();
   }();
   EXPECT_EQ(acc.programs[0].streams[1].ops.size(), 1u);
@@ -136,7 +136,7 @@ TEST(DataParallel, BucketsFollowDdpOrderAndCaps) {
 
 TEST(DataParallel, MemoryPeakCountsModelStateAndActivations) {
   Scenario sc = load_scenario_text(scenario_yaml(""), "dp.yaml");
-  Job job = build_data_parallel_job(four_layers(), sc);
+  Job job = build_job(four_layers(), sc);
   Trace t = AnalyticExecutor().run(job, sc.cluster, 1);
   ASSERT_EQ(t.memory.size(), 1u);
   const auto& m = t.memory[0];
