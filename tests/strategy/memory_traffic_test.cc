@@ -1,0 +1,253 @@
+// Memory and traffic of the parallel strategies against the reference formulas
+// (reference.md: Korthikanti et al. 2022; Rajbhandari et al. 2020; Narayanan et al. 2021).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <map>
+
+#include "cli/pipeline.h"
+#include "core/analytic_executor.h"
+#include "core/strategy/strategy.h"
+#include "models/model_builder.h"
+#include "models/model_spec.h"
+
+namespace dtsim {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Activation memory per layer: Korthikanti et al. 2022, Table 2 (reference.md).
+
+const Layer& block0(const ModelGraph& g) {
+  for (const auto& l : g.layers)
+    if (l.name == "block.0") return l;
+  throw std::runtime_error("no block.0");
+}
+
+TEST(ActivationMemory, PerLayerMatchesKorthikantiForEveryTensorAndSequenceSetting) {
+  // GPT-3 175B: s 2048, h 12288, a 96; micro-batch 1.
+  const auto spec = models::find_preset("gpt3-175b");
+  ASSERT_NE(spec, nullptr);
+  const double s = 2048, b = 1, h = 12288, a = 96;
+  const double sbh = s * b * h, attention = 5 * a * s / h;
+  std::printf(" t  sp  recompute   dtsim (GB)  formula (GB)\n");
+  for (int t : {1, 2, 4, 8})
+    for (bool sp : {false, true}) {
+      if (sp && t == 1) continue;
+      models::BuildOptions options;
+      options.micro_batch_size = 1;
+      options.tensor_parallel = t;
+      options.sequence_parallel = sp;
+      const Layer& l = block0(models::build_model(*spec, options));
+      const double none = sp ? sbh / t * (34 + attention) : sbh * (10 + 24.0 / t + attention / t);
+      const double selective = sp ? sbh / t * 34 : sbh * (10 + 24.0 / t);
+      // Full recompute keeps the layer input: 2sbh, or its sequence shard under SP.
+      const double full = sp ? 2 * sbh / t : 2 * sbh;
+      const std::pair<const char*, std::pair<double, double>> rows[] = {
+          {"none", {l.activation_bytes.value(), none}},
+          {"selective", {l.activation_bytes_selective.value(), selective}},
+          {"full", {l.activation_bytes_full.value(), full}}};
+      for (const auto& [name, v] : rows) {
+        std::printf("%2d  %-3s %-10s %10.4f  %12.4f\n", t, sp ? "yes" : "no", name, v.first / 1e9,
+                    v.second / 1e9);
+        EXPECT_NEAR(v.first, v.second, 0.01 * v.second) << "t=" << t << " sp=" << sp << " " << name;
+      }
+    }
+}
+
+// The first 1F1B stage holds p micro-batches of its l/p layers: l layers' worth, Korthikanti's
+// equation (5), (s·b·h·l/t)·(34 + 5as/h), plus the input embedding's dropout masks for the p
+// micro-batches (s·b·h·p/t, their section 4.3), with tensor and sequence parallelism.
+TEST(ActivationMemory, FirstStageOf1F1BHoldsEquationFive) {
+  const std::string yaml = R"(cluster: {gpu: A100-SXM-80GB, nodes: 8, gpus_per_node: 8}
+model: {preset: gpt3-175b}
+parallelism: {tensor: 8, pipeline: 8, sequence_parallel: true, schedule: 1f1b}
+training: {global_batch_size: 32, micro_batch_size: 1, precision: bf16}
+simulate: {engine: analytic}
+)";
+  const auto plan = cli::plan_scenario(load_scenario_text(yaml, "eq5.yaml"));
+  const Trace trace = AnalyticExecutor().run(plan.job, plan.scenario.cluster, 1);
+  double first_stage = -1;
+  for (const auto& m : trace.memory)
+    if (m.rank == 0)
+      first_stage = m.at_peak[static_cast<size_t>(MemoryCategory::kActivations)].value();
+  const double s = 2048, b = 1, h = 12288, a = 96, l = 96, t = 8, p = 8;
+  const double eq5 = s * b * h * l / t * (34 + 5 * a * s / h);
+  const double embedding = s * b * h * p / t;
+  std::printf("first stage: dtsim %.4f GB, eq. 5 %.4f GB + embedding masks %.4f GB\n",
+              first_stage / 1e9, eq5 / 1e9, embedding / 1e9);
+  EXPECT_NEAR(first_stage, eq5 + embedding, 0.01 * (eq5 + embedding));
+}
+
+// ---------------------------------------------------------------------------------------------
+// ZeRO: per-device model-state bytes for a 7.5B-parameter model, mixed-precision Adam (K = 12),
+// against Rajbhandari et al. 2020, Table 1, through the whole pipeline (the memory events of
+// the built program, timed by the analytic engine).
+
+std::string zero_yaml(int nd, int stage) {
+  return "cluster:\n  gpu: A100-SXM-80GB\n  nodes: " + std::to_string((nd + 7) / 8) +
+         "\n  gpus_per_node: " + std::to_string(std::min(nd, 8)) +
+         "\nmodel: {preset: unused}\nparallelism: {zero_stage: " + std::to_string(stage) +
+         "}\ntraining: {global_batch_size: " + std::to_string(nd) +
+         ", micro_batch_size: 1, precision: bf16, optimizer: adam}\n"
+         "simulate: {engine: analytic}\n";
+}
+
+// 7.5e9 parameters in 75 layers of 1e8, each with one small GEMM.
+ModelGraph seven_and_a_half_billion() {
+  ModelGraph g;
+  g.name = "zero-7.5b";
+  for (int i = 0; i < 75; ++i) {
+    Layer l;
+    l.name = "block." + std::to_string(i);
+    l.kind = "fc";
+    l.parameters = 1e8;
+    l.forward = {Kernel{"gemm", KernelKind::kGemm, Flops(1e9), Bytes(0)}};
+    l.backward = {Kernel{"gemm_grad", KernelKind::kGemm, Flops(2e9), Bytes(0)}};
+    g.layers.push_back(l);
+  }
+  return g;
+}
+
+struct StateBytes {
+  double weights = 0, gradients = 0, optimizer = 0;
+  double total() const { return weights + gradients + optimizer; }
+};
+
+StateBytes simulated_state(int nd, int stage) {
+  const Scenario sc = load_scenario_text(zero_yaml(nd, stage), "zero.yaml");
+  const ModelGraph g = seven_and_a_half_billion();
+  const Job job = build_job(g, sc);
+  const Trace trace = AnalyticExecutor().run(job, sc.cluster, 1);
+  StateBytes s;
+  for (const auto& m : trace.memory) {
+    s.weights = m.at_peak[static_cast<size_t>(MemoryCategory::kWeights)].value();
+    s.gradients = m.at_peak[static_cast<size_t>(MemoryCategory::kGradients)].value();
+    s.optimizer = m.at_peak[static_cast<size_t>(MemoryCategory::kOptimizer)].value();
+  }
+  return s;
+}
+
+TEST(ZeroMemory, ModelStatesEqualTheZeroFormulas) {
+  const double psi = 7.5e9, k = 12;
+  std::printf("   N_d  stage   dtsim (GB)   formula (GB)\n");
+  for (int nd : {1, 4, 16, 64, 256, 1024})
+    for (int stage = 0; stage <= 3; ++stage) {
+      const double formula = stage == 0   ? (2 + 2 + k) * psi
+                             : stage == 1 ? 4 * psi + k * psi / nd
+                             : stage == 2 ? 2 * psi + (2 + k) * psi / nd
+                                          : (2 + 2 + k) * psi / nd;
+      const StateBytes s = simulated_state(nd, stage);
+      std::printf("%6d  %5d  %11.3f  %13.3f\n", nd, stage, s.total() / 1e9, formula / 1e9);
+      EXPECT_DOUBLE_EQ(s.total(), formula) << "N_d=" << nd << " stage " << stage;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Traffic volumes (reference.md, "Communication volume" and the ZeRO table).
+
+// Bytes each collective kind carries in the programs, summed over ops labelled by `filter`.
+std::map<CollectiveKind, double> collective_bytes(const Job& job, Rank rank,
+                                                  const std::string& group_name,
+                                                  const std::string& label_prefix = "") {
+  std::map<CollectiveKind, double> out;
+  const Program* p = job.program_for(rank);
+  if (!p) return out;
+  for (const auto& s : p->streams)
+    for (const auto& op : s.ops)
+      if (const auto* c = std::get_if<CollectiveOp>(&op.body))
+        if (job.group(c->group).name == group_name && op.label.name.rfind(label_prefix, 0) == 0)
+          out[c->kind] += c->bytes.value();
+  return out;
+}
+
+std::string gpt_yaml(const std::string& parallelism) {
+  return R"(cluster: {gpu: A100-SXM-80GB, nodes: 4, gpus_per_node: 8}
+model: {preset: gpt3-13b}
+parallelism: )" +
+         parallelism + R"(
+training: {global_batch_size: 16, micro_batch_size: 2, precision: bf16}
+simulate: {engine: analytic}
+)";
+}
+
+TEST(Traffic, TensorParallelLayerMovesFourHiddenStatesPerMicroBatch) {
+  // gpt3-13b: s 2048, h 5120; b = 2; bf16.
+  const double bsh_bytes = 2.0 * 2048 * 5120 * 2;
+  for (bool sp : {false, true}) {
+    const auto plan = cli::plan_scenario(
+        load_scenario_text(gpt_yaml(std::string("{tensor: 8, pipeline: 4, sequence_parallel: ") +
+                                    (sp ? "true" : "false") + "}"),
+                           "tp.yaml"));
+    const int m = static_cast<int>(plan.scenario.micro_batches());
+    // Block 0's collectives on the TP group over the whole step, per micro-batch.
+    const auto bytes = collective_bytes(plan.job, 0, "tp", "block.0.");
+    if (!sp) {
+      // 2 all-reduces forward and 2 backward, each of b·s·h elements.
+      EXPECT_DOUBLE_EQ(bytes.at(CollectiveKind::kAllReduce) / m, 4 * bsh_bytes);
+      EXPECT_EQ(bytes.count(CollectiveKind::kAllGather), 0u);
+      EXPECT_EQ(bytes.count(CollectiveKind::kReduceScatter), 0u);
+    } else {
+      // Each all-reduce becomes a reduce-scatter plus an all-gather; backward also all-gathers
+      // the two sharded GEMM inputs again for the weight gradients (Megatron-LM).
+      EXPECT_EQ(bytes.count(CollectiveKind::kAllReduce), 0u);
+      EXPECT_DOUBLE_EQ(bytes.at(CollectiveKind::kReduceScatter) / m, 4 * bsh_bytes);
+      EXPECT_DOUBLE_EQ(bytes.at(CollectiveKind::kAllGather) / m, (4 + 2) * bsh_bytes);
+    }
+  }
+}
+
+TEST(Traffic, PipelineSendsOneHiddenStatePerMicroBatchPerBoundary) {
+  const double bsh_bytes = 2.0 * 2048 * 5120 * 2;
+  for (bool sp : {false, true}) {
+    const auto plan = cli::plan_scenario(
+        load_scenario_text(gpt_yaml(std::string("{tensor: 8, pipeline: 4, sequence_parallel: ") +
+                                    (sp ? "true" : "false") + "}"),
+                           "pp.yaml"));
+    const int m = static_cast<int>(plan.scenario.micro_batches());
+    // Stage 1 (rank 8): receives activations and sends gradients to stage 0, sends activations
+    // and receives gradients from stage 2: m of each.
+    double sent = 0;
+    int sends = 0;
+    for (const auto& s : plan.job.program_for(8)->streams)
+      for (const auto& op : s.ops)
+        if (const auto* send = std::get_if<SendOp>(&op.body)) {
+          sent += send->bytes.value();
+          ++sends;
+        }
+    EXPECT_EQ(sends, 2 * m);
+    // b·s·h elements, or b·s·h/t when sequence parallelism shards them.
+    EXPECT_DOUBLE_EQ(sent / sends, sp ? bsh_bytes / 8 : bsh_bytes);
+  }
+}
+
+// Bytes a collective puts on each rank's links, in units of its size: the bus factor without
+// the (n-1)/n, as ZeRO counts: an all-reduce moves 2Ψ, an all-gather or reduce-scatter Ψ.
+double zero_traffic(const Job& job) {
+  double moved = 0;
+  for (const auto& [kind, bytes] : collective_bytes(job, 0, "dp"))
+    moved += (kind == CollectiveKind::kAllReduce ? 2 : 1) * bytes;
+  return moved;
+}
+
+TEST(Traffic, ZeroThreeMovesOneAndAHalfTimesDataParallel) {
+  const ModelGraph g = seven_and_a_half_billion();
+  std::map<int, double> moved;
+  for (int stage = 0; stage <= 3; ++stage) {
+    const Scenario sc = load_scenario_text(zero_yaml(64, stage), "zero.yaml");
+    ASSERT_EQ(sc.micro_batches(), 1);
+    moved[stage] = zero_traffic(build_job(g, sc));
+  }
+  const double psi_bytes = 7.5e9 * 2;
+  std::printf(
+      "ZeRO traffic per step (Psi = %.1f GB of bf16): stage 0 %.2f, 1 %.2f, 2 %.2f, 3 %.2f\n",
+      psi_bytes / 1e9, moved[0] / psi_bytes, moved[1] / psi_bytes, moved[2] / psi_bytes,
+      moved[3] / psi_bytes);
+  EXPECT_DOUBLE_EQ(moved[0], 2 * psi_bytes);
+  EXPECT_DOUBLE_EQ(moved[1], 2 * psi_bytes);
+  EXPECT_DOUBLE_EQ(moved[2], 2 * psi_bytes);
+  EXPECT_DOUBLE_EQ(moved[3], 3 * psi_bytes);
+  EXPECT_DOUBLE_EQ(moved[3] / moved[0], 1.5);
+}
+
+}  // namespace
+}  // namespace dtsim
