@@ -70,6 +70,8 @@ std::vector<GpuSpec> make_gpu_catalog() {
           .memory_efficiency = kDefaults.memory_efficiency,
           .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
           .efficiency_source = kAssumedEfficiency,
+          // NVIDIA Tesla V100 whitepaper (2017): 80 SMs on the SXM2 part
+          .sm_count = 80,
       },
       GpuSpec{
           .name = "A100-SXM-40GB",
@@ -93,6 +95,8 @@ std::vector<GpuSpec> make_gpu_catalog() {
                                " v2, A100 SXM BF16 271.2 of 312 TFLOP/s (torch 2.6, CUDA 12.6); "
                                "attention, memory, launch: " +
                                kAssumedEfficiency,
+          // NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 108 SMs
+          .sm_count = 108,
       },
       GpuSpec{
           .name = "A100-SXM-80GB",
@@ -117,6 +121,8 @@ std::vector<GpuSpec> make_gpu_catalog() {
               "read kernel at 1.80 of 2.04 TB/s, 88% in Nsight Compute (NVIDIA developer forums, "
               "'Trouble to Reach Peak Bandwidth of A100'); attention, launch: " +
               kAssumedEfficiency,
+          // NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 108 SMs
+          .sm_count = 108,
       },
       GpuSpec{
           .name = "H100-SXM",
@@ -142,6 +148,8 @@ std::vector<GpuSpec> make_gpu_catalog() {
               " v2, H100 SXM BF16 794.5 of 989 TFLOP/s (torch 2.7, CUDA 12.6; FP8 reaches only "
               "1402.6 of 1979 = 0.71); attention, memory, launch: " +
               kAssumedEfficiency,
+          // NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): 132 SMs (SXM5)
+          .sm_count = 132,
       },
       GpuSpec{
           .name = "H200-SXM",
@@ -169,6 +177,8 @@ std::vector<GpuSpec> make_gpu_catalog() {
               " v2 H100 SXM row (same die and power limit), 794.5 of 989 TFLOP/s; attention, "
               "memory, launch: " +
               kAssumedEfficiency,
+          // Same GH100 die as H100 SXM5: 132 SMs (NVIDIA H200 datasheet)
+          .sm_count = 132,
       },
       GpuSpec{
           .name = "MI250X",

@@ -34,6 +34,9 @@ struct GpuSpec {
   double memory_efficiency = 0.85;
   Seconds kernel_launch_overhead{5e-6};
   std::string efficiency_source;
+  // Streaming multiprocessors, for the GEMM wave-quantization model (core/cost_model.h); 0 where
+  // the model does not apply (non-NVIDIA devices, or unknown).
+  int sm_count = 0;
 
   // Peak for a dtype; falls back to the nearest supported format (fp8 -> bf16 -> fp16, tf32 ->
   // fp32) so that a scenario never divides by zero; `supports(dtype)` tells the truth.

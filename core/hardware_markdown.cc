@@ -83,13 +83,15 @@ std::string render_gpu_catalog_markdown() {
       "\nEfficiency factors are model parameters, not vendor figures: the achieved fraction of "
       "peak for large GEMMs and for attention kernels, the fraction of memory bandwidth that "
       "streaming kernels reach, and the fixed cost of one kernel launch. `dtsim calibrate` "
-      "replaces them with measurements.\n\n";
-  out +=
-      header({"GPU", "GEMM efficiency (fraction)", "Attention efficiency (fraction)",
-              "Memory efficiency (fraction)", "Kernel launch overhead (us)", "Efficiency source"});
+      "replaces them with measurements. The SM count (a vendor figure) drives GEMM tile and wave "
+      "quantization (docs/models.md).\n\n";
+  out += header({"GPU", "GEMM efficiency (fraction)", "Attention efficiency (fraction)",
+                 "Memory efficiency (fraction)", "Kernel launch overhead (us)", "SMs",
+                 "Efficiency source"});
   for (const GpuSpec& gpu : gpu_catalog()) {
     out += row({cell(gpu.name), number(gpu.gemm_efficiency, 3), number(gpu.attention_efficiency, 3),
                 number(gpu.memory_efficiency, 3), microseconds(gpu.kernel_launch_overhead),
+                gpu.sm_count > 0 ? std::to_string(gpu.sm_count) : std::string("-"),
                 cell(gpu.efficiency_source)});
   }
   return out;

@@ -26,6 +26,13 @@ namespace dtsim {
 
 enum class KernelKind { kGemm, kAttention, kElementwise, kOptimizer, kCommunication };
 
+// The shape of a (batched) GEMM: batch products of (m x k)·(k x n). All zero when unknown; the
+// cost model then applies no tile or wave quantization.
+struct GemmShape {
+  double batch = 0, m = 0, n = 0, k = 0;
+  bool known() const { return batch > 0 && m > 0 && n > 0 && k > 0; }
+};
+
 // For kCommunication kernels: the group and the collective.
 enum class CommGroup : uint8_t { kTensor, kExpert, kContext };
 enum class CommPattern : uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll };
@@ -37,6 +44,7 @@ struct Kernel {
   Bytes bytes{0};  // device-memory traffic (reads + writes); kCommunication: collective size
   CommGroup group = CommGroup::kTensor;
   CommPattern pattern = CommPattern::kAllReduce;
+  GemmShape shape{};  // GEMM and attention kernels
 };
 
 struct Layer {

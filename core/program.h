@@ -46,6 +46,7 @@ struct ComputeOp {
   Flops flops{0};
   Bytes bytes{0};  // device-memory traffic
   DType dtype = DType::kBf16;
+  GemmShape shape{};  // when known, the cost model applies wave quantization
 };
 
 enum class CollectiveKind {

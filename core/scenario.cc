@@ -230,6 +230,7 @@ GpuSpec resolve_gpu(const Reader& r, const std::string& file, DiagnosticSink& si
   if (auto e = r.get<double>(path + ".attention_efficiency")) spec.attention_efficiency = *e;
   if (auto e = r.get<double>(path + ".memory_efficiency")) spec.memory_efficiency = *e;
   if (auto t = r.get<Seconds>(path + ".kernel_launch_overhead")) spec.kernel_launch_overhead = *t;
+  if (auto n = r.get<int64_t>(path + ".sm_count")) spec.sm_count = static_cast<int>(*n);
   std::vector<std::string> missing;
   if (spec.peak.empty()) missing.push_back("peak (e.g. peak: {bf16: 312TFLOPS})");
   if (spec.memory.value() <= 0) missing.push_back("memory");

@@ -96,6 +96,8 @@ SchemaNode build_schema() {
                       "achieved fraction of memory bandwidth for streaming kernels (0-1]"),
                  1),
         leaf("kernel_launch_overhead", ValueType::kDuration, "fixed cost per kernel, e.g. 5us"),
+        count("sm_count", "streaming multiprocessors, for GEMM wave quantization (0: off)",
+              "from base, else 0", 0, 1e5),
     };
   }
 

@@ -182,8 +182,10 @@ class BlockBuilder {
     }
     // Q·Kᵀ per head: (s × h/a)·(h/a × s) for b·a heads = 2bs²h FLOPs; GQA heads share K.
     const double core_flops = 2 * d_.b * d_.s * d_.s * d_.h / t;
+    // Batched over b·a/t heads: (s x h/a)·(h/a x s) scores, then (s x s)·(s x h/a).
+    const double heads = d_.b * d_.a / t, head_dim = d_.h / d_.a;
     layer_.matmul("attention_scores", KernelKind::kAttention, core_flops, n_q, n_kv, n_scores,
-                  "dgrad_query", "dgrad_key");
+                  "dgrad_query", "dgrad_key", GemmShape{heads, d_.s, d_.s, head_dim});
     layer_.mark_last_selective();
     layer_.stash("query", e_ * n_q);
     layer_.stash("key", e_ * n_kv);
@@ -199,7 +201,7 @@ class BlockBuilder {
       layer_.stash("attention_dropout_output", e_ * n_scores, StashKind::kAttentionCore);
     }
     layer_.matmul("attention_v", KernelKind::kAttention, core_flops, n_scores, n_kv, n_q,
-                  "dgrad_probs", "dgrad_value");
+                  "dgrad_probs", "dgrad_value", GemmShape{heads, d_.s, head_dim, d_.s});
     layer_.mark_last_selective();
     layer_.stash("value", e_ * n_kv);
     layer_.linear("attention_proj", d_.tokens(), d_.h / t, d_.h, false);
@@ -256,8 +258,9 @@ class BlockBuilder {
   void expert_matmul(const std::string& name, double in, double out, bool column_parallel) {
     const double rows = d_.k * d_.tokens();
     const double copies = d_.E;
+    // MoE: E grouped GEMMs of k·b·s/E rows on average.
     layer_.matmul(name, KernelKind::kGemm, 2 * rows * in * out, rows * in, copies * in * out,
-                  rows * out);
+                  rows * out, "dgrad", "wgrad", GemmShape{copies, rows / copies, out, in});
     const double bias = !spec_.linear_biases ? 0 : column_parallel ? out : d_.h;
     layer_.add_parameters(copies * (in * out + bias));
   }
@@ -382,7 +385,7 @@ Layer build_lm_head(const ModelSpec& spec, const Dims& d) {
                         d.sp ? CommPattern::kReduceScatter : CommPattern::kAllReduce, bytes);
   }
   layer.matmul("logits", KernelKind::kGemm, 2 * d.tokens() * d.h * v, d.n(), d.h * v,
-               d.tokens() * v);
+               d.tokens() * v, "dgrad", "wgrad", GemmShape{1, d.tokens(), v, d.h});
   if (!spec.tied_embeddings) layer.add_parameters(v * d.h);
   if (spec.family == ModelFamily::kBert) layer.add_parameters(v);  // decoder bias
   layer.stash("logits_input", e * d.n_seq());

@@ -187,7 +187,7 @@ class StepBuilder {
         r.p.append(r.compute, CollectiveOp{collective_of(k.pattern), r.tp_group, k.bytes, dtype_},
                    label);
       else
-        r.p.append(r.compute, ComputeOp{k.kind, k.flops, k.bytes, dtype_}, label);
+        r.p.append(r.compute, ComputeOp{k.kind, k.flops, k.bytes, dtype_, k.shape}, label);
     }
   }
 

@@ -14,16 +14,24 @@ LayerBuilder::LayerBuilder(std::string name, std::string kind, double bytes_per_
 
 void LayerBuilder::matmul(const std::string& name, KernelKind kind, double flops, double a_elements,
                           double b_elements, double c_elements, std::string_view grad_a,
-                          std::string_view grad_b) {
+                          std::string_view grad_b, GemmShape shape) {
   const Bytes traffic((a_elements + b_elements + c_elements) * element_bytes_);
-  layer_.forward.push_back({name, kind, Flops(flops), traffic});
+  const GemmShape da{shape.batch, shape.m, shape.k, shape.n};
+  const GemmShape db{shape.batch, shape.k, shape.n, shape.m};
+  auto kernel = [&](std::string kernel_name, GemmShape s) {
+    Kernel k{std::move(kernel_name), kind, Flops(flops), traffic};
+    k.shape = s;
+    return k;
+  };
+  layer_.forward.push_back(kernel(name, shape));
   // Pushed in reverse so that finish()'s reversal yields grad_a first, then grad_b.
-  layer_.backward.push_back({name + "." + std::string(grad_b), kind, Flops(flops), traffic});
-  layer_.backward.push_back({name + "." + std::string(grad_a), kind, Flops(flops), traffic});
+  layer_.backward.push_back(kernel(name + "." + std::string(grad_b), db));
+  layer_.backward.push_back(kernel(name + "." + std::string(grad_a), da));
 }
 
 void LayerBuilder::linear(const std::string& name, double m, double k, double n, bool bias) {
-  matmul(name, KernelKind::kGemm, 2 * m * k * n, m * k, k * n, m * n);
+  matmul(name, KernelKind::kGemm, 2 * m * k * n, m * k, k * n, m * n, "dgrad", "wgrad",
+         GemmShape{1, m, n, k});
   add_parameters(k * n + (bias ? n : 0));
 }
 

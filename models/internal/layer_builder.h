@@ -32,9 +32,11 @@ class LayerBuilder {
 
   // C = A·B with `flops` forward FLOPs; a/b/c_elements are the operand sizes in elements.
   // Backward kernels are "<name>.<grad_a>" (dA = dC·Bᵀ) and "<name>.<grad_b>" (dB = Aᵀ·dC).
+  // `shape` is the forward product (m x k)·(k x n); backward's dA = dC·Bᵀ is (m x n)·(n x k)
+  // and dB = Aᵀ·dC is (k x m)·(m x n).
   void matmul(const std::string& name, KernelKind kind, double flops, double a_elements,
               double b_elements, double c_elements, std::string_view grad_a = "dgrad",
-              std::string_view grad_b = "wgrad");
+              std::string_view grad_b = "wgrad", GemmShape shape = {});
   // A dense layer on m rows: (m×k)·(k×n), 2mkn FLOPs (Narayanan et al. 2021, section 5.1);
   // adds k·n weights and n biases when `bias`.
   void linear(const std::string& name, double m, double k, double n, bool bias);
