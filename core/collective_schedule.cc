@@ -377,9 +377,11 @@ std::optional<ResolvedCollective> torus_auto(const CollectiveOp& op, const std::
   CollectiveOp ring = op, torus = op;
   ring.algorithm = CollectiveAlgorithm::kRing;
   torus.algorithm = CollectiveAlgorithm::kHierarchical;
-  const bool faster = collective_time(torus, ranks, cluster) < collective_time(ring, ranks, cluster);
-  return ResolvedCollective{faster ? CollectiveAlgorithm::kHierarchical : CollectiveAlgorithm::kRing,
-                            CollectiveProtocol::kAuto};
+  const bool faster =
+      collective_time(torus, ranks, cluster) < collective_time(ring, ranks, cluster);
+  return ResolvedCollective{
+      faster ? CollectiveAlgorithm::kHierarchical : CollectiveAlgorithm::kRing,
+      CollectiveProtocol::kAuto};
 }
 
 // NCCL's choice restricted to what dtsim builds; nullopt where the model does not apply.

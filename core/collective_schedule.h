@@ -102,11 +102,10 @@ std::optional<TorusAllReducePlan> torus_all_reduce_plan(const std::vector<Rank>&
                                                         const ClusterConfig& cluster);
 
 // What a request runs as. Explicit algorithms fall back to the ring where they do not apply.
-// On a torus network, auto runs an all-reduce as the torus all-reduce (hierarchical) when its closed
-// form is faster than the ring's.
-// Algorithm auto follows NCCL's cost model (core/nccl_model.h) among the algorithms dtsim builds,
-// on systems that model covers (NVSwitch A100/H100/H200 nodes, whole nodes); elsewhere the ring
-// with the pure alpha-beta model.
+// On a torus network, auto runs an all-reduce as the torus all-reduce (hierarchical) when its
+// closed form is faster than the ring's. Algorithm auto follows NCCL's cost model
+// (core/nccl_model.h) among the algorithms dtsim builds, on systems that model covers (NVSwitch
+// A100/H100/H200 nodes, whole nodes); elsewhere the ring with the pure alpha-beta model.
 struct ResolvedCollective {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
   CollectiveProtocol protocol = CollectiveProtocol::kAuto;  // kAuto here: no protocol effect

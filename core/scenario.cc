@@ -327,8 +327,7 @@ void resolve_torus(const Reader& r, ClusterConfig& c, DiagnosticSink& sink) {
   if (net.topology != Topology::kTorus) {
     for (const char* k : {"torus_dims", "torus_hop_latency"})
       if (r.find(std::string("cluster.network.") + k))
-        sink.add(r.where(std::string("cluster.network.") + k),
-                 std::string("cluster.network.") + k,
+        sink.add(r.where(std::string("cluster.network.") + k), std::string("cluster.network.") + k,
                  std::string(k) + " applies to topology: torus, but the topology is " +
                      std::string(to_string(net.topology)));
     return;

@@ -93,7 +93,8 @@ Platform build_platform(const ClusterConfig& c, DType precision) {
     for (int r = 0; r < world && pcie; ++r)  // a PCIe GPU reaches the network through its link
       injection[static_cast<size_t>(r)] =
           static_cast<sg4::SplitDuplexLink*>(gpu_link[static_cast<size_t>(r)]);
-    const TorusZone* torus = TorusZone::create("network-torus", root, shape, p.gpu_speed, injection);
+    const TorusZone* torus =
+        TorusZone::create("network-torus", root, shape, p.gpu_speed, injection);
     for (int r = 0; r < world; ++r) p.torus.push_back(torus->endpoint(r));
     p.group.assign(static_cast<size_t>(world), 0);
     p.pod.assign(static_cast<size_t>(world), 0);
