@@ -1,6 +1,7 @@
 #include "core/cost_model.h"
 
 #include "core/collective_schedule.h"
+#include "core/torus.h"
 
 #include <algorithm>
 #include <set>
@@ -39,7 +40,12 @@ LinkCost point_to_point_link(Rank a, Rank b, const ClusterConfig& cluster) {
   const auto& net = cluster.network;
   // One flow uses one NIC; it is also bounded by the GPU's own fabric link.
   BytesPerSecond nic = net.nic_bandwidth * net.protocol_efficiency;
-  return {net.latency, std::min(nic, cluster.intra_node.per_gpu_bandwidth)};
+  Seconds latency = net.latency;
+  if (net.topology == Topology::kTorus && !net.torus_dims.empty()) {  // core/torus.h routes
+    const auto hops = torus_route(node_of(a, cluster), node_of(b, cluster), net.torus_dims);
+    latency += net.torus_hop_latency * (static_cast<double>(std::max<size_t>(hops.size(), 1)) - 1);
+  }
+  return {latency, std::min(nic, cluster.intra_node.per_gpu_bandwidth)};
 }
 
 LinkCost torus_link(int ranks_per_node, const ClusterConfig& cluster) {

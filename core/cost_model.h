@@ -35,6 +35,7 @@ struct LinkCost {
   BytesPerSecond beta{0};
 };
 LinkCost ring_link(const std::vector<Rank>& ranks, const ClusterConfig& cluster);
+// On a torus, latency + (hops - 1) x torus_hop_latency along the dimension-order route.
 LinkCost point_to_point_link(Rank a, Rank b, const ClusterConfig& cluster);
 // One ring along a torus dimension (core/torus.h), for a group with `ranks_per_node` ranks on each
 // node: alpha is a one-hop route (plus the PCIe links on PCIe nodes); beta is the cable's share of

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <simgrid/s4u.hpp>
 
+#include "core/cost_model.h"
 #include "core/torus.h"
 #include "sim/platform.h"
 #include "sim_fixtures.h"
@@ -112,6 +113,7 @@ TEST(TorusRouting, HopsAddLatencyAndSharedCablesHalveBandwidth) {
     EXPECT_NEAR(simgrid_time(flows({pair(0, 1)}, 8, 16), c, fidelity), 2e-6, 1e-8) << fidelity;
     EXPECT_NEAR(simgrid_time(flows({pair(0, 3)}, 8, 16), c, fidelity), 2e-6, 1e-8) << fidelity;
   }
+  EXPECT_NEAR(point_to_point_time(Bytes(8), 0, 10, c).value(), 8e-6, 1e-8);  // the analytic view
   // 1 GiB: 0 -> 2 crosses cables 0+ and 1+, 1 -> 3 crosses 1+ and 2+. Together they share cable
   // 1+ and each takes twice as long; 0 -> 2 with 4 -> 6 (the next row) share nothing.
   const double alone = simgrid_time(flows({pair(0, 2)}, kGiB, 16), c, "collective");
