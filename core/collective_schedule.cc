@@ -8,6 +8,7 @@
 #include "core/cost_model.h"
 #include "core/error.h"
 #include "core/nccl_model.h"
+#include "core/torus.h"
 
 namespace dtsim {
 
@@ -76,6 +77,15 @@ void merge_parallel_flows(std::vector<Flow>& flows) {
 class PhasedBuilder {
  public:
   PhasedBuilder(std::vector<Flow>& flows, Fidelity fidelity) : flows_(flows), fidelity_(fidelity) {}
+  // A builder whose first phase waits for `start` (flows of another builder): concurrent branches.
+  PhasedBuilder(std::vector<Flow>& flows, Fidelity fidelity, std::vector<int> start)
+      : flows_(flows), fidelity_(fidelity), barrier_(start), start_(std::move(start)) {}
+  // What the next phase would wait for; join() makes this builder wait for other branches too.
+  const std::vector<int>& barrier() const { return barrier_; }
+  void join(const std::vector<int>& other) {
+    barrier_.insert(barrier_.end(), other.begin(), other.end());
+    start_ = barrier_;
+  }
 
   // Ring passes over several independent orders at once (one per node, or per local index).
   void rings(const std::vector<std::vector<Rank>>& orders, int steps, Bytes segment,
@@ -213,7 +223,109 @@ void halving_doubling(const std::vector<Rank>& ranks, Bytes s, Seconds alpha, Ph
   }
 }
 
+// Ring orders along one torus dimension, both ways round when the dimension has 3 or more nodes
+// (with 2, both neighbours are the same node and the shorter route is always the + cable).
+std::vector<std::vector<Rank>> torus_ring_orders(const std::vector<std::vector<Rank>>& rings,
+                                                 int size) {
+  std::vector<std::vector<Rank>> orders = rings;
+  if (size >= 3)
+    for (const auto& ring : rings) orders.emplace_back(ring.rbegin(), ring.rend());
+  return orders;
+}
+
+// The torus all-reduce (see torus_all_reduce_plan in the header): node reduce-scatter, D
+// concurrent rotations over the torus dimensions, node all-gather.
+void torus_all_reduce(const TorusAllReducePlan& plan, Bytes s, const ClusterConfig& cluster,
+                      PhasedBuilder& b, std::vector<Flow>& flows, Fidelity fidelity) {
+  const size_t g = plan.nodes.front().size();
+  const double gd = static_cast<double>(g);
+  const Seconds intra_alpha = ring_link(plan.nodes.front(), cluster).alpha;
+  const Seconds net_alpha = torus_link(static_cast<int>(g), cluster).alpha;
+  if (g > 1) b.rings(plan.nodes, static_cast<int>(g - 1), s / gd, intra_alpha);
+  const size_t dims = plan.sizes.size();
+  std::vector<int> ends;
+  for (size_t r = 0; r < dims; ++r) {
+    PhasedBuilder rotation(flows, fidelity, b.barrier());
+    Bytes data = s / gd / static_cast<double>(dims);
+    std::vector<size_t> order;
+    for (size_t i = 0; i < dims; ++i) order.push_back((r + i) % dims);
+    std::vector<Bytes> entering;
+    for (size_t i = 0; i < dims; ++i) {
+      const size_t d = order[i];
+      const int k = plan.sizes[d];
+      const double ways = k >= 3 ? 2.0 : 1.0;
+      const auto orders = torus_ring_orders(plan.rings[d], k);
+      const int steps = i + 1 == dims ? 2 * (k - 1) : k - 1;  // the last dimension all-reduces
+      rotation.rings(orders, steps, data / ways / static_cast<double>(k), net_alpha);
+      entering.push_back(data);
+      data = data / static_cast<double>(k);
+    }
+    for (size_t i = dims - 1; i-- > 0;) {  // all-gathers back
+      const size_t d = order[i];
+      const int k = plan.sizes[d];
+      const double ways = k >= 3 ? 2.0 : 1.0;
+      rotation.rings(torus_ring_orders(plan.rings[d], k), k - 1,
+                     entering[i] / ways / static_cast<double>(k), net_alpha);
+    }
+    ends.insert(ends.end(), rotation.barrier().begin(), rotation.barrier().end());
+  }
+  b.join(ends);
+  if (g > 1) b.rings(plan.nodes, static_cast<int>(g - 1), s / gd, intra_alpha);
+}
+
 }  // namespace
+
+std::optional<TorusAllReducePlan> torus_all_reduce_plan(const std::vector<Rank>& ranks,
+                                                        const ClusterConfig& cluster) {
+  const auto& dims = cluster.network.torus_dims;
+  if (cluster.network.topology != Topology::kTorus || dims.empty()) return std::nullopt;
+  TorusAllReducePlan plan;
+  plan.nodes = ranks_by_node(ranks, cluster);
+  if (plan.nodes.size() < 2) return std::nullopt;
+  std::vector<std::vector<int>> coords;
+  for (const auto& node : plan.nodes) {
+    const int n = node_of(node.front(), cluster);
+    if (n < 0 || n >= cluster.nodes) return std::nullopt;
+    coords.push_back(torus_coordinates(n, dims));
+  }
+  std::vector<size_t> spanned;
+  double box = 1;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    std::vector<bool> seen(static_cast<size_t>(dims[d]), false);
+    int distinct = 0;
+    for (const auto& c : coords)
+      if (!seen[static_cast<size_t>(c[d])]) seen[static_cast<size_t>(c[d])] = true, ++distinct;
+    if (distinct == dims[d] && distinct > 1)
+      spanned.push_back(d);
+    else if (distinct != 1)
+      return std::nullopt;  // part of a dimension: its rings would not close on one cable
+    box *= distinct;
+  }
+  if (box != static_cast<double>(plan.nodes.size())) return std::nullopt;
+  std::map<std::vector<int>, size_t> node_at;
+  for (size_t i = 0; i < coords.size(); ++i) node_at[coords[i]] = i;
+  const size_t g = plan.nodes.front().size();
+  for (size_t d : spanned) {
+    plan.sizes.push_back(dims[d]);
+    std::vector<std::vector<Rank>> rings;
+    for (size_t i = 0; i < coords.size(); ++i) {
+      if (coords[i][d] != 0) continue;  // one line per node at coordinate 0 of this dimension
+      std::vector<int> at = coords[i];
+      std::vector<size_t> line;
+      for (int c = 0; c < dims[d]; ++c) {
+        at[d] = c;
+        line.push_back(node_at.at(at));
+      }
+      for (size_t j = 0; j < g; ++j) {
+        std::vector<Rank> ring;
+        for (size_t k : line) ring.push_back(plan.nodes[k][j]);
+        rings.push_back(std::move(ring));
+      }
+    }
+    plan.rings.push_back(std::move(rings));
+  }
+  return plan;
+}
 
 std::vector<std::vector<Rank>> ranks_by_node(const std::vector<Rank>& ranks,
                                              const ClusterConfig& cluster) {
@@ -256,9 +368,26 @@ ProtocolEffect protocol_effect(CollectiveProtocol protocol, bool crosses_nodes, 
 }
 
 namespace {
+// On a torus (no NCCL there: TPU-style pods), the torus all-reduce when its closed form beats the
+// ring's, else the ring; nullopt off a torus or where the torus all-reduce does not apply.
+std::optional<ResolvedCollective> torus_auto(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                                             const ClusterConfig& cluster) {
+  if (op.kind != CollectiveKind::kAllReduce || !torus_all_reduce_plan(ranks, cluster))
+    return std::nullopt;
+  CollectiveOp ring = op, torus = op;
+  ring.algorithm = CollectiveAlgorithm::kRing;
+  torus.algorithm = CollectiveAlgorithm::kHierarchical;
+  const bool faster =
+      collective_time(torus, ranks, cluster) < collective_time(ring, ranks, cluster);
+  return ResolvedCollective{
+      faster ? CollectiveAlgorithm::kHierarchical : CollectiveAlgorithm::kRing,
+      CollectiveProtocol::kAuto};
+}
+
 // NCCL's choice restricted to what dtsim builds; nullopt where the model does not apply.
 std::optional<ResolvedCollective> nccl_auto(const CollectiveOp& op, const std::vector<Rank>& ranks,
                                             const ClusterConfig& cluster) {
+  if (auto torus = torus_auto(op, ranks, cluster)) return torus;
   if (op.kind != CollectiveKind::kAllReduce || ranks.size() < 2) return std::nullopt;
   const auto nodes = ranks_by_node(ranks, cluster);
   if (nodes.empty()) return std::nullopt;
@@ -326,6 +455,16 @@ double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
   const CollectiveAlgorithm algorithm = resolve_algorithm(op, ranks, cluster);
   if (algorithm == CollectiveAlgorithm::kNvls) return 2 * n;
   if (algorithm == CollectiveAlgorithm::kHalvingDoubling) return (2 * std::log2(n) + 2) * n;
+  if (algorithm == CollectiveAlgorithm::kHierarchical)
+    if (const auto plan = torus_all_reduce_plan(ranks, cluster)) {
+      // Node rings, then every rotation passes each dimension once: 2(k - 1) steps of n flows,
+      // both ways round when k >= 3.
+      const double g = static_cast<double>(plan->nodes.front().size());
+      const double rotations = static_cast<double>(plan->sizes.size());
+      double count = 2 * (g - 1) * n;
+      for (int k : plan->sizes) count += rotations * 2 * (k - 1) * n * (k >= 3 ? 2 : 1);
+      return count;
+    }
   if (algorithm == CollectiveAlgorithm::kHierarchical) {
     const double m = static_cast<double>(ranks_by_node(ranks, cluster).size()), g = n / m;
     return 2 * (g - 1) * n + 2 * (m - 1) * n;
@@ -381,6 +520,12 @@ CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ra
     halving_doubling(ranks, op.bytes, alpha, b);
     return s;
   }
+  if (algorithm == CollectiveAlgorithm::kHierarchical)
+    if (const auto plan = torus_all_reduce_plan(ranks, cluster)) {
+      PhasedBuilder b(s.flows, fidelity);
+      torus_all_reduce(*plan, op.bytes, cluster, b, s.flows, fidelity);
+      return s;
+    }
   if (algorithm == CollectiveAlgorithm::kHierarchical) {
     const auto nodes = ranks_by_node(ranks, cluster);
     const size_t g = nodes.front().size(), m = nodes.size();

@@ -27,6 +27,7 @@
 //   barrier is a zero-byte all-reduce. Tree and other algorithms arrive with the collectives issue.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "core/program.h"
@@ -80,10 +81,31 @@ double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
 std::vector<std::vector<Rank>> ranks_by_node(const std::vector<Rank>& ranks,
                                              const ClusterConfig& cluster);
 
+// The multi-dimensional ring all-reduce on a torus network (topology: torus), as on TPU pods: a
+// ring reduce-scatter inside each node (g ranks), then on the torus, for each dimension in turn, a
+// ring reduce-scatter along that dimension on the data left by the previous one (S/g, then
+// S/(g k0), ...), and the all-gathers back in reverse order, then the node all-gather. It is the
+// hierarchical algorithm with the inter-node ring nested into the torus dimensions, and it runs as
+// `hierarchical` on a torus. To use every cable at once the torus part is split into D concurrent
+// rotations of S/(g D) each, rotation r visiting dimensions r, r+1, ... (mod D), so that at every
+// phase each rotation is on a different dimension; and each ring along a dimension of 3 or more
+// nodes is bidirectional (half the data each way). Applies when the group is whole nodes forming a
+// sub-torus (every dimension spanned entirely or at one coordinate); nullopt otherwise.
+struct TorusAllReducePlan {
+  std::vector<std::vector<Rank>> nodes;  // ranks_by_node
+  std::vector<int> sizes;                // nodes along each spanned dimension (k0, k1, ...)
+  // rings[d]: the rings along spanned dimension d, one per line of nodes and local rank index,
+  // in coordinate order (each hop one cable in the + direction).
+  std::vector<std::vector<std::vector<Rank>>> rings;
+};
+std::optional<TorusAllReducePlan> torus_all_reduce_plan(const std::vector<Rank>& ranks,
+                                                        const ClusterConfig& cluster);
+
 // What a request runs as. Explicit algorithms fall back to the ring where they do not apply.
-// Algorithm auto follows NCCL's cost model (core/nccl_model.h) among the algorithms dtsim builds,
-// on systems that model covers (NVSwitch A100/H100/H200 nodes, whole nodes); elsewhere the ring
-// with the pure alpha-beta model.
+// On a torus network, auto runs an all-reduce as the torus all-reduce (hierarchical) when its
+// closed form is faster than the ring's. Algorithm auto follows NCCL's cost model
+// (core/nccl_model.h) among the algorithms dtsim builds, on systems that model covers (NVSwitch
+// A100/H100/H200 nodes, whole nodes); elsewhere the ring with the pure alpha-beta model.
 struct ResolvedCollective {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
   CollectiveProtocol protocol = CollectiveProtocol::kAuto;  // kAuto here: no protocol effect

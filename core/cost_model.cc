@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/collective_schedule.h"
+#include "core/torus.h"
 
 namespace dtsim {
 
@@ -54,7 +55,46 @@ LinkCost point_to_point_link(Rank a, Rank b, const ClusterConfig& cluster) {
   const auto& net = cluster.network;
   // One flow uses one NIC; it is also bounded by the GPU's own fabric link.
   BytesPerSecond nic = net.nic_bandwidth * net.protocol_efficiency;
-  return {net.latency, std::min(nic, cluster.intra_node.per_gpu_bandwidth)};
+  Seconds latency = net.latency;
+  if (net.topology == Topology::kTorus && !net.torus_dims.empty()) {  // core/torus.h routes
+    const auto hops = torus_route(node_of(a, cluster), node_of(b, cluster), net.torus_dims);
+    latency += net.torus_hop_latency * (static_cast<double>(std::max<size_t>(hops.size(), 1)) - 1);
+  }
+  return {latency, std::min(nic, cluster.intra_node.per_gpu_bandwidth)};
+}
+
+LinkCost torus_link(int ranks_per_node, const ClusterConfig& cluster) {
+  const auto& net = cluster.network;
+  const double g = std::max(1, ranks_per_node);
+  const double share = std::min(1.0, g / cluster.gpus_per_node);
+  const bool pcie = cluster.intra_node.kind == FabricKind::kPcie;
+  const BytesPerSecond cable = net.nic_bandwidth * (net.protocol_efficiency * share / g);
+  return {net.latency + (pcie ? cluster.intra_node.latency : Seconds(0)),
+          std::min(cable, cluster.intra_node.per_gpu_bandwidth)};
+}
+
+Seconds torus_all_reduce_time(Bytes bytes, const std::vector<Rank>& ranks,
+                              const ClusterConfig& cluster) {
+  const auto plan = torus_all_reduce_plan(ranks, cluster);
+  if (!plan) return Seconds(0);
+  const double g = static_cast<double>(plan->nodes.front().size());
+  const LinkCost intra = ring_link(plan->nodes.front(), cluster);
+  const LinkCost net = torus_link(static_cast<int>(g), cluster);
+  Seconds t(0);
+  if (g > 1) t = 2.0 * (intra.alpha * (g - 1) + bytes * ((g - 1) / g) / intra.beta);
+  const size_t dims = plan->sizes.size();
+  Seconds slowest(0);
+  for (size_t r = 0; r < dims; ++r) {
+    Bytes x = bytes / g / static_cast<double>(dims);
+    Seconds rotation(0);
+    for (size_t i = 0; i < dims; ++i) {
+      const double k = plan->sizes[(r + i) % dims], ways = k >= 3 ? 2 : 1;
+      rotation += 2.0 * (net.alpha * (k - 1) + x * ((k - 1) / k) / (net.beta * ways));
+      x = x / k;
+    }
+    slowest = std::max(slowest, rotation);
+  }
+  return t + slowest;
 }
 
 LinkCost ring_link(const std::vector<Rank>& ranks, const ClusterConfig& cluster) {
@@ -69,7 +109,9 @@ LinkCost ring_link(const std::vector<Rank>& ranks, const ClusterConfig& cluster)
   const auto& net = cluster.network;
   double ranks_per_node = static_cast<double>(ranks.size()) / static_cast<double>(nodes.size());
   double share = std::min(1.0, ranks_per_node / cluster.gpus_per_node);
-  BytesPerSecond node_nics = net.nic_bandwidth * (net.nics_per_node * net.protocol_efficiency);
+  // On a torus a ring leaves each node over one cable (its next node's), whatever nics_per_node.
+  const int ports = net.topology == Topology::kTorus ? 1 : net.nics_per_node;
+  BytesPerSecond node_nics = net.nic_bandwidth * (ports * net.protocol_efficiency);
   BytesPerSecond inter = node_nics * share;
   return {std::max(net.latency, intra.alpha), std::min(inter, intra.beta)};
 }
@@ -111,6 +153,8 @@ Seconds collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
     const Seconds fold = n > p ? 2.0 * (link.alpha + op.bytes / link.beta) : Seconds(0);
     return fold + link.alpha * (2.0 * k) + op.bytes * (2.0 * (p - 1) / p) / link.beta;
   }
+  if (algorithm == CollectiveAlgorithm::kHierarchical && torus_all_reduce_plan(ranks, cluster))
+    return torus_all_reduce_time(op.bytes, ranks, cluster);
   if (algorithm == CollectiveAlgorithm::kHierarchical) {
     const auto nodes = ranks_by_node(ranks, cluster);
     const double g = static_cast<double>(nodes.front().size()),

@@ -45,7 +45,22 @@ struct LinkCost {
   BytesPerSecond beta{0};
 };
 LinkCost ring_link(const std::vector<Rank>& ranks, const ClusterConfig& cluster);
+// On a torus, latency + (hops - 1) x torus_hop_latency along the dimension-order route.
 LinkCost point_to_point_link(Rank a, Rank b, const ClusterConfig& cluster);
+// One ring along a torus dimension (core/torus.h), for a group with `ranks_per_node` ranks on each
+// node: alpha is a one-hop route (plus the PCIe links on PCIe nodes); beta is the cable's share of
+// one of the node's ranks, nic_bandwidth x protocol_efficiency x min(1, g / gpus_per_node) / g (the
+// node's other GPUs run groups of the same shape), at most the GPU's own link.
+LinkCost torus_link(int ranks_per_node, const ClusterConfig& cluster);
+
+// The torus all-reduce (core/collective_schedule.h) on a contention-free torus: the node phases
+// 2[(g-1) alpha_node + (g-1)/g S/beta_node], plus the slowest rotation: rotation r starts with
+// X = S/(g D) and for its i-th dimension (k nodes, w = 2 ways round when k >= 3, else 1) costs
+// 2[(k-1) alpha + (k-1)/k X_i/(w beta)], with X_{i+1} = X_i / k. Rotations run on different
+// dimensions at every phase when all dimensions are equal; with unequal ones they can meet on a
+// cable, which only the SimGrid engine sees.
+Seconds torus_all_reduce_time(Bytes bytes, const std::vector<Rank>& ranks,
+                              const ClusterConfig& cluster);
 
 Seconds collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
                         const ClusterConfig& cluster);

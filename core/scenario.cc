@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "core/torus.h"
 
 namespace dtsim {
 
@@ -98,6 +101,12 @@ int64_t Scenario::micro_batches() const {
 }
 
 namespace {
+
+std::string format_count(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
 
 // Typed access to validated entries, with defaults for absent keys.
 class Reader {
@@ -334,6 +343,47 @@ NetworkConfig resolve_network(const Reader& r, DiagnosticSink& sink) {
   return n;
 }
 
+// Torus dimensions: given (1 to 3, product = nodes) or the near-cube default (core/torus.h).
+void resolve_torus(const Reader& r, ClusterConfig& c, DiagnosticSink& sink) {
+  const std::string key = "cluster.network.torus_dims";
+  auto& net = c.network;
+  net.torus_hop_latency = r.get_or<Seconds>("cluster.network.torus_hop_latency", net.latency);
+  const auto dims = r.get<std::vector<int64_t>>(key);
+  if (net.topology != Topology::kTorus) {
+    for (const char* k : {"torus_dims", "torus_hop_latency"})
+      if (r.find(std::string("cluster.network.") + k))
+        sink.add(r.where(std::string("cluster.network.") + k), std::string("cluster.network.") + k,
+                 std::string(k) + " applies to topology: torus, but the topology is " +
+                     std::string(to_string(net.topology)));
+    return;
+  }
+  if (!dims) {
+    net.torus_dims = default_torus_dims(c.nodes);
+    return;
+  }
+  std::string written = "[";
+  double product = 1;
+  for (size_t i = 0; i < dims->size(); ++i) {
+    written += (i ? ", " : "") + std::to_string((*dims)[i]);
+    product *= static_cast<double>((*dims)[i]);
+  }
+  written += "]";
+  if (dims->empty() || dims->size() > 3) {
+    sink.add(r.where(key), key,
+             "expected 1 to 3 dimensions such as [4, 4] or [4, 4, 4], found " + written);
+    return;
+  }
+  if (product != static_cast<double>(c.nodes)) {
+    sink.add(r.where(key), key,
+             "torus_dims " + written + " hold " + format_count(product) +
+                 " nodes, but cluster.nodes is " + std::to_string(c.nodes) +
+                 "; their product must equal nodes (or leave torus_dims out for a near-cube "
+                 "default)");
+    return;
+  }
+  for (int64_t k : *dims) net.torus_dims.push_back(static_cast<int>(k));
+}
+
 Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) {
   Scenario s;
   s.file = file;
@@ -360,6 +410,7 @@ Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) 
   c.network.levels = r.count("cluster.network.levels", 2).value;
   c.network.leaves_per_pod = r.count("cluster.network.leaves_per_pod", 16).value;
   c.network.pod_oversubscription = r.get_or<double>("cluster.network.pod_oversubscription", 1.0);
+  resolve_torus(r, c, sink);
 
   // Model: kept raw for models/.
   for (const auto& [path, entry] : entries)

@@ -58,6 +58,9 @@ struct NetworkConfig {
   int levels = 2;          // fat-tree switch levels
   int leaves_per_pod = 16;
   double pod_oversubscription = 1.0;
+  // Torus (topology: torus, core/torus.h): nodes per dimension, their product is `nodes`.
+  std::vector<int> torus_dims;
+  Seconds torus_hop_latency{0};  // added per hop beyond the first; default: latency
 };
 
 struct ClusterConfig {

@@ -133,6 +133,15 @@ SchemaNode build_schema() {
 
   SchemaNode topology = choice("topology", {"fat-tree", "rail-optimized", "torus", "star"},
                                "inter-node topology", "fat-tree");
+  SchemaNode torus_dims = leaf(
+      "torus_dims", ValueType::kCountList,
+      "nodes along each dimension of a torus (topology: torus), 1 to 3 of them, e.g. [4, 4, 4]; "
+      "their product must equal nodes. Each node has a cable to its + and - neighbour in every "
+      "dimension (wrap-around), each at nic_bandwidth x protocol_efficiency per direction; "
+      "routes are dimension-ordered, the shorter way round",
+      "near-cube: the smallest largest dimension, then the fewest (16 -> [4, 4], 64 -> [4, 4, 4])");
+  torus_dims.min = 1;
+  torus_dims.max = kMaxNodes;
   SchemaNode network = section(
       "network", "the network between nodes",
       {net_preset,
@@ -142,7 +151,8 @@ SchemaNode build_schema() {
        positive(leaf("nic_bandwidth", ValueType::kBandwidth, "line rate of one NIC per direction",
                      "from preset"),
                 1e15),
-       count("nics_per_node", "NICs per node", "gpus_per_node", 1, 64),
+       count("nics_per_node", "NICs per node (a torus node has 2 cables per dimension instead)",
+             "gpus_per_node", 1, 64),
        leaf("latency", ValueType::kDuration, "end-to-end small-message latency between nodes",
             "from preset"),
        count("nodes_per_leaf",
@@ -158,6 +168,11 @@ SchemaNode build_schema() {
        positive(leaf("oversubscription", ValueType::kNumber,
                      "downlink:uplink ratio at the first switch level above the leaves", "1"),
                 1024),
+       torus_dims,
+       leaf("torus_hop_latency", ValueType::kDuration,
+            "torus: latency each hop adds beyond the first (a route of h hops takes latency + "
+            "(h - 1) x torus_hop_latency)",
+            "latency"),
        positive(leaf("protocol_efficiency", ValueType::kNumber,
                      "usable fraction of line rate for bulk transfers (0-1]", "from preset"),
                 1)});

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "sim/torus_zone.h"
+
 namespace dtsim::sim {
 
 namespace sg4 = simgrid::s4u;
@@ -77,6 +79,27 @@ Platform build_platform(const ClusterConfig& c, DType precision) {
       p.nvswitch.push_back(sw);
     }
     zone->seal();
+  }
+
+  if (c.network.topology == Topology::kTorus && c.nodes > 1) {
+    // Torus: cables between neighbouring nodes at the NIC rate, routes computed per flow.
+    TorusZone::Shape shape;
+    shape.dims = c.network.torus_dims;
+    shape.gpus_per_node = gpn;
+    shape.cable_bytes_per_s = c.network.nic_bandwidth.value() * c.network.protocol_efficiency;
+    shape.latency_s = c.network.latency.value();
+    shape.hop_latency_s = c.network.torus_hop_latency.value();
+    std::vector<sg4::SplitDuplexLink*> injection(static_cast<size_t>(world), nullptr);
+    for (int r = 0; r < world && pcie; ++r)  // a PCIe GPU reaches the network through its link
+      injection[static_cast<size_t>(r)] =
+          static_cast<sg4::SplitDuplexLink*>(gpu_link[static_cast<size_t>(r)]);
+    const TorusZone* torus =
+        TorusZone::create("network-torus", root, shape, p.gpu_speed, injection);
+    for (int r = 0; r < world; ++r) p.torus.push_back(torus->endpoint(r));
+    p.group.assign(static_cast<size_t>(world), 0);
+    p.pod.assign(static_cast<size_t>(world), 0);
+    root->seal();
+    return p;
   }
 
   // Network. A fat-tree groups nodes under leaf switches, and with three levels groups leaves into

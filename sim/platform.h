@@ -18,7 +18,9 @@
 //   cluster.network.nodes_per_leaf, by default 32 NICs per leaf as on 64-port NDR switches with
 //   half their ports down; with levels: 3, leaves_per_pod leaves share a pod whose uplink carries
 //   their uplinks' bandwidth / pod_oversubscription); rail-optimized (rail zone k holds NIC k of
-//   every node; rails meet at a spine through uplinks / oversubscription).
+//   every node; rails meet at a spine through uplinks / oversubscription); torus (sim/torus_zone.h:
+//   one endpoint `torus-r` per rank, cables between neighbouring nodes, dimension-order routes
+//   computed on demand; the NIC endpoints above are not built).
 // - Compute hosts run at the GPU's dense peak for the training precision; a kernel is an Exec of
 //   (roofline seconds x peak) FLOPs, so its duration is exactly the roofline time.
 // - One `timer` host with a million cores times delays and zero-time joins without sharing.
@@ -40,6 +42,7 @@ struct Platform {
   std::vector<int> group;                       // leaf (fat-tree) or rail of each rank's NIC
   std::vector<int> pod;                         // pod of each rank (0 without a third level)
   std::vector<simgrid::s4u::Host*> nvswitch;    // by node: the switch as an NVLS endpoint
+  std::vector<simgrid::s4u::Host*> torus;       // by global rank (topology: torus), else empty
   simgrid::s4u::Host* timer = nullptr;
   double gpu_speed = 1;  // FLOP/s of every gpu host
   int nodes_per_leaf = 1;
@@ -53,6 +56,7 @@ inline std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*> endpoints_for(const P
   if (b <= -2) return {p.gpu[static_cast<size_t>(a)], p.nvswitch[static_cast<size_t>(-2 - b)]};
   const auto ua = static_cast<size_t>(a), ub = static_cast<size_t>(b);
   if (a / gpus_per_node == b / gpus_per_node) return {p.gpu[ua], p.gpu[ub]};
+  if (!p.torus.empty()) return {p.torus[ua], p.torus[ub]};
   if (p.group[ua] == p.group[ub]) return {p.nic_local[ua], p.nic_local[ub]};
   if (p.pod[ua] == p.pod[ub]) return {p.nic_pod[ua], p.nic_pod[ub]};
   return {p.nic_global[ua], p.nic_global[ub]};
