@@ -212,9 +212,11 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
     if (to_string(p) == o.protocol) protocol = p;
   if (protocol != CollectiveProtocol::kAuto && o.algorithm != "ring")
     throw bad("--protocol", "protocols shape the ring only so far; add --algorithm ring");
-  if (o.algorithm == "halving-doubling" || o.algorithm == "hierarchical" || o.algorithm == "nvls") {
+  if (o.algorithm == "halving-doubling" || o.algorithm == "hierarchical" || o.algorithm == "nvls" ||
+      o.algorithm == "tree") {
     algorithm = o.algorithm == "hierarchical" ? CollectiveAlgorithm::kHierarchical
                 : o.algorithm == "nvls"       ? CollectiveAlgorithm::kNvls
+                : o.algorithm == "tree"       ? CollectiveAlgorithm::kTree
                                               : CollectiveAlgorithm::kHalvingDoubling;
     if (o.op != "all-reduce")
       throw bad("--algorithm",
@@ -229,12 +231,10 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
                                    std::to_string(c.gpus_per_node) +
                                    " or fewer (NVLS across nodes, NVLS-tree, is not built yet)");
   } else if (o.algorithm != "ring" && o.algorithm != "auto") {
-    throw bad(
-        "--algorithm",
-        "'" + o.algorithm +
-            "' is not supported yet: ring, halving-doubling, hierarchical and nvls are built, "
-            "and auto picks among them as NCCL's cost model would (tree and PAT arrive with "
-            "the collectives issue)");
+    throw bad("--algorithm",
+              "'" + o.algorithm +
+                  "' is not supported yet: ring, tree, halving-doubling, hierarchical and nvls are "
+                  "built, and auto picks among them as NCCL's cost model would (PAT is not built)");
   }
   CollectiveKind kind = CollectiveKind::kAllReduce;
   for (CollectiveKind k :

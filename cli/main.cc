@@ -95,8 +95,8 @@ int main(int argc, char** argv) {
   collective->add_option("--factor", col.factor, "sweep multiplier (default 2)")
       ->check(CLI::Range(1.0001, 1e6));
   collective->add_option("--algorithm", col.algorithm,
-                         "ring | halving-doubling | hierarchical | nvls | auto (NCCL's cost model "
-                         "picks among the built algorithms and the protocol)");
+                         "ring | tree | halving-doubling | hierarchical | nvls | auto (NCCL's cost "
+                         "model picks among the built algorithms and the protocol)");
   collective
       ->add_option("--protocol", col.protocol,
                    "NCCL protocol for the ring: LL | LL128 | Simple (auto: NCCL's choice with "

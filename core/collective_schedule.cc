@@ -1,6 +1,7 @@
 #include "core/collective_schedule.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -402,11 +403,14 @@ std::optional<ResolvedCollective> nccl_auto(const CollectiveOp& op, const std::v
   }
   std::optional<NcclEstimate> best;
   for (const auto& e : nccl_all_reduce_estimates(system, op.bytes.value())) {
-    const bool built = e.algorithm == NcclAlgorithm::kRing ||
+    const bool built = e.algorithm == NcclAlgorithm::kRing || e.algorithm == NcclAlgorithm::kTree ||
                        (e.algorithm == NcclAlgorithm::kNvls && nodes.size() == 1);
     if (built && (!best || e.time_us < best->time_us)) best = e;
   }
   if (!best) return std::nullopt;
+  // The tree is modelled without protocol effects (docs/collectives.md).
+  if (best->algorithm == NcclAlgorithm::kTree)
+    return ResolvedCollective{CollectiveAlgorithm::kTree, CollectiveProtocol::kAuto};
   const CollectiveProtocol protocol = best->protocol == NcclProtocol::kLL ? CollectiveProtocol::kLL
                                       : best->protocol == NcclProtocol::kLL128
                                           ? CollectiveProtocol::kLL128
@@ -435,6 +439,8 @@ CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<
   switch (op.algorithm) {
     case CollectiveAlgorithm::kHalvingDoubling:
       return op.algorithm;
+    case CollectiveAlgorithm::kTree:
+      return ranks_by_node(ranks, cluster).empty() ? CollectiveAlgorithm::kRing : op.algorithm;
     case CollectiveAlgorithm::kNvls:
       return nvls_supported(cluster) && ranks_by_node(ranks, cluster).size() == 1
                  ? op.algorithm
@@ -448,12 +454,257 @@ CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<
   }
 }
 
+namespace {
+
+// Parents of NCCL's two trees over m nodes (src/graph/trees.cc, ncclGetBtree and ncclGetDtree;
+// our reading, written afresh): in the first tree node 0 is the root; any other node x with lowest
+// set bit `bit` hangs below x with that bit cleared and the next one set, or just cleared when
+// that is out of range. The second tree mirrors the first (x -> m-1-x) when m is even and shifts
+// it by one (x -> x+1) when m is odd. -1 marks the root.
+std::vector<int> btree_parents(int m) {
+  std::vector<int> parent(static_cast<size_t>(m), -1);
+  for (int x = 1; x < m; ++x) {
+    const int bit = x & -x;
+    int up = (x ^ bit) | (bit << 1);
+    if (up >= m) up = x ^ bit;
+    parent[static_cast<size_t>(x)] = up;
+  }
+  return parent;
+}
+
+std::array<std::vector<int>, 2> dtree_parents(int m) {
+  const std::vector<int> first = btree_parents(m);
+  std::vector<int> second(static_cast<size_t>(m), -1);
+  for (int x = 0; x < m; ++x) {
+    if (m % 2 == 0) {
+      const int p = first[static_cast<size_t>(m - 1 - x)];
+      second[static_cast<size_t>(x)] = p < 0 ? -1 : m - 1 - p;
+    } else {
+      const int p = first[static_cast<size_t>((x - 1 + m) % m)];
+      second[static_cast<size_t>(x)] = p < 0 ? -1 : (p + 1) % m;
+    }
+  }
+  return {first, second};
+}
+
+int depth_in(const std::vector<int>& parent, int x) {
+  int d = 0;
+  for (int y = parent[static_cast<size_t>(x)]; y >= 0; y = parent[static_cast<size_t>(y)]) ++d;
+  return d;
+}
+
+}  // namespace
+
+Seconds TreePlan::time() const {
+  Seconds total{0}, widest{0};
+  for (size_t p = 0; p < stage_time.size(); ++p) {
+    total += stage_time[p];
+    widest = std::max(widest, stage_gap[p]);
+  }
+  return total + widest * static_cast<double>(chunks - 1);
+}
+
+TreePlan double_binary_tree(const std::vector<Rank>& ranks, const ClusterConfig& cluster,
+                            Bytes bytes) {
+  TreePlan plan;
+  const auto nodes = ranks_by_node(ranks, cluster);
+  if (nodes.empty() || ranks.size() < 2) return plan;
+  const int m = static_cast<int>(nodes.size()), g = static_cast<int>(nodes.front().size());
+  plan.channels = m == 1 ? 1 : g;
+  const auto parents = dtree_parents(m);
+  int node_height = 0;
+  std::array<std::vector<int>, 2> node_depth;
+  for (int t = 0; t < 2; ++t)
+    for (int x = 0; x < m; ++x) {
+      node_depth[static_cast<size_t>(t)].push_back(depth_in(parents[static_cast<size_t>(t)], x));
+      node_height = std::max(node_height, node_depth[static_cast<size_t>(t)].back());
+    }
+  plan.height = node_height + g - 1;
+
+  // Chunks: NCCL's Simple tree chunk is one 512 KiB step of its 4 MiB buffer, halved while the
+  // operation has fewer than 8, 4 and 1 chunks per channel per level of the tree
+  // (src/enqueue.cc). At most 4096 chunks per channel and tree: beyond that chunks grow.
+  const double per_tree = bytes.value() / (2.0 * plan.channels);
+  double chunk = 512 * 1024;
+  const double h = plan.height;
+  while (per_tree / chunk < 8 * h && chunk > 131072) chunk /= 2;
+  while (per_tree / chunk < 4 * h && chunk > 65536) chunk /= 2;
+  while (per_tree / chunk < h && chunk > 32768) chunk /= 2;
+  plan.chunks = static_cast<int>(std::clamp(std::ceil(per_tree / chunk), 1.0, 4096.0));
+  plan.chunk = Bytes(per_tree / plan.chunks);
+
+  // The edges of every channel's two trees.
+  for (int c = 0; c < plan.channels; ++c) {
+    auto at = [&](int node, int j) {
+      return nodes[static_cast<size_t>(node)][static_cast<size_t>((c + j) % g)];
+    };
+    for (int t = 0; t < 2; ++t) {
+      std::vector<TreePlan::Edge> edges;
+      for (int x = 0; x < m; ++x) {
+        const int dn = node_depth[static_cast<size_t>(t)][static_cast<size_t>(x)];
+        const int up = parents[static_cast<size_t>(t)][static_cast<size_t>(x)];
+        if (up >= 0) edges.push_back(TreePlan::Edge{at(up, 0), at(x, 0), dn, false});
+        for (int j = 1; j < g; ++j)
+          edges.push_back(TreePlan::Edge{at(x, j - 1), at(x, j), dn + j, false});
+      }
+      plan.trees.push_back(std::move(edges));
+    }
+  }
+
+  // Links as the SimGrid platform builds them (sim/platform.cc): a GPU's fabric link (both ways)
+  // for flows inside a node, the GPU's NIC (by GPU-NIC affinity) across nodes, and on PCIe nodes
+  // the GPU's link as well. Every edge carries one flow each way per chunk, all in flight at once
+  // in steady state; other GPUs' groups of the same shape share the NICs, as for the ring.
+  const bool pcie = cluster.intra_node.kind == FabricKind::kPcie;
+  const int gpn = cluster.gpus_per_node, nics = std::max(1, cluster.network.nics_per_node);
+  const double gpu_bw = cluster.intra_node.per_gpu_bandwidth.value();
+  const double nic_bw = cluster.network.nic_bandwidth.value() * cluster.network.protocol_efficiency;
+  auto nic_of = [&](Rank r) { return node_of(r, cluster) * nics + (r % gpn) * nics / gpn; };
+  std::map<int, int> group_on_nic;
+  for (Rank r : ranks) ++group_on_nic[nic_of(r)];
+  const double gpus_per_nic = std::max(1.0, static_cast<double>(gpn) / nics);
+  // Link id: 4 x (GPU rank or NIC) + 2 x (NIC?) + (incoming?).
+  auto links = [&](Rank src, Rank dst) {
+    std::vector<std::pair<int64_t, double>> out;  // (id, seconds per byte per flow)
+    const bool across = node_of(src, cluster) != node_of(dst, cluster);
+    if (!across || pcie) {
+      out.emplace_back(4 * int64_t{src}, 1 / gpu_bw);
+      out.emplace_back(4 * int64_t{dst} + 1, 1 / gpu_bw);
+    }
+    if (across) {
+      const int a = nic_of(src), b = nic_of(dst);
+      out.emplace_back(4 * int64_t{a} + 2, gpus_per_nic / group_on_nic[a] / nic_bw);
+      out.emplace_back(4 * int64_t{b} + 3, gpus_per_nic / group_on_nic[b] / nic_bw);
+    }
+    return out;
+  };
+  std::map<int64_t, int> flows_on;
+  for (const auto& edges : plan.trees)
+    for (const auto& e : edges) {
+      for (const auto& l : links(e.child, e.parent)) ++flows_on[l.first];
+      for (const auto& l : links(e.parent, e.child)) ++flows_on[l.first];
+    }
+  auto busy = [&](Rank src, Rank dst) {
+    double worst = 0;
+    for (const auto& [id, per_byte] : links(src, dst))
+      worst = std::max(worst, flows_on[id] * per_byte);
+    return Seconds(worst * plan.chunk.value());
+  };
+  const Seconds intra_alpha = cluster.intra_node.latency;
+  const Seconds net_alpha = cluster.network.latency + (pcie ? intra_alpha : Seconds(0));
+  for (auto& edges : plan.trees)
+    for (auto& e : edges) {
+      e.across = node_of(e.child, cluster) != node_of(e.parent, cluster);
+      Seconds& worst = e.across ? plan.net_busy : plan.intra_busy;
+      worst = std::max({worst, busy(e.child, e.parent), busy(e.parent, e.child)});
+    }
+  plan.net_alpha = net_alpha;
+  plan.intra_alpha = intra_alpha;
+  // Every stage runs at the pace of the busiest link of the kinds of hop it has.
+  const auto stages = static_cast<size_t>(2 * plan.height);
+  std::vector<Seconds> stage_alpha(stages, Seconds(0));
+  plan.stage_gap.assign(stages, Seconds(0));
+  for (const auto& edges : plan.trees)
+    for (const auto& e : edges)
+      for (size_t p : {static_cast<size_t>(plan.height - e.depth),
+                       static_cast<size_t>(plan.height + e.depth - 1)}) {
+        stage_alpha[p] = std::max(stage_alpha[p], e.across ? net_alpha : intra_alpha);
+        plan.stage_gap[p] = std::max(plan.stage_gap[p], e.across ? plan.net_busy : plan.intra_busy);
+      }
+  for (size_t p = 0; p < stages; ++p) plan.stage_time.push_back(stage_alpha[p] + plan.stage_gap[p]);
+  return plan;
+}
+
+namespace {
+
+// The tree's flows. Chunk fidelity: every chunk on every edge, each direction, as its own flow,
+// started by a pipeline clock of delays (stage p passes chunk j on after w_p and takes chunk j+1
+// b_p after chunk j) and after the flows that bring it its data; contention stretches the flows and
+// so delays what depends on them. Collective fidelity: one flow per edge and direction with all
+// its chunks, all at once, and the rest of the closed form as trailing latency.
+void tree_flows(const TreePlan& plan, Fidelity fidelity, CollectiveSchedule& s) {
+  const int stages = 2 * plan.height;
+  s.channels = plan.channels;
+  s.steps = stages;
+  if (fidelity == Fidelity::kCollective) {
+    const Bytes all = plan.chunk * static_cast<double>(plan.chunks);
+    Seconds bulk{0};
+    for (const auto& edges : plan.trees)
+      for (const auto& e : edges) {
+        s.flows.push_back(Flow{e.child, e.parent, all, {}, Seconds(0)});
+        s.flows.push_back(Flow{e.parent, e.child, all, {}, Seconds(0)});
+        bulk = std::max(bulk, e.across ? plan.net_alpha + plan.net_busy * plan.chunks
+                                       : plan.intra_alpha + plan.intra_busy * plan.chunks);
+      }
+    s.trailing_latency = std::max(Seconds(0), plan.time() - bulk);
+    return;
+  }
+  // Per tree: each rank's parent edge, children, and the index of the last flows per chunk.
+  struct Shape {
+    std::map<Rank, const TreePlan::Edge*> up;  // rank -> its edge to its parent
+    std::map<Rank, std::vector<Rank>> children;
+    Rank root = 0;
+  };
+  std::vector<Shape> shapes(plan.trees.size());
+  // Flows at each stage: (tree, edge, going up).
+  std::vector<std::vector<std::tuple<size_t, const TreePlan::Edge*, bool>>> at_stage(
+      static_cast<size_t>(stages));
+  for (size_t t = 0; t < plan.trees.size(); ++t) {
+    for (const auto& e : plan.trees[t]) {
+      shapes[t].up[e.child] = &e;
+      shapes[t].children[e.parent].push_back(e.child);
+      at_stage[static_cast<size_t>(plan.height - e.depth)].emplace_back(t, &e, true);
+      at_stage[static_cast<size_t>(plan.height + e.depth - 1)].emplace_back(t, &e, false);
+    }
+    for (const auto& e : plan.trees[t])
+      if (!shapes[t].up.count(e.parent)) shapes[t].root = e.parent;
+  }
+  std::vector<int> gap_prev(static_cast<size_t>(stages), -1);
+  for (int j = 0; j < plan.chunks; ++j) {
+    // Flow indices of this chunk: per tree, rank -> up flow and down flow (into the rank).
+    std::vector<std::map<Rank, int>> up_flow(plan.trees.size()), down_flow(plan.trees.size());
+    int arrive_here = -1;
+    for (int p = 0; p < stages; ++p) {
+      const auto up = static_cast<size_t>(p);
+      std::vector<int> clock;
+      if (p > 0) clock.push_back(arrive_here);
+      if (j > 0) clock.push_back(gap_prev[up]);
+      const int arrive = static_cast<int>(s.flows.size());
+      s.flows.push_back(Flow{-1, -1, Bytes(0), clock, plan.stage_time[up]});
+      gap_prev[up] = static_cast<int>(s.flows.size());
+      s.flows.push_back(Flow{-1, -1, Bytes(0), clock, plan.stage_gap[up]});
+      for (const auto& [t, e, going_up] : at_stage[up]) {
+        Flow f{going_up ? e->child : e->parent, going_up ? e->parent : e->child, plan.chunk, clock,
+               Seconds(0)};
+        if (going_up) {
+          for (Rank c : shapes[t].children[e->child]) f.after.push_back(up_flow[t].at(c));
+          up_flow[t][e->child] = static_cast<int>(s.flows.size());
+        } else {
+          if (e->parent == shapes[t].root)
+            for (Rank c : shapes[t].children[e->parent]) f.after.push_back(up_flow[t].at(c));
+          else
+            f.after.push_back(down_flow[t].at(e->parent));
+          down_flow[t][e->child] = static_cast<int>(s.flows.size());
+        }
+        s.flows.push_back(std::move(f));
+      }
+      arrive_here = arrive;
+    }
+  }
+}
+
+}  // namespace
+
 double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
                         const ClusterConfig& cluster) {
   const double n = static_cast<double>(ranks.size());
   if (n <= 1) return 0;
   const CollectiveAlgorithm algorithm = resolve_algorithm(op, ranks, cluster);
   if (algorithm == CollectiveAlgorithm::kNvls) return 2 * n;
+  if (algorithm == CollectiveAlgorithm::kTree) {
+    const TreePlan plan = double_binary_tree(ranks, cluster, op.bytes);
+    return plan.chunks * (plan.channels * 4.0 * (n - 1) + 4.0 * plan.height);
+  }
   if (algorithm == CollectiveAlgorithm::kHalvingDoubling) return (2 * std::log2(n) + 2) * n;
   if (algorithm == CollectiveAlgorithm::kHierarchical)
     if (const auto plan = torus_all_reduce_plan(ranks, cluster)) {
@@ -513,6 +764,10 @@ CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ra
     }
     s.flows.push_back(Flow{-1, -1, Bytes(0), all, cluster.intra_node.latency / 2.0});
     s.steps = 1;
+    return s;
+  }
+  if (algorithm == CollectiveAlgorithm::kTree) {
+    tree_flows(double_binary_tree(ranks, cluster, op.bytes), fidelity, s);
     return s;
   }
   if (algorithm == CollectiveAlgorithm::kHalvingDoubling) {

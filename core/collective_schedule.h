@@ -23,8 +23,9 @@
 // - NVLS all-reduce (one node): the switch reduces and multicasts; with NCCL's pipelining each GPU
 //   link carries S (1 + 1/n) each way (its data read for reduction plus its chunk stored for
 //   multicast, and the same back), at the NVLS efficiency: alpha + S (1 + 1/n) / (eta beta).
+// - Tree all-reduce: NCCL's double binary tree, below (TreePlan).
 // - Broadcast and reduce are pipelined chains; all-to-all is pairwise exchange (N-1 steps);
-//   barrier is a zero-byte all-reduce. Tree and other algorithms arrive with the collectives issue.
+//   barrier is a zero-byte all-reduce.
 #pragma once
 
 #include <optional>
@@ -123,6 +124,51 @@ struct ProtocolEffect {
   double bandwidth_factor = 1;
 };
 ProtocolEffect protocol_effect(CollectiveProtocol protocol, bool crosses_nodes, bool pcie);
+
+// NCCL's double binary tree all-reduce (Sanders, Speck and Traeff 2009, "Two-tree algorithms for
+// full bandwidth broadcast, reduction and scan"; NCCL src/graph/trees.cc, connect.cc):
+// - Over nodes, two binary trees: NCCL's btree (rank 0 the root with one child, the others by
+//   their lowest set bit) and its mirror (even node counts) or its shift by one (odd), so that
+//   most nodes are interior in one tree and a leaf in the other. Each tree carries half the data.
+// - Inside a node, a chain hanging below the node's head GPU (NCCL's TREE pattern). Multi-node
+//   groups with g ranks per node use g channels, channel c with local rank c as head, so every
+//   GPU's NIC carries one channel's tree traffic; one node is one channel, a chain in rank order.
+// - Reduce up, broadcast down, pipelined in K chunks of c = D / K, D = S / (2 channels), with
+//   NCCL's tree chunk size (512 KiB, halved for small sizes as NCCL does for deep trees).
+// - Each tree edge is a pipeline stage: position p = h - d going up, h + d - 1 going down, for an
+//   edge whose child is at depth d of a tree of height h = (g - 1) + ceil(log2 m). Every flow of
+//   a chunk takes at most b = c x max over links of (flows sharing the link in steady state) /
+//   (link bandwidth), taken separately over the hops inside nodes and across them: the pipeline
+//   runs at the pace of its busiest link, as NCCL's does under flow control. A stage passes a chunk
+//   on after w_p = alpha_p + b_p and takes the next one b_p later (alpha_p, b_p: the largest of the
+//   kinds of hop at that stage).
+// - On a contention-free network that gives T = sum_p w_p + (K - 1) max_p b_p (a deterministic
+//   tandem pipeline). The regular cases, h stages each way of alpha + b:
+//   one node of n GPUs: 2(n-1) alpha + (2(n-1) + K - 1) b, with K b = 2S/beta (S/beta at n = 2);
+//   m single-GPU nodes: 2 ceil(log2 m) alpha + (2 ceil(log2 m) + K - 1) b, K b = L S / (2 beta),
+//   L = 2, 3, 4 for m = 2, 3, >= 4 (flows on the busiest NIC: a node interior in one tree and a
+//   leaf in the other has 3 + 1). At large S both tend to 2S/beta, NCCL's algBw = busBw / 2.
+struct TreePlan {
+  struct Edge {
+    Rank parent = 0;
+    Rank child = 0;
+    int depth = 0;        // the child's depth, 1 below the root
+    bool across = false;  // between nodes
+  };
+  std::vector<std::vector<Edge>> trees;  // channels x 2 trees
+  int channels = 1;
+  int height = 0;  // h
+  int chunks = 1;  // K
+  Bytes chunk{0};  // c
+  Seconds intra_alpha{0}, net_alpha{0};
+  Seconds intra_busy{0}, net_busy{0};  // b of the hops inside and across nodes
+  std::vector<Seconds> stage_time;     // w_p, p = 0 .. 2h-1
+  std::vector<Seconds> stage_gap;      // b_p
+  Seconds time() const;                // the closed form above
+};
+// Empty trees when the group is not the same number of ranks on every node.
+TreePlan double_binary_tree(const std::vector<Rank>& ranks, const ClusterConfig& cluster,
+                            Bytes bytes);
 
 CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ranks,
                              const ClusterConfig& cluster, Fidelity fidelity);

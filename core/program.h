@@ -64,6 +64,8 @@ std::string_view to_string(CollectiveKind k);
 // reduce-scatter, inter-node all-reduce, intra-node all-gather. Both are built for all-reduce;
 // other collectives use the ring.
 // kNvls: NVSwitch in-network reduction (NVLink SHARP, Hopper and later), one node.
+// kTree: NCCL's double binary tree over nodes with a chain inside each node, pipelined in chunks
+// (all-reduce; core/collective_schedule.h, TreePlan).
 // NCCL's protocols (reference.md): LL and LL128 trade bandwidth for lower per-step latency.
 // kAuto: with algorithm auto, NCCL's choice; with an explicit algorithm, the pure alpha-beta model.
 enum class CollectiveProtocol { kAuto, kLL, kLL128, kSimple };
@@ -71,7 +73,7 @@ std::string_view to_string(CollectiveProtocol p);  // "auto", "LL", "LL128", "Si
 
 enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHalvingDoubling, kHierarchical, kNvls };
 std::string_view to_string(
-    CollectiveAlgorithm a);  // "auto", "ring", "tree", "halving-doubling", "hierarchical"
+    CollectiveAlgorithm a);  // "auto", "ring", "tree", "halving-doubling", "hierarchical", "nvls"
 
 struct CollectiveOp {
   CollectiveKind kind = CollectiveKind::kAllReduce;

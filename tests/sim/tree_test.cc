@@ -1,0 +1,132 @@
+// NCCL's double binary tree all-reduce against its pipelined closed form
+// (core/collective_schedule.h, TreePlan; docs/collectives.md), on contention-free networks at both
+// SimGrid fidelities.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sim_fixtures.h"
+
+namespace dtsim::testing {
+namespace {
+
+// NCCL's Simple tree chunk: 512 KiB, halved while there are fewer than 8h, 4h and h chunks per
+// channel and tree (src/enqueue.cc); at most 4096 chunks.
+int tree_chunks(double per_tree, int h) {
+  double c = 524288;
+  while (per_tree / c < 8 * h && c > 131072) c /= 2;
+  while (per_tree / c < 4 * h && c > 65536) c /= 2;
+  while (per_tree / c < h && c > 32768) c /= 2;
+  return static_cast<int>(std::clamp(std::ceil(per_tree / c), 1.0, 4096.0));
+}
+
+// One kind of hop: h stages up and h down of alpha + b, then K - 1 more chunks at b each, where
+// b = load x c / beta and c = S / (2 channels K).
+double uniform_tree_formula(double s, int h, double alpha, double beta, double load) {
+  const int k = tree_chunks(s / 2, h);
+  const double b = load * (s / 2 / k) / beta;
+  return 2 * h * alpha + (2 * h + k - 1) * b;
+}
+
+int ceil_log2(int m) {
+  int h = 0;
+  while ((1 << h) < m) ++h;
+  return h;
+}
+
+Job tree_job(int n, double s, int world, CollectiveKind kind = CollectiveKind::kAllReduce) {
+  return concurrent_collectives({first_ranks(n)}, Bytes(s), world, kind,
+                                CollectiveAlgorithm::kTree);
+}
+
+class TreeOverNodes : public ::testing::TestWithParam<int> {};
+
+// m single-GPU nodes on a star (alpha 2 us, beta 25 GB/s): the two trees over nodes, height
+// ceil(log2 m); the busiest NIC carries 2, 3 or 4 flows at a time for m = 2, 3 or more.
+TEST_P(TreeOverNodes, MatchesThePipelinedClosedForm) {
+  const int m = GetParam();
+  const ClusterConfig c = star_of(m);
+  const double load = m == 2 ? 2 : m == 3 ? 3 : 4;
+  for (double s : {8.0, 65536.0 * m, 1048576.0 * m, 4294967296.0}) {
+    const Job job = tree_job(m, s, m);
+    const double expected = uniform_tree_formula(s, ceil_log2(m), 2e-6, 25e9, load);
+    EXPECT_NEAR(analytic_time(job, c), expected, 1e-9 * expected) << m << " " << s;
+    EXPECT_NEAR(simgrid_time(job, c, "collective"), expected, 0.01 * expected) << m << " " << s;
+    // Chunk level at 4 GiB and 64 nodes is a million flows; the collective level covers it.
+    if (m <= 12 || s < 1e9) {
+      EXPECT_NEAR(simgrid_time(job, c, "chunk"), expected, 0.01 * expected) << m << " " << s;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Nodes, TreeOverNodes, ::testing::Values(2, 3, 6, 8, 12, 64));
+
+TEST(Tree, InsideOneNodeIsAChain) {
+  // 8 H100 on NVSwitch (alpha 0.6 us, beta 450 GB/s): a chain of n GPUs, 2(n-1) stages; a middle
+  // GPU's link carries 4 flows at a time (up and down, two trees), the ends' 2 when n = 2.
+  const ClusterConfig c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
+  for (int n : {2, 3, 6, 8}) {
+    for (double s : {8.0, 1048576.0, 4294967296.0}) {
+      const Job job = tree_job(n, s, 8);
+      const double expected = uniform_tree_formula(s, n - 1, 0.6e-6, 450e9, n == 2 ? 2 : 4);
+      EXPECT_NEAR(analytic_time(job, c), expected, 1e-9 * expected) << n << " " << s;
+      EXPECT_NEAR(simgrid_time(job, c, "chunk"), expected, 0.01 * expected) << n << " " << s;
+      EXPECT_NEAR(simgrid_time(job, c, "collective"), expected, 0.01 * expected) << n << " " << s;
+    }
+  }
+  // At large sizes the chain moves 2S through a middle GPU's link: busbw tends to
+  // beta (n-1)/n, against the ring's beta.
+  const double t = analytic_time(tree_job(8, 4294967296.0, 8), c);
+  EXPECT_NEAR(4294967296.0 / t * 14 / 8, 450e9 * 7 / 8, 0.01 * 450e9);
+}
+
+TEST(Tree, AcrossNodesChainsBelowATreeOfNodes) {
+  // 4 nodes x 8 H100, 8 NDR NICs each at efficiency 1: 8 channels, each with its own head GPU
+  // and NIC, carrying S / 16 per tree. Height (8 - 1) + 2. The 4 stages with network hops run at
+  // alpha 2.7 us and b_net = 4 c / 50 GB/s; the 14 chain-only stages at 0.6 us and b_intra =
+  // 28 c / 450 GB/s (each GPU is in every channel's chain, 4 flows at a time in the middle).
+  const ClusterConfig c = cluster_from(
+      "cluster:\n  gpu: H100-SXM\n  nodes: 4\n  gpus_per_node: 8\n  network: {preset: ib-ndr, "
+      "protocol_efficiency: 1}\n");
+  for (double s : {8.0, 1048576.0, 1073741824.0, 4294967296.0}) {
+    const int k = tree_chunks(s / 16, 9);
+    const double chunk = s / 16 / k;
+    const double b_net = 4 * chunk / 50e9, b_intra = 28 * chunk / 450e9;
+    ASSERT_GT(b_net, b_intra);
+    const double expected = 4 * (2.7e-6 + b_net) + 14 * (0.6e-6 + b_intra) + (k - 1) * b_net;
+    const Job job = tree_job(32, s, 32);
+    EXPECT_NEAR(analytic_time(job, c), expected, 1e-9 * expected) << s;
+    EXPECT_NEAR(simgrid_time(job, c, "collective"), expected, 0.01 * expected) << s;
+    if (s < 2e9) {
+      EXPECT_NEAR(simgrid_time(job, c, "chunk"), expected, 0.01 * expected) << s;
+    }
+  }
+}
+
+TEST(Tree, IsForAllReduceAndRegularGroups) {
+  const ClusterConfig c = cluster_from(
+      "cluster:\n  gpu: H100-SXM\n  nodes: 2\n  gpus_per_node: 8\n  network: {preset: ib-ndr}\n");
+  CollectiveOp op{CollectiveKind::kAllGather, 0, Bytes(1e6), DType::kBf16,
+                  CollectiveAlgorithm::kTree, 0};
+  EXPECT_EQ(resolve_algorithm(op, first_ranks(16), c), CollectiveAlgorithm::kRing);
+  op.kind = CollectiveKind::kAllReduce;
+  EXPECT_EQ(resolve_algorithm(op, first_ranks(16), c), CollectiveAlgorithm::kTree);
+  // 12 ranks: 8 on one node and 4 on the other, no common chain length.
+  EXPECT_EQ(resolve_algorithm(op, first_ranks(12), c), CollectiveAlgorithm::kRing);
+}
+
+TEST(Tree, AutoPicksItWhereNcclsModelDoes) {
+  // 16 nodes x 8 H100 over NDR, 1 KiB: NCCL's model gives Tree/LL 55.2 us against Ring/LL
+  // 311.6 us (2(N-1) network steps); at 8 GiB the ring wins (docs/evidence/nccl-tuning-model.md).
+  const ClusterConfig c = cluster_from(
+      "cluster:\n  gpu: H100-SXM\n  nodes: 16\n  gpus_per_node: 8\n  network: {preset: ib-ndr}\n");
+  CollectiveOp op{CollectiveKind::kAllReduce, 0, Bytes(1024), DType::kBf16,
+                  CollectiveAlgorithm::kAuto, 0};
+  EXPECT_EQ(resolve_collective(op, first_ranks(128), c).algorithm, CollectiveAlgorithm::kTree);
+  EXPECT_EQ(resolve_collective(op, first_ranks(128), c).protocol, CollectiveProtocol::kAuto);
+  op.bytes = Bytes(8 * 1073741824.0);
+  EXPECT_EQ(resolve_collective(op, first_ranks(128), c).algorithm, CollectiveAlgorithm::kRing);
+}
+
+}  // namespace
+}  // namespace dtsim::testing
