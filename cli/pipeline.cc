@@ -10,9 +10,10 @@ namespace dtsim::cli {
 
 Plan plan_scenario(Scenario scenario) {
   ModelGraph model = models::model_from_scenario(scenario);
-  Job job = scenario.parallelism.tensor.value > 1
-                ? build_job(models::shard_from_scenario(scenario), scenario)
-                : build_job(model, scenario);
+  const auto& par = scenario.parallelism;
+  const bool sharded = par.tensor.value > 1 || par.context.value > 1 || par.expert.value > 1;
+  Job job = sharded ? build_job(models::shard_from_scenario(scenario), scenario)
+                    : build_job(model, scenario);
   return Plan{std::move(scenario), std::move(model), std::move(job)};
 }
 

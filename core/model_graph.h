@@ -51,6 +51,9 @@ struct Layer {
   std::string name;       // "embedding", "block.3", "conv2_1", "lm_head"
   std::string kind;       // "embedding", "transformer", "conv", "fc", "norm", "pool", "head"
   double parameters = 0;  // trainable parameter count (of this shard)
+  // The part of `parameters` that are expert weights split over the expert-parallel group; their
+  // gradients are reduced over the expert-data-parallel ranks only.
+  double expert_parameters = 0;
   std::vector<Kernel> forward;
   std::vector<Kernel> backward;
   // Kernels replayed before backward under selective recompute (the attention core,

@@ -491,7 +491,9 @@ Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) 
     par.data_auto = true;
     if (gpus % model_parallel != 0) {
       const std::string key =
-          par.tensor.where.known() ? "parallelism.tensor" : "parallelism.pipeline";
+          par.tensor.value > 1 && par.tensor.where.known()     ? "parallelism.tensor"
+          : par.context.value > 1 && par.context.where.known() ? "parallelism.context"
+                                                               : "parallelism.pipeline";
       sink.add(r.where(key).known() ? r.where(key) : r.where("cluster.nodes"), key,
                "tensor x pipeline x context = " + std::to_string(model_parallel) +
                    " does not divide the cluster's " + std::to_string(gpus) + " GPUs");

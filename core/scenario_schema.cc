@@ -213,10 +213,14 @@ SchemaNode build_schema() {
                  "data-parallel size d; auto = GPUs / (t x p x context)", "auto");
   dp.min = 1;
   dp.max = kMaxDegree * 100;
-  auto cp = count("context", "context-parallel size", "1", 1, kMaxDegree);
-  cp.unsupported = only<int64_t>(1, "context parallelism is not built yet; use 1");
-  auto ep = count("expert", "expert-parallel size", "1", 1, kMaxDegree);
-  ep.unsupported = only<int64_t>(1, "expert parallelism is not built yet; use 1");
+  auto cp = count("context",
+                  "context-parallel size: each rank holds seq_length / context tokens and "
+                  "all-gathers the other keys and values",
+                  "1", 1, kMaxDegree);
+  auto ep = count("expert",
+                  "expert-parallel size for MoE models: each rank holds num_experts / expert "
+                  "experts; carved out of the data-parallel ranks (divides data)",
+                  "1", 1, kMaxDegree);
   auto sp = leaf("sequence_parallel", ValueType::kBool,
                  "Megatron sequence parallelism: norms and dropouts split over the TP group, "
                  "all-reduces become reduce-scatter + all-gather",

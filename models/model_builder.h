@@ -42,6 +42,12 @@ struct BuildOptions {
   // split along the sequence too, and each all-reduce becomes a reduce-scatter + all-gather.
   int tensor_parallel = 1;
   bool sequence_parallel = false;
+  // Context parallelism (Megatron-LM's cp): each rank holds s/cp tokens of every sequence and
+  // all-gathers the keys and values of the others for attention (and reduce-scatters their
+  // gradients). Expert parallelism: each rank holds E/ep experts and exchanges routed tokens
+  // with all-to-alls; experts are not split by tensor parallelism then (expert TP = 1).
+  int context_parallel = 1;
+  int expert_parallel = 1;
 };
 
 ModelGraph build_model(const ModelSpec& spec, const BuildOptions& options);

@@ -116,6 +116,8 @@ ModelGraph build_for(const Scenario& sc, bool shard) {
   if (shard) {
     options.tensor_parallel = sc.parallelism.tensor.value;
     options.sequence_parallel = sc.parallelism.sequence_parallel;
+    options.context_parallel = sc.parallelism.context.value;
+    options.expert_parallel = sc.parallelism.expert.value;
   }
   return build_model(spec, options);
 }
@@ -159,6 +161,30 @@ void check_parallel_sizes(const Scenario& sc, const ModelSpec& spec, DiagnosticS
                          " model chunks do not divide the " + std::to_string(spec.num_layers) +
                          " layers; choose sizes whose product is one of " +
                          divisors(spec.num_layers) + " or give parallelism.layers_per_stage");
+    const int cp = par.context.value;
+    if (cp > 1 && spec.seq_length % cp != 0)
+      sink.add(par.context.where, "parallelism.context",
+               "context-parallel size " + std::to_string(cp) + " does not divide the " +
+                   std::to_string(spec.seq_length) + "-token sequence (model.seq_length)");
+    const int ep = par.expert.value;
+    if (ep > 1 && spec.num_experts < 2)
+      sink.add(par.expert.where, "parallelism.expert",
+               "expert parallelism needs a mixture-of-experts model (model.num_experts >= 2); " +
+                   spec.name + " is dense, so use expert: 1");
+    else if (ep > 1 && spec.num_experts % ep != 0)
+      sink.add(par.expert.where, "parallelism.expert",
+               "expert-parallel size " + std::to_string(ep) + " does not divide the " +
+                   std::to_string(spec.num_experts) + " experts; choose one of " +
+                   divisors(spec.num_experts));
+    else if (ep > 1 && par.data.value % ep != 0)
+      sink.add(par.expert.where, "parallelism.expert",
+               "expert-parallel size " + std::to_string(ep) +
+                   " does not divide the data-parallel size " + std::to_string(par.data.value) +
+                   "; the expert-parallel group is carved out of the data-parallel ranks");
+    else if (ep > 1 && par.tensor.value > 1 && !par.sequence_parallel)
+      sink.add(par.expert.where, "parallelism.expert",
+               "expert parallelism with tensor parallelism needs sequence_parallel: true (as in "
+               "Megatron-LM), so that each rank routes only its own tokens");
     if (!par.layers_per_stage.empty()) {
       int64_t sum = 0;
       bool empty_stage = false;
@@ -184,6 +210,14 @@ void check_parallel_sizes(const Scenario& sc, const ModelSpec& spec, DiagnosticS
       sink.add(par.pipeline.where, "parallelism.pipeline",
                "pipeline parallelism applies to transformer models here; " +
                    std::string(to_string(spec.family)) + " needs pipeline: 1");
+    if (par.context.value > 1)
+      sink.add(par.context.where, "parallelism.context",
+               "context parallelism splits a sequence; " + std::string(to_string(spec.family)) +
+                   " has none, so use context: 1");
+    if (par.expert.value > 1)
+      sink.add(par.expert.where, "parallelism.expert",
+               "expert parallelism needs a mixture-of-experts model; " +
+                   std::string(to_string(spec.family)) + " needs expert: 1");
   }
   if (par.tensor.value > 1 && sc.cluster.gpus_per_node % par.tensor.value != 0)
     sink.add(par.tensor.where, "parallelism.tensor",

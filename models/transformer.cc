@@ -80,12 +80,16 @@ struct Dims {
   bool moe = false;
   double t = 1;     // tensor-parallel size: heads, ffn width and vocabulary are split t ways
   bool sp = false;  // sequence parallel: norms, dropouts and residuals split t ways too
+  double cp = 1;    // context-parallel size: each rank holds s/cp tokens of a sequence
+  double ep = 1;    // expert-parallel size: each rank holds E/ep experts
 
-  double tokens() const { return b * s; }
-  double n() const { return b * s * h; }
-  double n_kv() const { return b * s * kv; }
-  double n_scores() const { return b * a * s * s; }
-  double n_ffn() const { return b * s * f; }
+  // Tokens of the micro-batch this rank holds (its context shard), and tensor sizes over them.
+  double tokens() const { return b * s / cp; }
+  double n() const { return tokens() * h; }
+  double n_kv() const { return tokens() * kv; }
+  // Each local query attends to all s keys of its sequence.
+  double n_scores() const { return b * a * (s / cp) * s; }
+  double n_ffn() const { return tokens() * f; }
   // Elements of a hidden-state tensor held by one rank outside the tensor-parallel regions
   // (the whole tensor, or its sequence shard under sequence parallelism).
   double n_seq() const { return sp ? n() / t : n(); }
@@ -108,6 +112,8 @@ Dims dims_of(const ModelSpec& spec, const BuildOptions& options) {
   d.e = options.activation_bytes_per_element;
   d.t = options.tensor_parallel;
   d.sp = options.sequence_parallel && options.tensor_parallel > 1;
+  d.cp = options.context_parallel;
+  d.ep = d.moe ? options.expert_parallel : 1;
   return d;
 }
 
@@ -180,12 +186,23 @@ class BlockBuilder {
       const double qk = n_q + n_kv;
       layer_.elementwise("rope", 2 * e_ * qk, 2 * e_ * qk);
     }
+    // Context parallelism: the keys and values of the other s - s/cp tokens are all-gathered
+    // (forward, and again in backward), their gradients reduce-scattered (Megatron-LM's
+    // all-gather context parallelism; ring attention moves the same bytes point to point).
+    if (d_.cp > 1) {
+      const double kv_bytes = 2 * e_ * d_.b * d_.s * d_.kv / t;
+      layer_.communication("attention_cp_kv_regather", CommGroup::kContext, CommPattern::kAllGather,
+                           0, CommPattern::kReduceScatter, kv_bytes);
+      layer_.communication("attention_cp_kv", CommGroup::kContext, CommPattern::kAllGather,
+                           kv_bytes, CommPattern::kAllGather, kv_bytes);
+    }
     // Q·Kᵀ per head: (s × h/a)·(h/a × s) for b·a heads = 2bs²h FLOPs; GQA heads share K.
-    const double core_flops = 2 * d_.b * d_.s * d_.s * d_.h / t;
+    const double s_local = d_.s / d_.cp;
+    const double core_flops = 2 * d_.b * s_local * d_.s * d_.h / t;
     // Batched over b·a/t heads: (s x h/a)·(h/a x s) scores, then (s x s)·(s x h/a).
     const double heads = d_.b * d_.a / t, head_dim = d_.h / d_.a;
     layer_.matmul("attention_scores", KernelKind::kAttention, core_flops, n_q, n_kv, n_scores,
-                  "dgrad_query", "dgrad_key", GemmShape{heads, d_.s, d_.s, head_dim});
+                  "dgrad_query", "dgrad_key", GemmShape{heads, s_local, d_.s, head_dim});
     layer_.mark_last_selective();
     layer_.stash("query", e_ * n_q);
     layer_.stash("key", e_ * n_kv);
@@ -201,7 +218,7 @@ class BlockBuilder {
       layer_.stash("attention_dropout_output", e_ * n_scores, StashKind::kAttentionCore);
     }
     layer_.matmul("attention_v", KernelKind::kAttention, core_flops, n_scores, n_kv, n_q,
-                  "dgrad_probs", "dgrad_value", GemmShape{heads, d_.s, head_dim, d_.s});
+                  "dgrad_probs", "dgrad_value", GemmShape{heads, s_local, head_dim, d_.s});
     layer_.mark_last_selective();
     layer_.stash("value", e_ * n_kv);
     layer_.linear("attention_proj", d_.tokens(), d_.h / t, d_.h, false);
@@ -211,6 +228,7 @@ class BlockBuilder {
   }
 
   void mlp(const std::string& input_tensor) {
+    if (d_.moe && d_.ep > 1) return expert_parallel_mlp(input_tensor);
     enter_tensor_parallel("mlp");
     layer_.stash(input_tensor, e_ * d_.n_seq());
     const std::string prefix = d_.moe ? "expert_" : "mlp_";
@@ -252,6 +270,52 @@ class BlockBuilder {
     exit_tensor_parallel("mlp");
   }
 
+  // MoE with expert parallelism (Megatron-Core's all-to-all token dispatcher): the tokens stay
+  // this rank's (its sequence shard under sequence parallelism, which Megatron-LM requires with
+  // TP), are routed, sent to the ranks owning their k experts by an all-to-all, run through the
+  // E/ep local experts at full width, and sent back by a second all-to-all; backward mirrors both.
+  void expert_parallel_mlp(const std::string& input_tensor) {
+    const double tokens = d_.n_seq() / d_.h;
+    const double routed = d_.k * tokens * d_.h;  // elements dispatched (k copies per token)
+    const double mid = d_.k * tokens * d_.f;
+    layer_.stash(input_tensor, e_ * d_.n_seq());
+    const double te = tokens * d_.E;
+    layer_.linear("router", tokens, d_.h, d_.E, false);
+    layer_.elementwise("router_softmax_topk", 2 * e_ * te, 3 * e_ * te);
+    layer_.stash("router_probs", e_ * te);
+    layer_.elementwise("token_permute", 2 * e_ * routed, 2 * e_ * routed);
+    layer_.communication("expert_dispatch", CommGroup::kExpert, CommPattern::kAllToAll, e_ * routed,
+                         CommPattern::kAllToAll, e_ * routed);
+    layer_.stash("expert_input", e_ * routed);
+    const double local = d_.E / d_.ep, rows = d_.k * tokens;
+    auto expert = [&](const std::string& name, double in, double out, bool column_parallel) {
+      layer_.matmul(name, KernelKind::kGemm, 2 * rows * in * out, rows * in, local * in * out,
+                    rows * out, "dgrad", "wgrad", GemmShape{local, rows / local, out, in});
+      const double bias = !spec_.linear_biases ? 0 : column_parallel ? out : d_.h;
+      layer_.add_expert_parameters(local * (in * out + bias));
+    };
+    if (spec_.activation == Activation::kSwiglu) {
+      expert("expert_gate", d_.h, d_.f, true);
+      expert("expert_up", d_.h, d_.f, true);
+      layer_.elementwise("swiglu", 3 * e_ * mid, 5 * e_ * mid);
+      layer_.stash("gate_output", e_ * mid);
+      layer_.stash("up_output", e_ * mid);
+      expert("expert_down", d_.f, d_.h, false);
+      layer_.stash("down_input", e_ * mid);
+    } else {
+      expert("expert_fc1", d_.h, d_.f, true);
+      layer_.elementwise("gelu", 2 * e_ * mid, 3 * e_ * mid);
+      layer_.stash("gelu_input", e_ * mid);
+      expert("expert_fc2", d_.f, d_.h, false);
+      layer_.stash("fc2_input", e_ * mid);
+    }
+    layer_.communication("expert_combine", CommGroup::kExpert, CommPattern::kAllToAll, e_ * routed,
+                         CommPattern::kAllToAll, e_ * routed);
+    layer_.elementwise("token_combine", e_ * (routed + d_.n_seq() + tokens * d_.k),
+                       e_ * (2 * routed + d_.n_seq()));
+    layer_.stash("expert_output", e_ * routed);
+  }
+
  private:
   // One MLP matrix applied to the k·b·s routed rows; holds E copies of the weights for MoE.
   // A column-parallel matrix's bias is split with its columns; a row-parallel one's is whole.
@@ -262,7 +326,10 @@ class BlockBuilder {
     layer_.matmul(name, KernelKind::kGemm, 2 * rows * in * out, rows * in, copies * in * out,
                   rows * out, "dgrad", "wgrad", GemmShape{copies, rows / copies, out, in});
     const double bias = !spec_.linear_biases ? 0 : column_parallel ? out : d_.h;
-    layer_.add_parameters(copies * (in * out + bias));
+    if (d_.moe)
+      layer_.add_expert_parameters(copies * (in * out + bias));
+    else
+      layer_.add_parameters(copies * (in * out + bias));
   }
 
   const ModelSpec& spec_;

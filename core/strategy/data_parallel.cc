@@ -16,14 +16,14 @@ std::vector<GradientBucket> assign_gradient_buckets(const ModelGraph& model,
                                  grad_bytes_per_param, first_cap, cap);
 }
 
-std::vector<GradientBucket> assign_gradient_buckets(const ModelGraph& model, int first_layer,
-                                                    int last_layer, double grad_bytes_per_param,
-                                                    Bytes first_cap, Bytes cap) {
+std::vector<GradientBucket> assign_gradient_buckets(
+    const ModelGraph& model, int first_layer, int last_layer, double grad_bytes_per_param,
+    Bytes first_cap, Bytes cap, const std::function<double(const Layer&)>& params_of) {
   std::vector<GradientBucket> buckets;
   GradientBucket open;
   bool has_open = false;
   for (int i = last_layer; i >= first_layer; --i) {
-    const double params = model.layers[static_cast<size_t>(i)].parameters;
+    const double params = params_of(model.layers[static_cast<size_t>(i)]);
     if (params <= 0) continue;
     if (!has_open) {
       open = GradientBucket{i, i, Bytes(0)};

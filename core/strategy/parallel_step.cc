@@ -1,5 +1,6 @@
-// One training step under data, tensor, sequence and pipeline parallelism with ZeRO: the
-// Programs of one data-parallel replica (every tensor-parallel rank of every pipeline stage).
+// One training step under data, tensor, sequence, context, expert and pipeline parallelism with
+// ZeRO: the Programs of one data-parallel replica (every tensor- and context-parallel rank of
+// every pipeline stage).
 // The other replicas are identical and folded by symmetry (core/program.h); their
 // data-parallel collectives are still simulated in full, so the network sees all their traffic.
 //
@@ -19,6 +20,10 @@
 //   backward alternately, then the remaining backwards;
 // - interleaved 1F1B: v chunks per stage, units taken p micro-batches at a time per chunk,
 //   (p - s - 1)·2 + (v - 1)·p warm-up forwards (all of them when m = p).
+//
+// Gradient groups (Megatron-LM): a layer's dense parameters are reduced over the data- and
+// context-parallel ranks that share them (d·cp ranks); expert weights over the ranks that hold
+// the same experts (d·cp/ep, "expert data parallel"). Each is one Part below, with its buckets.
 //
 // ZeRO (Rajbhandari et al. 2020): stage 0 all-reduces gradients; stages 1 and 2 reduce-scatter
 // them and all-gather the updated weights after the optimizer step (Megatron-LM's distributed
@@ -120,31 +125,36 @@ class StepBuilder {
         p_(sc.parallelism.pipeline.value),
         v_(sc.parallelism.schedule == Schedule::kInterleaved ? sc.parallelism.virtual_stages : 1),
         d_(sc.parallelism.data.value),
+        cp_(sc.parallelism.context.value),
+        ep_(sc.parallelism.expert.value),
         m_(static_cast<int>(sc.micro_batches())),
         zero_(sc.parallelism.zero_stage),
         dtype_(sc.training.precision),
         chunks_(pipeline_chunks(model, p_, v_, sc.parallelism.layers_per_stage)) {
     job_.world_size = sc.cluster.total_gpus();
     // Pipeline send/recv: one hidden-state tensor per micro-batch (b·s·h elements), its
-    // sequence shard under sequence parallelism (reference.md, communication volume).
+    // sequence shard under sequence parallelism (reference.md, communication volume) and its
+    // context shard under context parallelism.
     const auto& shape = model.shape;
     const double e = dtype_ == DType::kFp32 || dtype_ == DType::kTf32 ? 4.0 : 2.0;
     boundary_bytes_ = Bytes(e * model.micro_batch_size * shape.seq_length * shape.hidden_size /
-                            (sc.parallelism.sequence_parallel ? t_ : 1));
+                            (sc.parallelism.sequence_parallel ? t_ : 1) / cp_);
   }
 
   Job build() {
     for (int s = 0; s < p_; ++s)
-      for (int i = 0; i < t_; ++i) job_.programs.push_back(build_rank(i, s));
+      for (int c = 0; c < cp_; ++c)
+        for (int i = 0; i < t_; ++i) job_.programs.push_back(build_rank(i, c, s));
     std::sort(job_.programs.begin(), job_.programs.end(),
               [](const Program& a, const Program& b) { return a.rank < b.rank; });
     return std::move(job_);
   }
 
  private:
-  GroupId group(ParallelDim dim, int tp, int pp, const char* name) {
-    std::vector<Rank> ranks = layout_.group(dim, tp, 0, pp, 0);
-    auto key = std::make_pair(static_cast<int>(dim), ranks.front());
+  // A group, created once: `name` and the ranks.
+  GroupId group(const std::string& name, std::vector<Rank> ranks) {
+    std::sort(ranks.begin(), ranks.end());
+    auto key = std::make_pair(name, ranks.front());
     auto it = groups_.find(key);
     if (it != groups_.end()) return it->second;
     const auto id = static_cast<GroupId>(job_.groups.size());
@@ -153,17 +163,37 @@ class StepBuilder {
     return id;
   }
 
+  // The ranks with this tp and pp whose (cp, dp) coordinates satisfy `member`.
+  template <class Member>
+  std::vector<Rank> ranks_where(int tp, int pp, Member member) const {
+    std::vector<Rank> ranks;
+    for (int dp = 0; dp < d_; ++dp)
+      for (int c = 0; c < cp_; ++c)
+        if (member(c, dp)) ranks.push_back(layout_.rank(tp, c, pp, dp));
+    return ranks;
+  }
+
+  // One set of parameters reduced over one group: a layer's dense or expert weights.
+  struct Part {
+    GroupId group = 0;
+    int size = 1;                    // ranks in the group
+    double (*params)(const Layer&);  // this part's parameters of a layer
+    bool expert = false;
+    std::vector<std::vector<GradientBucket>> buckets;  // by global chunk
+  };
+  static double dense_parameters(const Layer& l) { return l.parameters - l.expert_parameters; }
+  static double expert_parameters(const Layer& l) { return l.expert_parameters; }
+
   struct RankState {
     Program p;
     StreamId compute = 0, grad_comm = 0, param_comm = -1;
     StreamId send_next = -1, send_prev = -1, recv_prev = -1, recv_next = -1;
-    GroupId tp_group = 0, dp_group = 0;
+    GroupId tp_group = 0, cp_group = 0, ep_group = 0;
+    std::vector<Part> parts;    // dense, then expert
     Rank prev = -1, next = -1;  // pipeline neighbours (the interleaved schedule wraps)
-    int stage = 0;
     // ZeRO-3 prefetch: a layer's gather may start once the layer two before it has finished,
     // so it overlaps the previous layer's compute and at most two layers are gathered at once.
     EventId gather_gate = -1, last_layer_end = -1;
-    std::vector<EventId> gradient_events;  // grad_comm ops the optimizer must wait for
   };
 
   // The event recorded at the end of the last op on a stream (creating it if needed).
@@ -183,21 +213,39 @@ class StepBuilder {
                const std::string& layer_name) {
     for (const auto& k : ks) {
       Label label{layer_name + "." + k.name, layer, mb, phase};
-      if (k.kind == KernelKind::kCommunication)
-        r.p.append(r.compute, CollectiveOp{collective_of(k.pattern), r.tp_group, k.bytes, dtype_},
-                   label);
-      else
+      if (k.kind == KernelKind::kCommunication) {
+        const GroupId g = k.group == CommGroup::kTensor    ? r.tp_group
+                          : k.group == CommGroup::kContext ? r.cp_group
+                                                           : r.ep_group;
+        r.p.append(r.compute, CollectiveOp{collective_of(k.pattern), g, k.bytes, dtype_}, label);
+      } else {
         r.p.append(r.compute, ComputeOp{k.kind, k.flops, k.bytes, dtype_, k.shape}, label);
+      }
     }
+  }
+
+  // ZeRO-3 shards a layer's weights where some part of them is reduced over several ranks.
+  bool sharded_layer(const RankState& r, const Layer& l) const {
+    if (zero_ != 3) return false;
+    for (const auto& part : r.parts)
+      if (part.size > 1 && part.params(l) > 0) return true;
+    return false;
+  }
+
+  Bytes gathered_bytes(const Layer& l) const {
+    return Bytes(l.parameters * weight_bytes_per_parameter(dtype_));
   }
 
   // ZeRO-3: all-gathers a layer's weights on param_comm, at most one layer ahead of compute.
   EventId gather_parameters(RankState& r, const Layer& l, int layer, int mb, Phase phase) {
-    const Bytes shard_weights(l.parameters * weight_bytes_per_parameter(dtype_));
-    Op& ag = r.p.append(r.param_comm,
-                        CollectiveOp{CollectiveKind::kAllGather, r.dp_group, shard_weights, dtype_},
-                        Label{l.name + ".zero3_gather", layer, mb, phase});
-    if (r.gather_gate >= 0) ag.waits.push_back(r.gather_gate);
+    for (const auto& part : r.parts) {
+      if (part.size <= 1 || part.params(l) <= 0) continue;
+      const Bytes bytes(part.params(l) * weight_bytes_per_parameter(dtype_));
+      Op& ag = r.p.append(r.param_comm,
+                          CollectiveOp{CollectiveKind::kAllGather, part.group, bytes, dtype_},
+                          Label{l.name + ".zero3_gather", layer, mb, phase});
+      if (r.gather_gate >= 0) ag.waits.push_back(r.gather_gate);
+    }
     return mark_end(r.p, r.param_comm);
   }
 
@@ -212,12 +260,12 @@ class StepBuilder {
     if (chunk_global > 0) {
       r.p.append(r.recv_prev, RecvOp{r.prev, boundary_bytes_, 0},
                  Label{"pp.recv_activation", range.first, mb, Phase::kPipeline});
-      const EventId arrived = mark_end(r.p, r.recv_prev);
-      kernel_waits_.push_back(arrived);
+      kernel_waits_.push_back(mark_end(r.p, r.recv_prev));
     }
     for (int i = range.first; i <= range.last; ++i) {
       const Layer& l = model_.layers[static_cast<size_t>(i)];
-      if (zero_ == 3 && d_ > 1 && l.parameters > 0) {
+      const bool sharded = sharded_layer(r, l);
+      if (sharded) {
         kernel_waits_.push_back(gather_parameters(r, l, i, mb, Phase::kForward));
         memory(r, MemoryCategory::kBuffers, gathered_bytes(l), l.name + ".gathered_weights", i, mb,
                Phase::kForward);
@@ -227,7 +275,7 @@ class StepBuilder {
       attach_waits(r, before);
       memory(r, MemoryCategory::kActivations, stashed_activations(l, tr.recompute),
              l.name + ".activations", i, mb, Phase::kForward);
-      if (zero_ == 3 && d_ > 1 && l.parameters > 0) {
+      if (sharded) {
         memory(r, MemoryCategory::kBuffers, -gathered_bytes(l), l.name + ".gathered_weights_freed",
                i, mb, Phase::kForward);
         layer_done(r);
@@ -249,11 +297,11 @@ class StepBuilder {
                  Label{"pp.recv_gradient", range.last, mb, Phase::kPipeline});
       kernel_waits_.push_back(mark_end(r.p, r.recv_next));
     }
-    const auto& buckets = buckets_[static_cast<size_t>(chunk_global)];
-    size_t next_bucket = 0;
+    std::vector<size_t> next_bucket(r.parts.size(), 0);
     for (int i = range.last; i >= range.first; --i) {
       const Layer& l = model_.layers[static_cast<size_t>(i)];
-      if (zero_ == 3 && d_ > 1 && l.parameters > 0) {
+      const bool sharded = sharded_layer(r, l);
+      if (sharded) {
         kernel_waits_.push_back(gather_parameters(r, l, i, mb, Phase::kBackward));
         memory(r, MemoryCategory::kBuffers, gathered_bytes(l), l.name + ".gathered_weights", i, mb,
                Phase::kBackward);
@@ -273,41 +321,49 @@ class StepBuilder {
       attach_waits(r, before);
       memory(r, MemoryCategory::kActivations, -(stashed_activations(l, tr.recompute) + transient),
              l.name + ".activations_freed", i, mb, Phase::kBackward);
-      if (zero_ == 3 && d_ > 1 && l.parameters > 0) {
+      if (sharded) {
         memory(r, MemoryCategory::kBuffers, -gathered_bytes(l), l.name + ".gathered_weights_freed",
                i, mb, Phase::kBackward);
         layer_done(r);
         // Gradients leave as soon as they exist, every micro-batch, to stay sharded.
-        const EventId ready = r.last_layer_end;
-        Op& rs = r.p.append(
-            r.grad_comm,
-            CollectiveOp{CollectiveKind::kReduceScatter, r.dp_group,
-                         Bytes(l.parameters * weight_bytes_per_parameter(dtype_)), dtype_},
-            Label{l.name + ".zero3_reduce_scatter", i, mb, Phase::kGradientSync});
-        rs.waits.push_back(ready);
+        for (const auto& part : r.parts) {
+          if (part.size <= 1 || part.params(l) <= 0) continue;
+          Op& rs = r.p.append(
+              r.grad_comm,
+              CollectiveOp{CollectiveKind::kReduceScatter, part.group,
+                           Bytes(part.params(l) * weight_bytes_per_parameter(dtype_)), dtype_},
+              Label{l.name + ".zero3_reduce_scatter", i, mb, Phase::kGradientSync});
+          rs.waits.push_back(r.last_layer_end);
+        }
         continue;
       }
       // Gradients are reduced only after the last micro-batch (gradient accumulation).
-      if (!last_micro_batch || d_ <= 1 || !tr.overlap_grad_reduce) continue;
-      while (next_bucket < buckets.size() && buckets[next_bucket].first_layer == i) {
-        const auto& b = buckets[next_bucket];
-        const EventId ready = mark_end(r.p, r.compute);
-        Op& op = r.p.append(
-            r.grad_comm, gradient_collective(r, b.bytes),
-            Label{"grad_bucket." + std::to_string(chunk_global) + "." + std::to_string(next_bucket),
-                  b.first_layer, mb, Phase::kGradientSync});
-        op.waits.push_back(ready);
-        ++next_bucket;
+      if (!last_micro_batch || !tr.overlap_grad_reduce) continue;
+      for (size_t k = 0; k < r.parts.size(); ++k) {
+        const Part& part = r.parts[k];
+        const auto& buckets = part.buckets[static_cast<size_t>(chunk_global)];
+        size_t& next = next_bucket[k];
+        while (part.size > 1 && next < buckets.size() && buckets[next].first_layer == i) {
+          const EventId ready = mark_end(r.p, r.compute);
+          Op& op = r.p.append(r.grad_comm, gradient_collective(part, buckets[next].bytes),
+                              bucket_label(part, chunk_global, next, buckets[next], mb));
+          op.waits.push_back(ready);
+          ++next;
+        }
       }
     }
-    if (last_micro_batch && d_ > 1 && !tr.overlap_grad_reduce && zero_ < 3) {
+    if (last_micro_batch && !tr.overlap_grad_reduce && zero_ < 3) {
       const EventId done = mark_end(r.p, r.compute);
-      for (size_t k = 0; k < buckets.size(); ++k) {
-        Op& op = r.p.append(
-            r.grad_comm, gradient_collective(r, buckets[k].bytes),
-            Label{"grad_bucket." + std::to_string(chunk_global) + "." + std::to_string(k),
-                  buckets[k].first_layer, mb, Phase::kGradientSync});
-        if (k == 0) op.waits.push_back(done);
+      bool first = true;
+      for (const auto& part : r.parts) {
+        if (part.size <= 1) continue;
+        const auto& buckets = part.buckets[static_cast<size_t>(chunk_global)];
+        for (size_t k = 0; k < buckets.size(); ++k) {
+          Op& op = r.p.append(r.grad_comm, gradient_collective(part, buckets[k].bytes),
+                              bucket_label(part, chunk_global, k, buckets[k], mb));
+          if (first) op.waits.push_back(done);
+          first = false;
+        }
       }
     }
     if (chunk_global > 0) {
@@ -319,13 +375,16 @@ class StepBuilder {
   }
 
   // Stage 0 all-reduces a bucket; stages 1-2 reduce-scatter it (the distributed optimizer).
-  CollectiveOp gradient_collective(const RankState& r, Bytes bytes) const {
+  CollectiveOp gradient_collective(const Part& part, Bytes bytes) const {
     return CollectiveOp{zero_ == 0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter,
-                        r.dp_group, bytes, dtype_};
+                        part.group, bytes, dtype_};
   }
 
-  Bytes gathered_bytes(const Layer& l) const {
-    return Bytes(l.parameters * weight_bytes_per_parameter(dtype_));
+  static Label bucket_label(const Part& part, int chunk, size_t k, const GradientBucket& b,
+                            int mb) {
+    return Label{std::string(part.expert ? "expert_grad_bucket." : "grad_bucket.") +
+                     std::to_string(chunk) + "." + std::to_string(k),
+                 b.first_layer, mb, Phase::kGradientSync};
   }
 
   // The first compute op appended since `before` waits for everything queued in kernel_waits_.
@@ -337,46 +396,70 @@ class StepBuilder {
     kernel_waits_.clear();
   }
 
-  Program build_rank(int tp, int s) {
+  Program build_rank(int tp, int cp, int s) {
     const auto& tr = sc_.training;
     RankState r;
     kernel_waits_.clear();
-    r.stage = s;
-    r.p.rank = layout_.rank(tp, 0, s, 0);
+    r.p.rank = layout_.rank(tp, cp, s, 0);
     r.compute = r.p.add_stream("compute");
     r.grad_comm = r.p.add_stream("grad_comm");
-    if (zero_ == 3 && d_ > 1) r.param_comm = r.p.add_stream("param_comm");
+    if (zero_ == 3 && d_ * cp_ > 1) r.param_comm = r.p.add_stream("param_comm");
     if (p_ > 1) {
       r.send_next = r.p.add_stream("pp_send_next");
       r.send_prev = r.p.add_stream("pp_send_prev");
       r.recv_prev = r.p.add_stream("pp_recv_prev");
       r.recv_next = r.p.add_stream("pp_recv_next");
-      r.prev = layout_.rank(tp, 0, (s + p_ - 1) % p_, 0);
-      r.next = layout_.rank(tp, 0, (s + 1) % p_, 0);
+      r.prev = layout_.rank(tp, cp, (s + p_ - 1) % p_, 0);
+      r.next = layout_.rank(tp, cp, (s + 1) % p_, 0);
     }
-    r.tp_group = group(ParallelDim::kTensor, tp, s, "tp");
-    r.dp_group = group(ParallelDim::kData, tp, s, "dp");
+    r.tp_group = group("tp", layout_.group(ParallelDim::kTensor, tp, cp, s, 0));
+    r.cp_group = group("cp", layout_.group(ParallelDim::kContext, tp, cp, s, 0));
+    // Expert parallelism groups consecutive data-parallel replicas (Megatron-LM carves the
+    // expert-parallel group out of the data-parallel one).
+    r.ep_group =
+        group("ep", ranks_where(tp, s, [&](int c, int dp) { return c == cp && dp < ep_; }));
+    r.parts.push_back(Part{group("dp", ranks_where(tp, s, [](int, int) { return true; })),
+                           d_ * cp_,
+                           &StepBuilder::dense_parameters,
+                           false,
+                           {}});
+    // Expert weights: with expert parallelism every tensor-parallel rank holds the same E/ep
+    // experts at full width (expert TP = 1) for its own tokens, so their gradients are reduced
+    // over the tensor-parallel ranks too; without it they are split like the dense weights.
+    const bool experts_replicated_over_tp = ep_ > 1 && t_ > 1;
+    std::vector<Rank> edp;
+    for (int i = 0; i < t_; ++i) {
+      if (!experts_replicated_over_tp && i != tp) continue;
+      const auto ranks = ranks_where(i, s, [&](int, int dp) { return dp % ep_ == 0; });
+      edp.insert(edp.end(), ranks.begin(), ranks.end());
+    }
+    const int edp_size = static_cast<int>(edp.size());
+    r.parts.push_back(
+        Part{group("edp", std::move(edp)), edp_size, &StepBuilder::expert_parameters, true, {}});
 
-    // This rank's layers and its model state.
-    double params = 0;
+    // This rank's layers, its gradient buckets and its model state.
     double kernels_per_micro_batch = 0;
-    buckets_.assign(chunks_.size(), {});
     const double grad_bytes = weight_bytes_per_parameter(dtype_);
     Bytes largest_bucket{0};
+    std::vector<double> part_params(r.parts.size(), 0.0);
+    for (auto& part : r.parts) part.buckets.assign(chunks_.size(), {});
     for (int j = 0; j < v_; ++j) {
       const int c = j * p_ + s;
       const auto& range = chunks_[static_cast<size_t>(c)];
       for (int i = range.first; i <= range.last; ++i) {
         const Layer& l = model_.layers[static_cast<size_t>(i)];
-        params += l.parameters;
+        for (size_t k = 0; k < r.parts.size(); ++k) part_params[k] += r.parts[k].params(l);
         kernels_per_micro_batch += static_cast<double>(l.forward.size() + l.backward.size() +
                                                        l.selective_recompute.size() + 3);
       }
-      buckets_[static_cast<size_t>(c)] =
-          assign_gradient_buckets(model_, range.first, range.last, grad_bytes,
-                                  tr.first_gradient_bucket, tr.gradient_bucket);
-      for (const auto& b : buckets_[static_cast<size_t>(c)])
-        largest_bucket = std::max(largest_bucket, b.bytes);
+      for (auto& part : r.parts) {
+        auto& buckets = part.buckets[static_cast<size_t>(c)];
+        buckets =
+            assign_gradient_buckets(model_, range.first, range.last, grad_bytes,
+                                    tr.first_gradient_bucket, tr.gradient_bucket, part.params);
+        if (part.size > 1)
+          for (const auto& b : buckets) largest_bucket = std::max(largest_bucket, b.bytes);
+      }
     }
     const double ops = kernels_per_micro_batch * m_;
     if (ops > kMaxOpsPerStep)
@@ -389,13 +472,22 @@ class StepBuilder {
                          std::to_string(static_cast<int64_t>(kMaxOpsPerStep / 1e6)) +
                          " M. Raise training.micro_batch_size or lower the global batch"});
 
-    const ModelStateBytes state = model_state_bytes(params, dtype_, tr.optimizer, zero_, d_);
+    ModelStateBytes state;
+    double optimizer_shard = 0;  // parameters whose optimizer step this rank runs
+    for (size_t k = 0; k < r.parts.size(); ++k) {
+      const ModelStateBytes s_k =
+          model_state_bytes(part_params[k], dtype_, tr.optimizer, zero_, r.parts[k].size);
+      state.weights += s_k.weights;
+      state.gradients += s_k.gradients;
+      state.optimizer += s_k.optimizer;
+      optimizer_shard += zero_ >= 1 ? part_params[k] / r.parts[k].size : part_params[k];
+    }
     memory(r, MemoryCategory::kWeights, state.weights, "weights", -1, -1, Phase::kOther);
     memory(r, MemoryCategory::kGradients, state.gradients, "gradients", -1, -1, Phase::kOther);
     memory(r, MemoryCategory::kOptimizer, state.optimizer, "optimizer_states", -1, -1,
            Phase::kOther);
     // NCCL staging for one bucket in flight (an assumption, documented in docs/models.md).
-    if (d_ > 1 && zero_ < 3)
+    if (zero_ < 3)
       memory(r, MemoryCategory::kBuffers, largest_bucket, "nccl_bucket_buffer", -1, -1,
              Phase::kOther);
 
@@ -412,21 +504,25 @@ class StepBuilder {
     // states of this rank's shard and writes them back.
     auto& comm_ops = r.p.streams[static_cast<size_t>(r.grad_comm)].ops;
     const EventId comm_done = comm_ops.empty() ? -1 : mark_end(r.p, r.grad_comm);
-    const double shard = zero_ >= 1 ? params / d_ : params;
-    const double state_bytes = shard * (2 * weight_bytes_per_parameter(dtype_) +
-                                        2 * optimizer_bytes_per_parameter(dtype_, tr.optimizer));
+    const double state_bytes =
+        optimizer_shard * (2 * weight_bytes_per_parameter(dtype_) +
+                           2 * optimizer_bytes_per_parameter(dtype_, tr.optimizer));
     Op& opt = r.p.append(
         r.compute, ComputeOp{KernelKind::kOptimizer, Flops(0), Bytes(state_bytes), DType::kFp32},
         Label{"optimizer_step", -1, -1, Phase::kOptimizer});
     if (comm_done >= 0) opt.waits.push_back(comm_done);
     // Stages 1-2: the updated weight shards are all-gathered (2 bytes per parameter).
-    if ((zero_ == 1 || zero_ == 2) && d_ > 1) {
+    if (zero_ == 1 || zero_ == 2) {
       const EventId stepped = mark_end(r.p, r.compute);
-      Op& ag = r.p.append(r.grad_comm,
-                          CollectiveOp{CollectiveKind::kAllGather, r.dp_group,
-                                       Bytes(params * weight_bytes_per_parameter(dtype_)), dtype_},
-                          Label{"zero_weight_all_gather", -1, -1, Phase::kOptimizer});
-      ag.waits.push_back(stepped);
+      for (size_t k = 0; k < r.parts.size(); ++k) {
+        if (r.parts[k].size <= 1 || part_params[k] <= 0) continue;
+        Op& ag = r.p.append(
+            r.grad_comm,
+            CollectiveOp{CollectiveKind::kAllGather, r.parts[k].group,
+                         Bytes(part_params[k] * weight_bytes_per_parameter(dtype_)), dtype_},
+            Label{"zero_weight_all_gather", -1, -1, Phase::kOptimizer});
+        ag.waits.push_back(stepped);
+      }
     }
     return std::move(r.p);
   }
@@ -434,13 +530,12 @@ class StepBuilder {
   const ModelGraph& model_;
   const Scenario& sc_;
   RankLayout layout_;
-  int t_, p_, v_, d_, m_, zero_;
+  int t_, p_, v_, d_, cp_, ep_, m_, zero_;
   DType dtype_;
   std::vector<ChunkRange> chunks_;
-  std::vector<std::vector<GradientBucket>> buckets_;  // by global chunk, for the current rank
   Bytes boundary_bytes_{0};
   std::vector<EventId> kernel_waits_;  // events the next compute op must wait for
-  std::map<std::pair<int, Rank>, GroupId> groups_;
+  std::map<std::pair<std::string, Rank>, GroupId> groups_;
   Job job_;
 };
 

@@ -10,6 +10,7 @@
 //   kCommunication kernels become collectives on the rank's TP group.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "core/model_graph.h"
@@ -33,10 +34,14 @@ struct GradientBucket {
 std::vector<GradientBucket> assign_gradient_buckets(const ModelGraph& model,
                                                     double grad_bytes_per_param, Bytes first_cap,
                                                     Bytes cap);
-// The same over layers [first_layer, last_layer] only (one pipeline chunk).
-std::vector<GradientBucket> assign_gradient_buckets(const ModelGraph& model, int first_layer,
-                                                    int last_layer, double grad_bytes_per_param,
-                                                    Bytes first_cap, Bytes cap);
+// The same over layers [first_layer, last_layer] only (one pipeline chunk), counting the
+// parameters params_of(layer) (all of them by default; a part such as the expert weights).
+std::vector<GradientBucket> assign_gradient_buckets(
+    const ModelGraph& model, int first_layer, int last_layer, double grad_bytes_per_param,
+    Bytes first_cap, Bytes cap,
+    const std::function<double(const Layer&)>& params_of = [](const Layer& l) {
+      return l.parameters;
+    });
 
 // The largest step a strategy builds (ops per simulated rank); larger inputs are an InputError.
 inline constexpr double kMaxOpsPerStep = 20e6;

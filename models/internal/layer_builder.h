@@ -52,6 +52,10 @@ class LayerBuilder {
   void mark_last_selective();
 
   void add_parameters(double count) { layer_.parameters += count; }
+  void add_expert_parameters(double count) {
+    layer_.parameters += count;
+    layer_.expert_parameters += count;
+  }
   void stash(const std::string& tensor, double bytes, StashKind kind = StashKind::kKept);
   void forget(const std::string& tensor);
   void set_recomputable(bool recomputable) { layer_.recomputable = recomputable; }

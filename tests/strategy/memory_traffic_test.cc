@@ -10,6 +10,7 @@
 #include "core/strategy/strategy.h"
 #include "models/model_builder.h"
 #include "models/model_spec.h"
+#include "models/scenario_model.h"
 
 namespace dtsim {
 namespace {
@@ -247,6 +248,61 @@ TEST(Traffic, ZeroThreeMovesOneAndAHalfTimesDataParallel) {
   EXPECT_DOUBLE_EQ(moved[2], 2 * psi_bytes);
   EXPECT_DOUBLE_EQ(moved[3], 3 * psi_bytes);
   EXPECT_DOUBLE_EQ(moved[3] / moved[0], 1.5);
+}
+
+// Expert parallelism (Megatron-Core's all-to-all dispatcher): per MoE layer and micro-batch, a
+// dispatch and a combine all-to-all forward and the same backward, each carrying the k routed
+// copies of this rank's tokens; each rank holds E/ep experts.
+TEST(Traffic, ExpertParallelLayerRunsFourAllToAllsOfTheRoutedTokens) {
+  const auto spec = *models::find_preset("mixtral-8x7b");
+  const std::string yaml = R"(cluster: {gpu: H100-SXM, nodes: 8, gpus_per_node: 8}
+model: {preset: mixtral-8x7b}
+parallelism: {tensor: 2, pipeline: 4, expert: 8, sequence_parallel: true}
+training: {global_batch_size: 64, micro_batch_size: 1, precision: bf16}
+simulate: {engine: analytic}
+)";
+  const auto plan = cli::plan_scenario(load_scenario_text(yaml, "ep.yaml"));
+  const int m = static_cast<int>(plan.scenario.micro_batches());
+  const double tokens = 1.0 * spec.seq_length / 2;  // this rank's sequence shard (SP, t = 2)
+  const double routed_bytes = 2.0 * spec.top_k * tokens * spec.hidden_size;
+  const auto bytes = collective_bytes(plan.job, 0, "ep", "block.0.");
+  EXPECT_DOUBLE_EQ(bytes.at(CollectiveKind::kAllToAll) / m, 4 * routed_bytes);
+  // Expert weights: E/ep = 1 expert of 3 SwiGLU matrices h x f per rank in each block.
+  const ModelGraph shard = models::shard_from_scenario(plan.scenario);
+  for (const auto& l : shard.layers) {
+    if (l.name == "block.0") {
+      EXPECT_DOUBLE_EQ(l.expert_parameters,
+                       3.0 * spec.hidden_size * spec.ffn_hidden_size * spec.num_experts / 8);
+    }
+  }
+  // Every expert-data-parallel group (the ranks holding the same experts: t x d / ep) reduces
+  // the expert gradients; the dense ones go over all d ranks.
+  // d = 64 / (2 x 4) = 8.
+  for (const auto& g : plan.job.groups) {
+    const size_t expected = g.name == "edp" ? 2 * 8 / 8 : g.name == "dp" || g.name == "ep" ? 8 : 0;
+    if (expected > 0) {
+      EXPECT_EQ(g.ranks.size(), expected) << g.name;
+    }
+  }
+}
+
+// Context parallelism: each rank holds s/cp tokens; per layer and micro-batch it all-gathers
+// the keys and values (2·b·s·kv bytes of bf16 over the group, divided by t), again in backward,
+// and reduce-scatters their gradients; attention FLOPs per rank are 1/cp of the layer's.
+TEST(Traffic, ContextParallelGathersKeysAndValuesOfTheWholeSequence) {
+  const double s = 2048, b = 2, kv = 5120, t = 4;
+  const double kv_bytes = 2 * 2 * b * s * kv / t;
+  const auto plan = cli::plan_scenario(
+      load_scenario_text(gpt_yaml("{tensor: 4, pipeline: 2, context: 2}"), "cp.yaml"));
+  const int m = static_cast<int>(plan.scenario.micro_batches());
+  const auto bytes = collective_bytes(plan.job, 0, "cp", "block.0.");
+  EXPECT_DOUBLE_EQ(bytes.at(CollectiveKind::kAllGather) / m, 2 * kv_bytes);
+  EXPECT_DOUBLE_EQ(bytes.at(CollectiveKind::kReduceScatter) / m, kv_bytes);
+  const ModelGraph whole = models::model_from_scenario(plan.scenario);
+  const ModelGraph shard = models::shard_from_scenario(plan.scenario);
+  EXPECT_NEAR(shard.model_flops_per_micro_batch().value(),
+              whole.model_flops_per_micro_batch().value() / (t * 2),
+              1e-9 * whole.model_flops_per_micro_batch().value());
 }
 
 }  // namespace
