@@ -12,7 +12,8 @@ Flops ModelGraph::model_flops_per_micro_batch() const {
   Flops f{0};
   auto add = [&f](const std::vector<Kernel>& ks) {
     for (const auto& k : ks)
-      if (k.kind == KernelKind::kGemm || k.kind == KernelKind::kAttention) f += k.flops;
+      if ((k.kind == KernelKind::kGemm || k.kind == KernelKind::kAttention) && !k.recomputation)
+        f += k.flops;
   };
   for (const auto& l : layers) {
     add(l.forward);

@@ -45,6 +45,9 @@ struct Kernel {
   CommGroup group = CommGroup::kTensor;
   CommPattern pattern = CommPattern::kAllReduce;
   GemmShape shape{};  // GEMM and attention kernels
+  // FLOPs that only repeat work already counted (FlashAttention's backward recomputing the
+  // scores): hardware FLOPs, not model FLOPs.
+  bool recomputation = false;
 };
 
 struct Layer {

@@ -114,6 +114,7 @@ struct TrainingConfig {
   Bytes gradient_bucket{25.0 * 1024 * 1024};
   Bytes first_gradient_bucket{1.0 * 1024 * 1024};
   bool overlap_grad_reduce = true;
+  bool flash_attention = false;
   std::string sync = "synchronous";
   std::string compression = "none";
 };

@@ -269,6 +269,10 @@ SchemaNode build_schema() {
        choice("precision", {"fp32", "tf32", "fp16", "bf16", "fp8"},
               "compute precision (mixed precision keeps fp32 master weights)", "bf16"),
        choice("recompute", {"none", "selective", "full"}, "activation recomputation", "none"),
+       leaf("flash_attention", ValueType::kBool,
+            "fused FlashAttention kernels (no a x s^2 scores stored or streamed); off gives "
+            "Megatron-LM's unfused attention, which Korthikanti et al.'s formulas describe",
+            "false"),
        choice("optimizer", {"adam", "sgd", "adafactor"}, "optimizer", "adam"),
        positive(leaf("gradient_bucket", ValueType::kBytes,
                      "gradient all-reduce bucket size (PyTorch DDP default)", "25MiB"),

@@ -48,6 +48,10 @@ struct BuildOptions {
   // with all-to-alls; experts are not split by tensor parallelism then (expert TP = 1).
   int context_parallel = 1;
   int expert_parallel = 1;
+  // FlashAttention (Dao et al. 2022; FlashAttention-2, Dao 2023): one fused kernel that never
+  // writes the a·s² scores, so nothing of that size is stashed or streamed; its backward
+  // recomputes the scores (5 matrix products against the forward's 2).
+  bool flash_attention = false;
 };
 
 ModelGraph build_model(const ModelSpec& spec, const BuildOptions& options);

@@ -113,6 +113,7 @@ ModelGraph build_for(const Scenario& sc, bool shard) {
   options.micro_batch_size = static_cast<int>(sc.training.micro_batch_size.value);
   options.activation_bytes_per_element =
       sc.training.precision == DType::kFp32 || sc.training.precision == DType::kTf32 ? 4.0 : 2.0;
+  options.flash_attention = sc.training.flash_attention;
   if (shard) {
     options.tensor_parallel = sc.parallelism.tensor.value;
     options.sequence_parallel = sc.parallelism.sequence_parallel;

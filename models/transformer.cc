@@ -78,10 +78,11 @@ struct Dims {
   double k = 1;   // experts per token (1 for a dense MLP)
   double e = 2;   // bytes per activation element
   bool moe = false;
-  double t = 1;     // tensor-parallel size: heads, ffn width and vocabulary are split t ways
-  bool sp = false;  // sequence parallel: norms, dropouts and residuals split t ways too
-  double cp = 1;    // context-parallel size: each rank holds s/cp tokens of a sequence
-  double ep = 1;    // expert-parallel size: each rank holds E/ep experts
+  double t = 1;        // tensor-parallel size: heads, ffn width and vocabulary are split t ways
+  bool sp = false;     // sequence parallel: norms, dropouts and residuals split t ways too
+  double cp = 1;       // context-parallel size: each rank holds s/cp tokens of a sequence
+  double ep = 1;       // expert-parallel size: each rank holds E/ep experts
+  bool flash = false;  // FlashAttention: fused attention core
 
   // Tokens of the micro-batch this rank holds (its context shard), and tensor sizes over them.
   double tokens() const { return b * s / cp; }
@@ -114,6 +115,7 @@ Dims dims_of(const ModelSpec& spec, const BuildOptions& options) {
   d.sp = options.sequence_parallel && options.tensor_parallel > 1;
   d.cp = options.context_parallel;
   d.ep = d.moe ? options.expert_parallel : 1;
+  d.flash = options.flash_attention;
   return d;
 }
 
@@ -199,8 +201,12 @@ class BlockBuilder {
     // Q·Kᵀ per head: (s × h/a)·(h/a × s) for b·a heads = 2bs²h FLOPs; GQA heads share K.
     const double s_local = d_.s / d_.cp;
     const double core_flops = 2 * d_.b * s_local * d_.s * d_.h / t;
-    // Batched over b·a/t heads: (s x h/a)·(h/a x s) scores, then (s x s)·(s x h/a).
     const double heads = d_.b * d_.a / t, head_dim = d_.h / d_.a;
+    if (d_.flash) {
+      flash_attention(core_flops, n_q, n_kv, heads, s_local, head_dim);
+      return attention_output(bias, n_q);
+    }
+    // Batched over b·a/t heads: (s x h/a)·(h/a x s) scores, then (s x s)·(s x h/a).
     layer_.matmul("attention_scores", KernelKind::kAttention, core_flops, n_q, n_kv, n_scores,
                   "dgrad_query", "dgrad_key", GemmShape{heads, s_local, d_.s, head_dim});
     layer_.mark_last_selective();
@@ -221,10 +227,46 @@ class BlockBuilder {
                   "dgrad_probs", "dgrad_value", GemmShape{heads, s_local, head_dim, d_.s});
     layer_.mark_last_selective();
     layer_.stash("value", e_ * n_kv);
-    layer_.linear("attention_proj", d_.tokens(), d_.h / t, d_.h, false);
+    attention_output(bias, n_q);
+  }
+
+  // The row-parallel output projection (its bias replicated) and the g operator.
+  void attention_output(bool bias, double n_q) {
+    layer_.linear("attention_proj", d_.tokens(), d_.h / d_.t, d_.h, false);
     if (bias) layer_.add_parameters(d_.h);
     layer_.stash("attention_proj_input", e_ * n_q);
     exit_tensor_parallel("attention");
+  }
+
+  // FlashAttention-2 (Dao 2023): forward reads Q, K, V and writes O and the fp32 row
+  // log-sum-exp; the scores stay in on-chip memory, and attention dropout regenerates its mask
+  // from the RNG state. Backward recomputes the scores and runs 5 products where the forward
+  // ran 2: 2x the forward as model FLOPs (dQ, dK, dV... as for standard attention) plus 0.5x of
+  // recomputation, which counts as hardware FLOPs only. Stashed: Q, K, V, O (the projection's
+  // input, stashed below) and the log-sum-exp.
+  void flash_attention(double core_flops, double n_q, double n_kv, double heads, double s_local,
+                       double head_dim) {
+    const double lse_bytes = 4 * heads * s_local;
+    const double io = e_ * (2 * n_q + 2 * n_kv) + lse_bytes;
+    const GemmShape scores{heads, s_local, d_.s, head_dim};
+    Kernel fwd{"flash_attention", KernelKind::kAttention, Flops(2 * core_flops), Bytes(io)};
+    fwd.shape = scores;
+    layer_.forward_kernel(fwd);
+    // Backward reads Q, K, V, O, dO and the log-sum-exp and writes dQ, dK, dV.
+    const Bytes bwd_io(e_ * (4 * n_q + 4 * n_kv) + lse_bytes);
+    Kernel recompute{"flash_attention.backward_recompute", KernelKind::kAttention,
+                     Flops(core_flops), Bytes(0)};
+    recompute.shape = scores;
+    recompute.recomputation = true;
+    Kernel bwd{"flash_attention.backward", KernelKind::kAttention, Flops(4 * core_flops), bwd_io};
+    bwd.shape = scores;
+    // finish() reverses backward: pushed so that the recomputation runs first.
+    layer_.backward_kernel(bwd);
+    layer_.backward_kernel(recompute);
+    layer_.stash("query", e_ * n_q);
+    layer_.stash("key", e_ * n_kv);
+    layer_.stash("value", e_ * n_kv);
+    layer_.stash("attention_logsumexp", lse_bytes);
   }
 
   void mlp(const std::string& input_tensor) {

@@ -48,6 +48,9 @@ class LayerBuilder {
   // forward_bytes is 0) and, at the mirror position in backward, the backward one.
   void communication(const std::string& name, CommGroup group, CommPattern forward,
                      double forward_bytes, CommPattern backward, double backward_bytes);
+  // A kernel recorded as is (for fused kernels whose backward is not two GEMMs).
+  void forward_kernel(Kernel k) { layer_.forward.push_back(std::move(k)); }
+  void backward_kernel(Kernel k) { layer_.backward.push_back(std::move(k)); }
   // Replays the most recent forward kernel under selective recompute.
   void mark_last_selective();
 
