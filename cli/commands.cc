@@ -91,7 +91,8 @@ int run_validate(const ValidateOptions& o, std::ostream& out) {
       << to_string(s.training.precision) << ", " << format_bytes(c.gpu.memory) << ", "
       << format_bandwidth(c.gpu.memory_bandwidth) << " memory bandwidth\n";
   out << "  intra-node   " << c.intra_node.name << ": "
-      << format_bandwidth(c.intra_node.per_gpu_bandwidth) << " per GPU per direction, "
+      << format_bandwidth(c.intra_node.per_gpu_bandwidth) << " per GPU per direction ("
+      << format_bandwidth(c.intra_node.usable_bandwidth()) << " usable), "
       << format_duration(c.intra_node.latency) << " per hop\n";
   out << "  network      " << c.network.preset << " (" << to_string(c.network.kind) << ", "
       << to_string(c.network.topology) << "): " << c.network.nics_per_node << " x "
@@ -335,13 +336,13 @@ int run_catalog(const CatalogOptions& o, std::ostream& out) {
       out << buf;
     }
   } else if (o.what == "fabrics") {
-    std::snprintf(buf, sizeof buf, "%-26s %-7s %16s %12s\n", "name", "kind", "GB/s per GPU",
-                  "latency us");
+    std::snprintf(buf, sizeof buf, "%-26s %-7s %16s %11s %12s\n", "name", "kind", "GB/s per GPU",
+                  "efficiency", "latency us");
     out << buf;
     for (const auto& f : fabric_catalog()) {
-      std::snprintf(buf, sizeof buf, "%-26s %-7s %16.1f %12.2f\n", f.name.c_str(),
+      std::snprintf(buf, sizeof buf, "%-26s %-7s %16.1f %11.3f %12.2f\n", f.name.c_str(),
                     std::string(to_string(f.kind)).c_str(), f.per_gpu_bandwidth.value() / 1e9,
-                    f.latency.value() * 1e6);
+                    f.protocol_efficiency, f.latency.value() * 1e6);
       out << buf;
     }
   } else if (o.what == "networks") {

@@ -385,39 +385,63 @@ std::optional<ResolvedCollective> torus_auto(const CollectiveOp& op, const std::
       CollectiveProtocol::kAuto};
 }
 
-// NCCL's choice restricted to what dtsim builds; nullopt where the model does not apply.
-std::optional<ResolvedCollective> nccl_auto(const CollectiveOp& op, const std::vector<Rank>& ranks,
-                                            const ClusterConfig& cluster) {
-  if (auto torus = torus_auto(op, ranks, cluster)) return torus;
-  if (op.kind != CollectiveKind::kAllReduce || ranks.size() < 2) return std::nullopt;
+// The system NCCL's model sees for this group: groups of whole nodes (or inside one node) on the
+// systems core/nccl_model.h covers; nullopt elsewhere.
+std::optional<NcclSystem> nccl_system_of(const std::vector<Rank>& ranks,
+                                         const ClusterConfig& cluster) {
+  if (ranks.size() < 2) return std::nullopt;
   const auto nodes = ranks_by_node(ranks, cluster);
   if (nodes.empty()) return std::nullopt;
   const bool whole_nodes =
       nodes.size() == 1 || static_cast<int>(nodes.front().size()) == cluster.gpus_per_node;
   if (!whole_nodes) return std::nullopt;
-  NcclSystem system;
   try {
-    system = nccl_system(cluster, static_cast<int>(ranks.size()));
+    return nccl_system(cluster, static_cast<int>(ranks.size()));
   } catch (const InputError&) {
     return std::nullopt;
   }
+}
+
+NcclProtocol nccl_protocol(CollectiveProtocol p) {
+  return p == CollectiveProtocol::kLL      ? NcclProtocol::kLL
+         : p == CollectiveProtocol::kLL128 ? NcclProtocol::kLL128
+                                           : NcclProtocol::kSimple;
+}
+
+// NCCL's cap on a ring's bus bandwidth under `protocol` on `system`; 0 when none.
+BytesPerSecond ring_cap(const std::optional<NcclSystem>& system, CollectiveProtocol protocol) {
+  if (!system || protocol == CollectiveProtocol::kAuto) return BytesPerSecond(0);
+  const double cap_GBps = nccl_ring_bus_bandwidth_cap_GBps(*system, nccl_protocol(protocol));
+  return std::isfinite(cap_GBps) ? BytesPerSecond(cap_GBps * 1e9) : BytesPerSecond(0);
+}
+
+// NCCL's choice restricted to what dtsim builds; nullopt where the model does not apply.
+std::optional<ResolvedCollective> nccl_auto(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                                            const ClusterConfig& cluster) {
+  if (auto torus = torus_auto(op, ranks, cluster)) return torus;
+  if (op.kind != CollectiveKind::kAllReduce) return std::nullopt;
+  const auto system = nccl_system_of(ranks, cluster);
+  if (!system) return std::nullopt;
+  const bool one_node = system->nodes == 1;
   std::optional<NcclEstimate> best;
-  for (const auto& e : nccl_all_reduce_estimates(system, op.bytes.value())) {
+  for (const auto& e : nccl_all_reduce_estimates(*system, op.bytes.value())) {
     const bool built = e.algorithm == NcclAlgorithm::kRing || e.algorithm == NcclAlgorithm::kTree ||
-                       (e.algorithm == NcclAlgorithm::kNvls && nodes.size() == 1);
+                       (e.algorithm == NcclAlgorithm::kNvls && one_node);
     if (built && (!best || e.time_us < best->time_us)) best = e;
   }
   if (!best) return std::nullopt;
-  // The tree is modelled without protocol effects (docs/collectives.md).
+  const Seconds base(nccl_base_latency_us(best->algorithm, best->protocol) * 1e-6);
+  // The tree is modelled without protocol effects (docs/collectives.md), but pays NCCL's base
+  // latency for the protocol NCCL would run it with.
   if (best->algorithm == NcclAlgorithm::kTree)
-    return ResolvedCollective{CollectiveAlgorithm::kTree, CollectiveProtocol::kAuto};
+    return ResolvedCollective{CollectiveAlgorithm::kTree, CollectiveProtocol::kAuto, base, {}};
   const CollectiveProtocol protocol = best->protocol == NcclProtocol::kLL ? CollectiveProtocol::kLL
                                       : best->protocol == NcclProtocol::kLL128
                                           ? CollectiveProtocol::kLL128
                                           : CollectiveProtocol::kSimple;
-  return ResolvedCollective{best->algorithm == NcclAlgorithm::kNvls ? CollectiveAlgorithm::kNvls
-                                                                    : CollectiveAlgorithm::kRing,
-                            protocol};
+  if (best->algorithm == NcclAlgorithm::kNvls)
+    return ResolvedCollective{CollectiveAlgorithm::kNvls, protocol, base, {}};
+  return ResolvedCollective{CollectiveAlgorithm::kRing, protocol, base, ring_cap(system, protocol)};
 }
 }  // namespace
 
@@ -425,9 +449,16 @@ ResolvedCollective resolve_collective(const CollectiveOp& op, const std::vector<
                                       const ClusterConfig& cluster) {
   if (op.algorithm == CollectiveAlgorithm::kAuto && op.protocol == CollectiveProtocol::kAuto)
     if (auto chosen = nccl_auto(op, ranks, cluster)) return *chosen;
-  ResolvedCollective r{resolve_algorithm(op, ranks, cluster), op.protocol};
+  ResolvedCollective r{resolve_algorithm(op, ranks, cluster), op.protocol, {}, {}};
   // Protocols shape the ring only; the other algorithms keep their own closed forms.
   if (r.algorithm != CollectiveAlgorithm::kRing) r.protocol = CollectiveProtocol::kAuto;
+  // A ring with an explicit protocol runs as NCCL's ring: its base latency, and its protocol's
+  // bandwidth cap where NCCL's model covers the system.
+  if (r.protocol != CollectiveProtocol::kAuto) {
+    r.call_latency =
+        Seconds(nccl_base_latency_us(NcclAlgorithm::kRing, nccl_protocol(r.protocol)) * 1e-6);
+    r.bandwidth_cap = ring_cap(nccl_system_of(ranks, cluster), r.protocol);
+  }
   return r;
 }
 
@@ -557,7 +588,7 @@ TreePlan double_binary_tree(const std::vector<Rank>& ranks, const ClusterConfig&
   // in steady state; other GPUs' groups of the same shape share the NICs, as for the ring.
   const bool pcie = cluster.intra_node.kind == FabricKind::kPcie;
   const int gpn = cluster.gpus_per_node, nics = std::max(1, cluster.network.nics_per_node);
-  const double gpu_bw = cluster.intra_node.per_gpu_bandwidth.value();
+  const double gpu_bw = cluster.intra_node.usable_bandwidth().value();
   const double nic_bw = cluster.network.nic_bandwidth.value() * cluster.network.protocol_efficiency;
   auto nic_of = [&](Rank r) { return node_of(r, cluster) * nics + (r % gpn) * nics / gpn; };
   std::map<int, int> group_on_nic;
@@ -736,20 +767,41 @@ double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
   return 0;
 }
 
-CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ranks,
-                             const ClusterConfig& cluster, Fidelity fidelity) {
+namespace {
+
+// Makes every flow of `s` wait for a delay flow placed first: NCCL's per-call latency, paid before
+// any data moves.
+void prepend_delay(CollectiveSchedule& s, Seconds delay) {
+  if (delay.value() <= 0) return;
+  if (s.flows.empty()) {
+    s.trailing_latency += delay;
+    return;
+  }
+  for (auto& f : s.flows) {
+    for (int& a : f.after) ++a;
+    if (f.after.empty()) f.after.push_back(0);
+  }
+  s.flows.insert(s.flows.begin(), Flow{-1, -1, Bytes(0), {}, delay});
+}
+
+CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                                   const ClusterConfig& cluster, Fidelity fidelity,
+                                   const ResolvedCollective& resolved) {
   CollectiveSchedule s;
   const int n = static_cast<int>(ranks.size());
-  if (n <= 1) return s;
-  const Seconds alpha = ring_link(ranks, cluster).alpha;
-  const ResolvedCollective resolved = resolve_collective(op, ranks, cluster);
+  const LinkCost link = ring_link(ranks, cluster);
+  const Seconds alpha = link.alpha;
   const CollectiveAlgorithm algorithm = resolved.algorithm;
-  // Ring family: the protocol inflates bytes by 1 / bandwidth factor and adds latency per step,
-  // which is added once at the end (exact on a contention-free network).
+  // Ring family: the protocol inflates bytes by beta over the protocol's bandwidth (its factor,
+  // and NCCL's cap) and adds latency per step, which is added once at the end (exact on a
+  // contention-free network).
   const ProtocolEffect effect =
       protocol_effect(resolved.protocol, ranks_by_node(ranks, cluster).size() != 1,
                       cluster.intra_node.kind == FabricKind::kPcie);
-  const double inflate = 1.0 / effect.bandwidth_factor;
+  BytesPerSecond protocol_beta = link.beta * effect.bandwidth_factor;
+  if (resolved.bandwidth_cap.value() > 0)
+    protocol_beta = std::min(protocol_beta, resolved.bandwidth_cap);
+  const double inflate = link.beta / protocol_beta;
   auto protocol_latency = [&](int steps) { return alpha * (steps * (effect.latency_scale - 1.0)); };
   if (algorithm == CollectiveAlgorithm::kNvls) {
     // Up and down flows for every GPU at once, then the second half-hop of latency.
@@ -867,6 +919,17 @@ CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ra
       return s;
     }
   }
+  return s;
+}
+
+}  // namespace
+
+CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                             const ClusterConfig& cluster, Fidelity fidelity) {
+  if (ranks.size() <= 1) return {};
+  const ResolvedCollective resolved = resolve_collective(op, ranks, cluster);
+  CollectiveSchedule s = decompose_flows(op, ranks, cluster, fidelity, resolved);
+  prepend_delay(s, resolved.call_latency);
   return s;
 }
 

@@ -22,7 +22,8 @@
 //   that GPU's NIC), and a ring all-gather inside each node, the phases one after another.
 // - NVLS all-reduce (one node): the switch reduces and multicasts; with NCCL's pipelining each GPU
 //   link carries S (1 + 1/n) each way (its data read for reduction plus its chunk stored for
-//   multicast, and the same back), at the NVLS efficiency: alpha + S (1 + 1/n) / (eta beta).
+//   multicast, and the same back), at the NVLS efficiency: alpha + S (1 + 1/n) / (eta beta). beta
+//   is the fabric's usable bandwidth (NCCL's NVLink figure), to which NCCL applies eta as well.
 // - Tree all-reduce: NCCL's double binary tree, below (TreePlan).
 // - Broadcast and reduce are pipelined chains; all-to-all is pairwise exchange (N-1 steps);
 //   barrier is a zero-byte all-reduce.
@@ -107,9 +108,17 @@ std::optional<TorusAllReducePlan> torus_all_reduce_plan(const std::vector<Rank>&
 // closed form is faster than the ring's. Algorithm auto follows NCCL's cost model
 // (core/nccl_model.h) among the algorithms dtsim builds, on systems that model covers (NVSwitch
 // A100/H100/H200 nodes, whole nodes); elsewhere the ring with the pure alpha-beta model.
+//
+// A collective that runs as NCCL would (auto on a system NCCL's model covers, or the ring with an
+// explicit protocol) also pays NCCL's per-call base latency (core/nccl_model.h
+// nccl_base_latency_us: 6.6-14 us by protocol), once, before its flows; a ring under LL or LL128
+// has its bus bandwidth capped as NCCL caps it (nccl_ring_bus_bandwidth_cap_GBps) where the system
+// is one NCCL's model covers. Explicit algorithms without a protocol stay pure alpha-beta.
 struct ResolvedCollective {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
   CollectiveProtocol protocol = CollectiveProtocol::kAuto;  // kAuto here: no protocol effect
+  Seconds call_latency{0};                                  // NCCL's base latency; 0: none
+  BytesPerSecond bandwidth_cap{0};  // cap on the ring's bus bandwidth (its beta); 0: none
 };
 ResolvedCollective resolve_collective(const CollectiveOp& op, const std::vector<Rank>& ranks,
                                       const ClusterConfig& cluster);

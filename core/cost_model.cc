@@ -49,9 +49,9 @@ int node_of(Rank r, const ClusterConfig& cluster) {
 LinkCost point_to_point_link(Rank a, Rank b, const ClusterConfig& cluster) {
   // To or from a node's NVSwitch (NVLS): one GPU link, half a GPU-to-GPU hop.
   if (is_switch(a) || is_switch(b))
-    return {cluster.intra_node.latency / 2.0, cluster.intra_node.per_gpu_bandwidth};
+    return {cluster.intra_node.latency / 2.0, cluster.intra_node.usable_bandwidth()};
   if (node_of(a, cluster) == node_of(b, cluster))
-    return {cluster.intra_node.latency, cluster.intra_node.per_gpu_bandwidth};
+    return {cluster.intra_node.latency, cluster.intra_node.usable_bandwidth()};
   const auto& net = cluster.network;
   // One flow uses one NIC; it is also bounded by the GPU's own fabric link.
   BytesPerSecond nic = net.nic_bandwidth * net.protocol_efficiency;
@@ -60,7 +60,7 @@ LinkCost point_to_point_link(Rank a, Rank b, const ClusterConfig& cluster) {
     const auto hops = torus_route(node_of(a, cluster), node_of(b, cluster), net.torus_dims);
     latency += net.torus_hop_latency * (static_cast<double>(std::max<size_t>(hops.size(), 1)) - 1);
   }
-  return {latency, std::min(nic, cluster.intra_node.per_gpu_bandwidth)};
+  return {latency, std::min(nic, cluster.intra_node.usable_bandwidth())};
 }
 
 LinkCost torus_link(int ranks_per_node, const ClusterConfig& cluster) {
@@ -70,7 +70,7 @@ LinkCost torus_link(int ranks_per_node, const ClusterConfig& cluster) {
   const bool pcie = cluster.intra_node.kind == FabricKind::kPcie;
   const BytesPerSecond cable = net.nic_bandwidth * (net.protocol_efficiency * share / g);
   return {net.latency + (pcie ? cluster.intra_node.latency : Seconds(0)),
-          std::min(cable, cluster.intra_node.per_gpu_bandwidth)};
+          std::min(cable, cluster.intra_node.usable_bandwidth())};
 }
 
 Seconds torus_all_reduce_time(Bytes bytes, const std::vector<Rank>& ranks,
@@ -100,7 +100,7 @@ Seconds torus_all_reduce_time(Bytes bytes, const std::vector<Rank>& ranks,
 LinkCost ring_link(const std::vector<Rank>& ranks, const ClusterConfig& cluster) {
   std::set<int> nodes;
   for (Rank r : ranks) nodes.insert(node_of(r, cluster));
-  LinkCost intra{cluster.intra_node.latency, cluster.intra_node.per_gpu_bandwidth};
+  LinkCost intra{cluster.intra_node.latency, cluster.intra_node.usable_bandwidth()};
   if (nodes.size() <= 1) return intra;
   // A ring that crosses nodes leaves each node once per channel. Summed over NCCL's channels,
   // a node sends as many bytes out as one rank sends in total, spread over its NICs. Groups of
@@ -135,13 +135,14 @@ double bus_bandwidth_factor(CollectiveKind kind, int n) {
   return 1.0;
 }
 
-Seconds collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
-                        const ClusterConfig& cluster) {
+namespace {
+
+// The collective's time without NCCL's per-call base latency.
+Seconds transfer_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                      const ClusterConfig& cluster, const ResolvedCollective& resolved) {
   const int n = static_cast<int>(ranks.size());
-  if (n <= 1) return Seconds(0);
   LinkCost link = ring_link(ranks, cluster);
   const double steps_all_reduce = 2.0 * (n - 1);
-  const ResolvedCollective resolved = resolve_collective(op, ranks, cluster);
   const CollectiveAlgorithm algorithm = resolved.algorithm;
   if (algorithm == CollectiveAlgorithm::kNvls)
     return link.alpha + op.bytes * ((1.0 + 1.0 / n) / nvls_efficiency(cluster)) / link.beta;
@@ -177,6 +178,7 @@ Seconds collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
                       cluster.intra_node.kind == FabricKind::kPcie);
   link.alpha = link.alpha * effect.latency_scale;
   link.beta = link.beta * effect.bandwidth_factor;
+  if (resolved.bandwidth_cap.value() > 0) link.beta = std::min(link.beta, resolved.bandwidth_cap);
   switch (op.kind) {
     case CollectiveKind::kAllReduce:
       return link.alpha * steps_all_reduce + op.bytes * (2.0 * (n - 1) / n) / link.beta;
@@ -191,6 +193,15 @@ Seconds collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
       return link.alpha * steps_all_reduce;
   }
   return Seconds(0);
+}
+
+}  // namespace
+
+Seconds collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                        const ClusterConfig& cluster) {
+  if (ranks.size() <= 1) return Seconds(0);
+  const ResolvedCollective resolved = resolve_collective(op, ranks, cluster);
+  return resolved.call_latency + transfer_time(op, ranks, cluster, resolved);
 }
 
 Seconds point_to_point_time(Bytes bytes, Rank a, Rank b, const ClusterConfig& cluster) {

@@ -8,6 +8,11 @@
 //   all-reduce 2(N-1)a + 2(N-1)/N S/b; all-gather, reduce-scatter and all-to-all half of that;
 //   broadcast and reduce (N-1)a + S/b (pipelined chain). alpha and beta are those of the ring's
 //   slowest hop (ring_link). No contention: that is the SimGrid executor's job.
+// - Bandwidths inside a node are the fabric's usable bandwidth (line rate x protocol efficiency,
+//   NCCL's link figure for NVLink and PCIe), as across nodes they are the NICs' usable share.
+// - A collective that runs as NCCL would (core/collective_schedule.h ResolvedCollective) adds
+//   NCCL's per-call base latency to its closed form, and a ring under LL or LL128 has NCCL's
+//   bandwidth cap; explicit algorithms without a protocol are the pure formulas above.
 // - The same functions give the SimGrid executor its host speeds and the differential tests
 //   their oracle, so there is one definition of each cost.
 #pragma once

@@ -289,6 +289,18 @@ constexpr Seconds kNcclNvlinkLatency = 0.6_us;
 constexpr Seconds kNcclPcieLatency = 1.0_us;
 constexpr Seconds kNcclNetworkLatency = 2.7_us;
 
+// NCCL's link bandwidths over the line rate (docs/evidence/nccl-tuning-model.md section 3): NCCL's
+// topology search counts an NVLink at SM70/SM80 20, SM90 20.6 and SM100 40.1 GB/s
+// (src/graph/topo.h), against 25 GB/s per direction (50 on NVLink 5), and a PCIe link at
+// width x kvDictPciGen / 80 GB/s (src/graph/topo.cc: x16 Gen3 12, Gen4 24, Gen5 48), against
+// 128b/130b line rates of 15.75, 31.5 and 63 GB/s. These are the bandwidths NCCL's cost model and
+// algorithm choice use, so dtsim's transfers and NCCL's model see the same link.
+constexpr double kNvlinkSm70Efficiency = 20.0 / 25.0;
+constexpr double kNvlinkSm80Efficiency = 20.0 / 25.0;
+constexpr double kNvlinkSm90Efficiency = 20.6 / 25.0;
+constexpr double kNvlinkSm100Efficiency = 40.1 / 50.0;
+constexpr double kPcieEfficiency = 12.0 / 15.75;
+
 std::vector<IntraNodeFabricSpec> make_fabric_catalog() {
   return {
       IntraNodeFabricSpec{
@@ -296,137 +308,170 @@ std::vector<IntraNodeFabricSpec> make_fabric_catalog() {
           .kind = FabricKind::kSwitch,
           .per_gpu_bandwidth = 150_GBps,
           .latency = kNcclNvlinkLatency,
+          .protocol_efficiency = kNvlinkSm70Efficiency,
           .source = "NVIDIA DGX-2 / Tesla V100 (Volta) architecture whitepaper: 6 NVLink2 links "
                     "per GPU x 25 GB/s per direction = 150 GB/s, all GPUs reach each other at full "
-                    "rate through NVSwitch; latency: NCCL NVLink LL per-step 0.6 us",
+                    "rate through NVSwitch; latency: NCCL NVLink LL per-step 0.6 us; efficiency "
+                    "0.80: NCCL counts 20 GB/s per NVLink on SM70 (src/graph/topo.h "
+                    "SM70_NVLINK_BW) of the 25 GB/s line rate",
       },
       IntraNodeFabricSpec{
           .name = "nvswitch-nvlink3",
           .kind = FabricKind::kSwitch,
           .per_gpu_bandwidth = 300_GBps,
           .latency = kNcclNvlinkLatency,
+          .protocol_efficiency = kNvlinkSm80Efficiency,
           .source = "NVIDIA A100 datasheet / DGX A100: 12 NVLink3 links x 25 GB/s per direction = "
-                    "300 GB/s (600 GB/s bidirectional) through NVSwitch; NCCL's topology search "
-                    "counts 20 GB/s per link on SM80; latency: NCCL NVLink LL per-step 0.6 us",
+                    "300 GB/s (600 GB/s bidirectional) through NVSwitch; latency: NCCL NVLink LL "
+                    "per-step 0.6 us; efficiency 0.80: NCCL counts 20 GB/s per NVLink on SM80 "
+                    "(src/graph/topo.h SM80_NVLINK_BW) of the 25 GB/s line rate",
       },
       IntraNodeFabricSpec{
           .name = "nvswitch-nvlink4",
           .kind = FabricKind::kSwitch,
           .per_gpu_bandwidth = 450_GBps,
           .latency = kNcclNvlinkLatency,
+          .protocol_efficiency = kNvlinkSm90Efficiency,
           .source = "NVIDIA H100/H200 datasheets / DGX H100: 18 NVLink4 links x 25 GB/s per "
-                    "direction = 450 GB/s (900 GB/s bidirectional) through NVSwitch; NCCL counts "
-                    "20.6 GB/s per link on SM90; latency: NCCL NVLink LL per-step 0.6 us",
+                    "direction = 450 GB/s (900 GB/s bidirectional) through NVSwitch; latency: NCCL "
+                    "NVLink LL per-step 0.6 us; efficiency 0.824: NCCL counts 20.6 GB/s per NVLink "
+                    "on SM90 (src/graph/topo.h SM90_NVLINK_BW) of the 25 GB/s line rate",
       },
       IntraNodeFabricSpec{
           .name = "nvswitch-nvlink5",
           .kind = FabricKind::kSwitch,
           .per_gpu_bandwidth = 900_GBps,
           .latency = kNcclNvlinkLatency,
+          .protocol_efficiency = kNvlinkSm100Efficiency,
           .source = "NVIDIA DGX B200 / Blackwell datasheet: 18 NVLink5 links x 50 GB/s per "
-                    "direction = 900 GB/s (1.8 TB/s bidirectional) through NVSwitch; NCCL counts "
-                    "40.1 GB/s per link on SM100; latency: NCCL NVLink LL per-step 0.6 us",
+                    "direction = 900 GB/s (1.8 TB/s bidirectional) through NVSwitch; latency: NCCL "
+                    "NVLink LL per-step 0.6 us; efficiency 0.802: NCCL counts 40.1 GB/s per NVLink "
+                    "on SM100 (src/graph/topo.h SM100_NVLINK_BW, v2.28) of the 50 GB/s line rate",
       },
       IntraNodeFabricSpec{
           .name = "nvlink-hybrid-cube-mesh",
           .kind = FabricKind::kMesh,
           .per_gpu_bandwidth = 150_GBps,
           .latency = kNcclNvlinkLatency,
+          .protocol_efficiency = kNvlinkSm70Efficiency,
           .source = "NVIDIA DGX-1 with Tesla V100 system architecture whitepaper: 6 NVLink2 links "
                     "per GPU x 25 GB/s per direction = 150 GB/s injection; each GPU links directly "
                     "to only 4 of its 7 peers (some over doubled links), the others are relayed, "
-                    "so one pair sees 25-50 GB/s; latency: NCCL NVLink LL per-step 0.6 us",
+                    "so one pair sees 25-50 GB/s; latency: NCCL NVLink LL per-step 0.6 us; "
+                    "efficiency 0.80: NCCL counts 20 GB/s per NVLink on SM70 (src/graph/topo.h "
+                    "SM70_NVLINK_BW) of the 25 GB/s line rate",
       },
       IntraNodeFabricSpec{
           .name = "nvlink-ring",
           .kind = FabricKind::kRing,
           .per_gpu_bandwidth = 100_GBps,
           .latency = kNcclNvlinkLatency,
+          .protocol_efficiency = kNvlinkSm80Efficiency,
           .source =
               "A modelling configuration, not one product: each GPU links to its two ring "
               "neighbours with 2 NVLink3 links each, 4 x 25 GB/s per direction (per-link rate "
               "from the NVIDIA A100 datasheet) = 100 GB/s injection; non-neighbours are "
-              "relayed; latency: NCCL NVLink LL per-step 0.6 us",
+              "relayed; latency: NCCL NVLink LL per-step 0.6 us; efficiency 0.80: NCCL counts 20 "
+              "GB/s per NVLink on SM80 (src/graph/topo.h SM80_NVLINK_BW) of the 25 GB/s line rate",
       },
       IntraNodeFabricSpec{
           .name = "infinity-fabric",
           .kind = FabricKind::kMesh,
           .per_gpu_bandwidth = 448_GBps,
           .latency = kNcclNvlinkLatency,
+          .protocol_efficiency = 1.0,
           .source = "AMD Instinct MI300X datasheet / platform brief: 7 Infinity Fabric links per "
                     "GPU at 128 GB/s bidirectional (64 GB/s per direction) = 448 GB/s injection, "
                     "fully connected 8-GPU mesh so one pair sees 64 GB/s; latency: assumed equal "
-                    "to NCCL's NVLink LL per-step 0.6 us (no RCCL figure found)",
+                    "to NCCL's NVLink LL per-step 0.6 us (no RCCL figure found); efficiency 1: no "
+                    "RCCL per-link figure taken, line rate used",
       },
       IntraNodeFabricSpec{
           .name = "infinity-fabric-mi250x",
           .kind = FabricKind::kMesh,
           .per_gpu_bandwidth = 400_GBps,
           .latency = kNcclNvlinkLatency,
+          .protocol_efficiency = 1.0,
           .source =
               "AMD Instinct MI250X datasheet and ROCm 'MI250 microarchitecture' page: 8 "
               "external Infinity Fabric links per package, each 16 lanes at 25 GT/s = 50 GB/s "
               "per direction, = 400 GB/s per package (the two GCDs inside a package share 4 "
               "more links, 200 GB/s); links to peers vary by board; latency: assumed equal to "
-              "NCCL's NVLink LL per-step 0.6 us",
+              "NCCL's NVLink LL per-step 0.6 us; efficiency 1: no RCCL per-link figure taken, line "
+              "rate used",
       },
       IntraNodeFabricSpec{
           .name = "pcie-gen3",
           .kind = FabricKind::kPcie,
           .per_gpu_bandwidth = BytesPerSecond(15.75e9),
           .latency = kNcclPcieLatency,
-          .source = "PCI Express Base Specification 3.0: x16 at 8 GT/s per lane, 128b/130b "
-                    "encoding = 15.75 GB/s per direction before packet overhead (NCCL counts 12 "
-                    "GB/s); latency: NCCL PCIe LL per-step 1.0 us",
+          .protocol_efficiency = kPcieEfficiency,
+          .source =
+              "PCI Express Base Specification 3.0: x16 at 8 GT/s per lane, 128b/130b "
+              "encoding = 15.75 GB/s per direction before packet overhead; latency: NCCL PCIe LL "
+              "per-step 1.0 us; efficiency 0.762: NCCL counts x16 Gen3 as 16 lanes x 60 (x100 "
+              "Mb/s, kvDictPciGen in src/graph/topo.cc) / 80 = 12 GB/s of the 15.75 GB/s line rate",
       },
       IntraNodeFabricSpec{
           .name = "pcie-gen4",
           .kind = FabricKind::kPcie,
           .per_gpu_bandwidth = BytesPerSecond(31.5e9),
           .latency = kNcclPcieLatency,
-          .source = "PCI Express Base Specification 4.0: x16 at 16 GT/s per lane, 128b/130b "
-                    "encoding = 31.5 GB/s per direction before packet overhead; latency: NCCL PCIe "
-                    "LL per-step 1.0 us",
+          .protocol_efficiency = kPcieEfficiency,
+          .source =
+              "PCI Express Base Specification 4.0: x16 at 16 GT/s per lane, 128b/130b "
+              "encoding = 31.5 GB/s per direction before packet overhead; latency: NCCL PCIe "
+              "LL per-step 1.0 us; efficiency 0.762: NCCL counts x16 Gen4 as 16 lanes x 120 (x100 "
+              "Mb/s, kvDictPciGen in src/graph/topo.cc) / 80 = 24 GB/s of the 31.5 GB/s line rate",
       },
       IntraNodeFabricSpec{
           .name = "pcie-gen5",
           .kind = FabricKind::kPcie,
           .per_gpu_bandwidth = BytesPerSecond(63.0e9),
           .latency = kNcclPcieLatency,
-          .source = "PCI Express Base Specification 5.0: x16 at 32 GT/s per lane, 128b/130b "
-                    "encoding = 63.0 GB/s per direction before packet overhead; latency: NCCL PCIe "
-                    "LL per-step 1.0 us",
+          .protocol_efficiency = kPcieEfficiency,
+          .source =
+              "PCI Express Base Specification 5.0: x16 at 32 GT/s per lane, 128b/130b "
+              "encoding = 63.0 GB/s per direction before packet overhead; latency: NCCL PCIe "
+              "LL per-step 1.0 us; efficiency 0.762: NCCL counts x16 Gen5 as 16 lanes x 240 (x100 "
+              "Mb/s, kvDictPciGen in src/graph/topo.cc) / 80 = 48 GB/s of the 63.0 GB/s line rate",
       },
       IntraNodeFabricSpec{
           .name = "ici-v4",
           .kind = FabricKind::kMesh,
           .per_gpu_bandwidth = 300_GBps,
           .latency = kNcclNvlinkLatency,
+          .protocol_efficiency = 1.0,
           .source =
               "Google Cloud TPU v4 docs and Jouppi et al., 'TPU v4: An Optically Reconfigurable "
               "Supercomputer', ISCA 2023: 3D torus (modelled as a mesh), 6 ICI links per chip at "
               "400 Gb/s = 50 GB/s per direction each = 300 GB/s; latency: assumed equal to NCCL's "
-              "NVLink LL per-step 0.6 us (no public per-hop ICI figure found)",
+              "NVLink LL per-step 0.6 us (no public per-hop ICI figure found); efficiency 1: no "
+              "public figure, line rate used",
       },
       IntraNodeFabricSpec{
           .name = "ici-v5p",
           .kind = FabricKind::kMesh,
           .per_gpu_bandwidth = 600_GBps,
           .latency = kNcclNvlinkLatency,
+          .protocol_efficiency = 1.0,
           .source = "Google Cloud TPU v5p documentation: 1200 GBps bidirectional ICI per chip "
                     "(4800 Gbps per direction) = 600 GB/s per direction, 3D torus (modelled as a "
                     "mesh); latency: assumed equal to NCCL's NVLink LL per-step 0.6 us (no public "
-                    "per-hop ICI figure found)",
+                    "per-hop ICI figure found); efficiency 1: no public figure, line rate used",
       },
       IntraNodeFabricSpec{
           .name = "gaudi2-roce-mesh",
           .kind = FabricKind::kMesh,
           .per_gpu_bandwidth = BytesPerSecond(262.5e9),
           .latency = kNcclNetworkLatency,
-          .source = "Habana Gaudi2 white paper (May 2022): 24 on-chip 100 GbE RoCE v2 ports, 21 "
-                    "wired all-to-all inside an 8-card server (3 per peer, 37.5 GB/s per pair) and "
-                    "3 for scale-out: 21 x 12.5 GB/s = 262.5 GB/s per direction; latency: assumed "
-                    "equal to NCCL's network LL per-step 2.7 us (links are RoCE)",
+          .protocol_efficiency = 0.90,
+          .source =
+              "Habana Gaudi2 white paper (May 2022): 24 on-chip 100 GbE RoCE v2 ports, 21 "
+              "wired all-to-all inside an 8-card server (3 per peer, 37.5 GB/s per pair) and "
+              "3 for scale-out: 21 x 12.5 GB/s = 262.5 GB/s per direction; latency: assumed "
+              "equal to NCCL's network LL per-step 2.7 us (links are RoCE); efficiency 0.90: the "
+              "RoCE v2 network entries' usable share (header bytes per 4096-byte payload)",
       },
   };
 }

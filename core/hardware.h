@@ -50,9 +50,15 @@ enum class FabricKind { kSwitch, kMesh, kRing, kPcie };
 struct IntraNodeFabricSpec {
   std::string name;  // "nvswitch-nvlink4", "pcie-gen5"
   FabricKind kind = FabricKind::kSwitch;
-  BytesPerSecond per_gpu_bandwidth{0};  // one GPU's injection bandwidth, per direction
+  BytesPerSecond per_gpu_bandwidth{0};  // one GPU's injection bandwidth, per direction (line rate)
   Seconds latency{0};                   // one hop, GPU to GPU
+  // Usable fraction of line rate for bulk transfers: for NVLink and PCIe, NCCL's own link figure
+  // (src/graph/topo.h, topo.cc) over the line rate. Every transfer inside a node runs at
+  // usable_bandwidth(); per_gpu_bandwidth stays the vendor figure.
+  double protocol_efficiency = 1.0;
   std::string source;
+
+  BytesPerSecond usable_bandwidth() const { return per_gpu_bandwidth * protocol_efficiency; }
 };
 
 enum class NetworkKind { kInfiniBand, kRoCE, kEthernet };

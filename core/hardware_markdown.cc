@@ -100,13 +100,17 @@ std::string render_gpu_catalog_markdown() {
 std::string render_fabric_catalog_markdown() {
   std::string out =
       "## Intra-node fabrics\n\n"
-      "Per-GPU bandwidth is one GPU's injection bandwidth per direction; on a mesh a single pair "
-      "of GPUs sees less. Latency is one GPU-to-GPU hop.\n\n";
+      "Per-GPU bandwidth is one GPU's injection line rate per direction; on a mesh a single pair "
+      "of GPUs sees less. Transfers run at the usable bandwidth, line rate x protocol efficiency "
+      "(for NVLink and PCIe, the link bandwidth NCCL's topology search counts). Latency is one "
+      "GPU-to-GPU hop.\n\n";
   out += header({"Fabric", "Kind", "Per-GPU bandwidth (GB/s, per direction)",
+                 "Protocol efficiency (fraction)", "Usable bandwidth (GB/s)",
                  "Latency per hop (us)", "Source"});
   for (const IntraNodeFabricSpec& fabric : fabric_catalog()) {
     out += row({cell(fabric.name), std::string(to_string(fabric.kind)),
-                gb_per_s(fabric.per_gpu_bandwidth), microseconds(fabric.latency),
+                gb_per_s(fabric.per_gpu_bandwidth), number(fabric.protocol_efficiency, 3),
+                gb_per_s(fabric.usable_bandwidth()), microseconds(fabric.latency),
                 cell(fabric.source)});
   }
   return out;

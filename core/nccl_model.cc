@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 
@@ -115,14 +116,53 @@ NcclSystem nccl_system(const ClusterConfig& c, int ranks) {
   return s;
 }
 
+namespace {
+
+// llMaxBws: by GPU on one node, else by CPU (the Intel row).
+double ll_max_GBps(const NcclSystem& s) {
+  const int col = s.nodes <= 2 ? s.nodes - 1 : 2;  // N1 / N2 / N4 columns
+  return s.nodes == 1 ? (s.compute_capability >= 90 ? 141 : 87.7)
+                      : std::array<double, 3>{39, 39, 20.4}[static_cast<size_t>(col)];
+}
+
+double ring_ll128_max_GBps(const NcclSystem& s) {
+  return s.compute_capability >= 90 ? 36.7 : 20;
+}
+
+}  // namespace
+
+double nccl_base_latency_us(NcclAlgorithm algorithm, NcclProtocol protocol) {
+  const auto p = static_cast<size_t>(protocol);
+  switch (algorithm) {
+    case NcclAlgorithm::kRing:
+      return kBaseLatRing[p];
+    case NcclAlgorithm::kTree:
+      return kBaseLatTree[p];
+    case NcclAlgorithm::kNvls:
+    case NcclAlgorithm::kNvlsTree:
+      return 0;
+  }
+  return 0;
+}
+
+double nccl_ring_bus_bandwidth_cap_GBps(const NcclSystem& s, NcclProtocol protocol) {
+  switch (protocol) {
+    case NcclProtocol::kLL:
+      return ll_max_GBps(s);
+    case NcclProtocol::kLL128:
+      return s.ring.channels * ring_ll128_max_GBps(s);
+    case NcclProtocol::kSimple:
+      return std::numeric_limits<double>::infinity();
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
 std::vector<NcclEstimate> nccl_all_reduce_estimates(const NcclSystem& s, double bytes) {
   const double n = s.ranks, nodes = s.nodes, ppn = n / nodes;
   const double nsteps = 2 * (n - 1), inter_steps = nodes > 1 ? 2 * (nodes - 1) : 0;
   const bool hopper = s.compute_capability >= 90;
   const int col = s.nodes <= 2 ? s.nodes - 1 : 2;  // N1 / N2 / N4 columns
-  const double ll_max =
-      s.nodes == 1 ? (hopper ? 141 : 87.7) : std::array<double, 3>{39, 39, 20.4}[col];
-  const double ring_ll128_max = hopper ? 36.7 : 20;
+  const double ll_max = ll_max_GBps(s);
   const double tree_ll128_max = hopper ? std::array<double, 3>{36.7, 36.7, 29.0}[col] : 20;
   const double tree_max = hopper ? std::array<double, 3>{38.7, 41.4, 36.0}[col]
                                  : std::array<double, 3>{24.0, 23.6, 17.8}[col];
@@ -140,9 +180,9 @@ std::vector<NcclEstimate> nccl_all_reduce_estimates(const NcclSystem& s, double 
     {
       const double bw = (s.nodes <= 2 ? s.ring.bw_intra_GBps : s.ring.bw_inter_GBps);
       double bus = s.ring.channels * bw;
-      if (proto == NcclProtocol::kLL) bus = std::min(ll_max, 0.5 * bus);
-      if (proto == NcclProtocol::kLL128)
-        bus = std::min(0.92 * bus, s.ring.channels * ring_ll128_max);
+      if (proto == NcclProtocol::kLL) bus = 0.5 * bus;
+      if (proto == NcclProtocol::kLL128) bus = 0.92 * bus;
+      bus = std::min(bus, nccl_ring_bus_bandwidth_cap_GBps(s, proto));
       double intra_lat = intra_ring[static_cast<size_t>(p)];
       if (s.nodes > 1)
         intra_lat =

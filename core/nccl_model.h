@@ -57,4 +57,16 @@ std::vector<NcclEstimate> nccl_all_reduce_estimates(const NcclSystem& system, do
 // The fastest of them (NCCL keeps the first on ties).
 NcclEstimate nccl_all_reduce_choice(const NcclSystem& system, double bytes);
 
+// NCCL's per-call base latency (baseLat in src/tuning/cost_model.cc ncclTunerConstantsDefaults, the
+// same in v2.28 src/graph/tuning.cc), in us: Ring 6.6 / 14.0 / 8.4 and Tree 6.8 / 14.0 / 8.4 for
+// LL / LL128 / Simple, NVLS and NVLS-tree 0. It is paid once per call, on top of the per-step
+// hardware latencies.
+double nccl_base_latency_us(NcclAlgorithm algorithm, NcclProtocol protocol);
+
+// The cap NCCL puts on a ring's bus bandwidth under a protocol (src/tuning/ring.cc), in GB/s: LL at
+// most llMaxBw (141 on one Hopper node, 87.7 on one Ampere node, 39 / 39 / 20.4 on 1 / 2 / 4+
+// nodes' Intel hosts), LL128 at most the ring's channels x perChMaxRingLL128Bw (36.7 Hopper, 20
+// Ampere); infinity for Simple. The protocol's bandwidth factor (0.5, 0.92) comes on top.
+double nccl_ring_bus_bandwidth_cap_GBps(const NcclSystem& system, NcclProtocol protocol);
+
 }  // namespace dtsim

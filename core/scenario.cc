@@ -279,6 +279,7 @@ IntraNodeFabricSpec resolve_fabric(const Reader& r, const GpuSpec& gpu, const st
       f.per_gpu_bandwidth = *b;
     else
       sink.add(r.where(path), path, "an inline intra-node fabric needs bandwidth (e.g. 450GBps)");
+    f.protocol_efficiency = r.get_or<double>(path + ".protocol_efficiency", 1.0);
     f.source = "inline spec in " + file;
     return f;
   }

@@ -119,6 +119,11 @@ SchemaNode build_schema() {
                     "one GPU's injection bandwidth per direction, e.g. 450GBps"),
                1e15),
       leaf("latency", ValueType::kDuration, "one GPU-to-GPU hop, e.g. 1us", "1us"),
+      positive(leaf("protocol_efficiency", ValueType::kNumber,
+                    "usable fraction of bandwidth for bulk transfers (0-1]; the catalog's NVLink "
+                    "and PCIe fabrics use NCCL's link figures, e.g. 0.824 on NVLink 4",
+                    "1"),
+               1),
   };
 
   SchemaNode net_preset = leaf("preset", ValueType::kEnum,

@@ -54,7 +54,8 @@ Platform build_platform(const ClusterConfig& c, DType precision) {
   // GPU hosts and their fabric links, all in one star zone. Flows between gpu hosts only ever
   // join GPUs of the same node, so one shared center is equivalent to one switch per node, and
   // SimGrid 3.32 builds child zones in time quadratic in their number (2048 node zones: minutes).
-  const double fabric_bw = c.intra_node.per_gpu_bandwidth.value();
+  // Usable bandwidth: line rate x the fabric's protocol efficiency (NCCL's NVLink/PCIe figure).
+  const double fabric_bw = c.intra_node.usable_bandwidth().value();
   const double hop_latency = c.intra_node.latency.value();
   const bool pcie = c.intra_node.kind == FabricKind::kPcie;
   std::vector<sg4::Link*> gpu_link(static_cast<size_t>(world));

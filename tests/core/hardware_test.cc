@@ -170,6 +170,25 @@ TEST(HardwareCatalog, FabricsMatchReference) {
   EXPECT_DOUBLE_EQ(find_fabric("ici-v5p")->per_gpu_bandwidth.value(), 600 * kGiga);
 }
 
+TEST(HardwareCatalog, FabricUsableBandwidthIsNcclsLinkFigure) {
+  // NCCL src/graph/topo.h: NVLink 20 GB/s per link on SM70 and SM80, 20.6 on SM90, 40.1 on SM100;
+  // topo.cc kvDictPciGen: x16 PCIe Gen3 12, Gen4 24, Gen5 48 GB/s.
+  auto usable = [](const char* name) { return find_fabric(name)->usable_bandwidth().value(); };
+  EXPECT_NEAR(usable("nvswitch-nvlink2"), 6 * 20 * kGiga, 1e3);
+  EXPECT_NEAR(usable("nvlink-hybrid-cube-mesh"), 6 * 20 * kGiga, 1e3);
+  EXPECT_NEAR(usable("nvswitch-nvlink3"), 12 * 20 * kGiga, 1e3);
+  EXPECT_NEAR(usable("nvswitch-nvlink4"), 18 * 20.6 * kGiga, 1e3);
+  EXPECT_NEAR(usable("nvswitch-nvlink5"), 18 * 40.1 * kGiga, 1e3);
+  EXPECT_NEAR(usable("pcie-gen3"), 12 * kGiga, 1e3);
+  EXPECT_NEAR(usable("pcie-gen4"), 24 * kGiga, 1e3);
+  EXPECT_NEAR(usable("pcie-gen5"), 48 * kGiga, 1e3);
+  for (const IntraNodeFabricSpec& f : fabric_catalog()) {
+    SCOPED_TRACE(f.name);
+    EXPECT_GT(f.protocol_efficiency, 0);
+    EXPECT_LE(f.protocol_efficiency, 1);
+  }
+}
+
 TEST(HardwareCatalog, EveryFabricIsComplete) {
   for (const IntraNodeFabricSpec& f : fabric_catalog()) {
     SCOPED_TRACE(f.name);

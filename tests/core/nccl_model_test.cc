@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace dtsim {
 namespace {
 
@@ -81,6 +83,25 @@ TEST(NcclModel, BusBandwidthPredictions) {
     EXPECT_EQ(e.algorithm, c.algorithm) << c.yaml << c.bytes;
     EXPECT_NEAR(busbw(e, c.bytes, c.ranks), c.busbw, 0.005 * c.busbw) << c.yaml << c.bytes;
   }
+}
+
+TEST(NcclModel, BaseLatenciesAndRingProtocolCaps) {
+  // ncclTunerConstantsDefaults baseLat (note section 1): Ring 6.6 / 14 / 8.4, Tree 6.8 / 14 / 8.4,
+  // NVLS 0; llMaxBw 141 (one Hopper node), 87.7 (one Ampere node); LL128 12 x 36.7 on one H100
+  // node.
+  EXPECT_DOUBLE_EQ(nccl_base_latency_us(NcclAlgorithm::kRing, NcclProtocol::kLL), 6.6);
+  EXPECT_DOUBLE_EQ(nccl_base_latency_us(NcclAlgorithm::kRing, NcclProtocol::kLL128), 14.0);
+  EXPECT_DOUBLE_EQ(nccl_base_latency_us(NcclAlgorithm::kRing, NcclProtocol::kSimple), 8.4);
+  EXPECT_DOUBLE_EQ(nccl_base_latency_us(NcclAlgorithm::kTree, NcclProtocol::kLL), 6.8);
+  EXPECT_DOUBLE_EQ(nccl_base_latency_us(NcclAlgorithm::kNvls, NcclProtocol::kSimple), 0);
+  const NcclSystem h100 =
+      nccl_system(cluster("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n"), 8);
+  EXPECT_DOUBLE_EQ(nccl_ring_bus_bandwidth_cap_GBps(h100, NcclProtocol::kLL), 141);
+  EXPECT_NEAR(nccl_ring_bus_bandwidth_cap_GBps(h100, NcclProtocol::kLL128), 440.4, 1e-9);
+  EXPECT_TRUE(std::isinf(nccl_ring_bus_bandwidth_cap_GBps(h100, NcclProtocol::kSimple)));
+  const NcclSystem a100 =
+      nccl_system(cluster("cluster: {gpu: A100-SXM-80GB, nodes: 1, gpus_per_node: 8}\n"), 8);
+  EXPECT_DOUBLE_EQ(nccl_ring_bus_bandwidth_cap_GBps(a100, NcclProtocol::kLL), 87.7);
 }
 
 TEST(NcclModel, OtherSystemsAreRefusedNotGuessed) {

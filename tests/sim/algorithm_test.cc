@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "core/cost_model.h"
+#include "core/nccl_model.h"
 #include "sim_fixtures.h"
 
 namespace dtsim::testing {
@@ -35,13 +37,14 @@ TEST_P(HalvingDoubling, MatchesRabenseifnersFormula) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, HalvingDoubling, ::testing::Values(2, 3, 6, 8, 12, 64));
 
-// 4 nodes x 8 H100, 8 NDR NICs each, efficiency 1: alpha 0.6 us and 450 GB/s inside a node,
+// 4 nodes x 8 H100, 8 NDR NICs each, efficiency 1: alpha 0.6 us and 370.8 GB/s inside a node
+// (450 GB/s at NCCL's NVLink efficiency 0.824),
 // 2.7 us and one 50 GB/s NIC per local-index ring across nodes.
 TEST(Hierarchical, MatchesThePhaseSum) {
   const ClusterConfig c = cluster_from(
       "cluster:\n  gpu: H100-SXM\n  nodes: 4\n  gpus_per_node: 8\n  network: {preset: ib-ndr, "
       "protocol_efficiency: 1}\n");
-  const double g = 8, m = 4, ai = 0.6e-6, bi = 450e9, an = 2.7e-6, bn = 50e9;
+  const double g = 8, m = 4, ai = 0.6e-6, bi = 370.8e9, an = 2.7e-6, bn = 50e9;
   for (double s : {8.0, 1048576.0, 1073741824.0, 4294967296.0}) {
     const double local = (g - 1) * ai + (g - 1) / g * s / bi;
     const double expected = 2 * local + 2 * (m - 1) * an + 2 * (m - 1) / m * (s / g) / bn;
@@ -82,12 +85,13 @@ namespace dtsim::testing {
 namespace {
 
 TEST(Nvls, MatchesItsClosedFormOnHopperNodes) {
-  // 8 H100 on NVSwitch: alpha 0.6 us, beta 450 GB/s, NVLS efficiency 0.85 (NCCL nvls.cc).
+  // 8 H100 on NVSwitch: alpha 0.6 us, beta 370.8 GB/s (NCCL's 18 x 20.6 GB/s), NVLS efficiency 0.85
+  // on top of it (NCCL nvls.cc applies it to the NVLink bandwidth its search counts).
   const ClusterConfig c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
   ASSERT_TRUE(nvls_supported(c));
   for (int n : {2, 3, 6, 8}) {
     for (double s : {8.0, 1048576.0, 4294967296.0}) {
-      const double expected = 0.6e-6 + s * (1 + 1.0 / n) / (0.85 * 450e9);
+      const double expected = 0.6e-6 + s * (1 + 1.0 / n) / (0.85 * 370.8e9);
       const Job job = concurrent_collectives(
           {first_ranks(n)}, Bytes(s), 8, CollectiveKind::kAllReduce, CollectiveAlgorithm::kNvls);
       EXPECT_NEAR(analytic_time(job, c), expected, 1e-9 * expected) << n << " " << s;
@@ -138,19 +142,23 @@ TEST(Auto, PicksWhatNcclsCostModelPicksOnEightH100) {
 }
 
 TEST(Protocols, RingClosedFormsScaleLatencyAndBandwidth) {
-  // 8 H100 on NVSwitch: per-step latency 0.6 us x (0.6, 1.9, 3.4) / 0.6 and bandwidth 450 GB/s x
-  // (0.5, 0.92, 1) for LL, LL128, Simple (NCCL's ring constants).
+  // 8 H100 on NVSwitch: NCCL's base latency 6.6 / 14.0 / 8.4 us once, per-step latency 0.6 us x
+  // (0.6, 1.9, 3.4) / 0.6 and bandwidth 370.8 GB/s (450 at NCCL's NVLink efficiency) x (0.5,
+  // 0.92, 1) for LL, LL128, Simple (NCCL's ring constants), LL capped at 141 GB/s (llMaxBw on one
+  // Hopper node; LL128's cap, 12 channels x 36.7 GB/s, is above 0.92 x 370.8).
   const ClusterConfig c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
   struct Case {
     CollectiveProtocol protocol;
+    double base_us;
     double latency_us;
     double bandwidth;
   };
-  for (const Case& k :
-       {Case{CollectiveProtocol::kLL, 0.6, 0.5}, Case{CollectiveProtocol::kLL128, 1.9, 0.92},
-        Case{CollectiveProtocol::kSimple, 3.4, 1.0}}) {
+  for (const Case& k : {Case{CollectiveProtocol::kLL, 6.6, 0.6, 141e9 / 370.8e9},
+                        Case{CollectiveProtocol::kLL128, 14.0, 1.9, 0.92},
+                        Case{CollectiveProtocol::kSimple, 8.4, 3.4, 1.0}}) {
     for (double s : {1024.0, 1073741824.0}) {
-      const double expected = 14 * k.latency_us * 1e-6 + 14.0 / 8 * s / (450e9 * k.bandwidth);
+      const double expected =
+          (k.base_us + 14 * k.latency_us) * 1e-6 + 14.0 / 8 * s / (370.8e9 * k.bandwidth);
       Job job = concurrent_collectives({first_ranks(8)}, Bytes(s), 8);
       std::get<CollectiveOp>(job.programs[0].streams[0].ops[0].body).protocol = k.protocol;
       EXPECT_NEAR(analytic_time(job, c), expected, 1e-9 * expected)
@@ -161,6 +169,55 @@ TEST(Protocols, RingClosedFormsScaleLatencyAndBandwidth) {
           << to_string(k.protocol) << " " << s;
     }
   }
+}
+
+}  // namespace
+}  // namespace dtsim::testing
+
+namespace dtsim::testing {
+namespace {
+
+TEST(Auto, PaysNcclsBaseLatencyPerCall) {
+  // 8 H100, 1 KiB: NCCL's model picks Ring/LL, 6.6 us base + 14 steps x 0.6 us = 15.0 us
+  // (docs/evidence/nccl-tuning-model.md section 4); at 1 MiB Ring/LL again, 28.0 us with LL's
+  // 141 GB/s cap. dtsim runs the same ring with the same constants, in the closed form and on
+  // SimGrid at both fidelities.
+  const ClusterConfig c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
+  const NcclSystem system = nccl_system(c, 8);
+  for (double s : {1024.0, 1048576.0}) {
+    const NcclEstimate nccl = nccl_all_reduce_choice(system, s);
+    ASSERT_EQ(nccl.algorithm, NcclAlgorithm::kRing);
+    ASSERT_EQ(nccl.protocol, NcclProtocol::kLL);
+    const double expected = nccl.time_us * 1e-6;
+    if (s == 1024.0) {
+      EXPECT_NEAR(expected, 15.0e-6, 0.02e-6);
+    }
+    const Job job = concurrent_collectives({first_ranks(8)}, Bytes(s), 8,
+                                           CollectiveKind::kAllReduce, CollectiveAlgorithm::kAuto);
+    EXPECT_NEAR(analytic_time(job, c), expected, 0.01 * expected) << s;
+    EXPECT_NEAR(simgrid_time(job, c, "chunk"), expected, 0.01 * expected) << s;
+    EXPECT_NEAR(simgrid_time(job, c, "collective"), expected, 0.01 * expected) << s;
+  }
+  // An explicit algorithm without a protocol stays pure alpha-beta: 14 x 0.6 us + S / beta.
+  const Job ring = concurrent_collectives({first_ranks(8)}, Bytes(1024), 8);
+  const double alpha_beta = 14 * 0.6e-6 + 14.0 / 8 * 1024 / 370.8e9;
+  EXPECT_NEAR(analytic_time(ring, c), alpha_beta, 1e-9 * alpha_beta);
+}
+
+TEST(Auto, TreePaysNcclsTreeBaseLatency) {
+  // 16 nodes x 8 H100 over NDR at 1 KiB: NCCL's model runs Tree/LL, base 6.8 us; dtsim's tree
+  // (no protocol) pays the same base once on top of its own pipeline.
+  const ClusterConfig c = cluster_from(
+      "cluster:\n  gpu: H100-SXM\n  nodes: 16\n  gpus_per_node: 8\n  network: {preset: ib-ndr}\n");
+  CollectiveOp op{CollectiveKind::kAllReduce, 0, Bytes(1024), DType::kBf16,
+                  CollectiveAlgorithm::kAuto, 0};
+  const ResolvedCollective r = resolve_collective(op, first_ranks(128), c);
+  ASSERT_EQ(r.algorithm, CollectiveAlgorithm::kTree);
+  EXPECT_NEAR(r.call_latency.value(), 6.8e-6, 1e-12);
+  CollectiveOp tree = op;
+  tree.algorithm = CollectiveAlgorithm::kTree;
+  EXPECT_NEAR(collective_time(op, first_ranks(128), c).value(),
+              6.8e-6 + collective_time(tree, first_ranks(128), c).value(), 1e-12);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // fidelities, on contention-free networks.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "sim_fixtures.h"
 
 namespace dtsim::testing {
@@ -32,9 +34,11 @@ TEST_P(RingAllReduce, MatchesTheAlphaBetaFormula) {
 INSTANTIATE_TEST_SUITE_P(Ranks, RingAllReduce, ::testing::Values(2, 3, 5, 8, 64, 1000));
 
 TEST(RingCollectives, InsideOneNvSwitchNode) {
-  // 8 H100 on NVSwitch: 450 GB/s per GPU and 0.6 us per hop.
+  // 8 H100 on NVSwitch: 450 GB/s per GPU at NCCL's NVLink efficiency 0.824 (18 x 20.6 GB/s) and
+  // 0.6 us per hop.
   const ClusterConfig c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
-  const double alpha = c.intra_node.latency.value(), beta = c.intra_node.per_gpu_bandwidth.value();
+  const double alpha = c.intra_node.latency.value(), beta = c.intra_node.usable_bandwidth().value();
+  EXPECT_NEAR(beta, 370.8e9, 1e3);
   const double s = 1073741824.0;
   struct Case {
     CollectiveKind kind;
@@ -54,12 +58,14 @@ TEST(RingCollectives, InsideOneNvSwitchNode) {
 }
 
 TEST(RingCollectives, MultiNodeChannelsUseEveryNic) {
-  // 4 nodes x 8 GPUs, 8 NICs each: the ring's bandwidth is the node's 8 NICs, not one.
+  // 4 nodes x 8 GPUs, 8 NICs each: the ring's bandwidth is the node's 8 NICs, not one. At half
+  // the NDR line rate (25 GB/s each, 200 GB/s a node) the NICs, not NVLink (370.8 GB/s usable),
+  // are the slowest hop.
   const ClusterConfig c = cluster_from(
       "cluster:\n  gpu: H100-SXM\n  nodes: 4\n  gpus_per_node: 8\n  network: {preset: ib-ndr, "
-      "protocol_efficiency: 1}\n");
+      "protocol_efficiency: 0.5}\n");
   const double s = 1073741824.0, n = 32;
-  const double beta = 8 * 50e9, alpha = c.network.latency.value();
+  const double beta = 8 * 25e9, alpha = c.network.latency.value();
   const double expected = 2 * (n - 1) * alpha + 2 * (n - 1) / n * s / beta;
   const Job job = concurrent_collectives({first_ranks(32)}, Bytes(s), 32);
   EXPECT_NEAR(analytic_time(job, c), expected, 1e-9 * expected);
@@ -102,6 +108,49 @@ TEST_P(EveryCollective, MatchesItsClosedForm) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, EveryCollective, ::testing::Values(2, 3, 6, 8, 12, 64));
+
+}  // namespace
+}  // namespace dtsim::testing
+
+namespace dtsim::testing {
+namespace {
+
+// Transfers inside a node run at the fabric's usable bandwidth, line rate x protocol efficiency,
+// which for NVLink and PCIe is the link figure NCCL's topology search counts (src/graph/topo.h
+// SMxx_NVLINK_BW, topo.cc kvDictPciGen): a ring all-reduce's busbw at a large size is that figure,
+// in the closed form and on SimGrid at both fidelities.
+TEST(FabricEfficiency, RingBusBandwidthIsNcclsLinkFigure) {
+  struct Case {
+    const char* cluster;
+    int n;
+    double line_GBps;
+    double efficiency;
+  };
+  for (const Case& k : {
+           // 12 NVLink3 x 25 GB/s; NCCL: 12 x 20 = 240 GB/s.
+           Case{"cluster: {gpu: A100-SXM-80GB, nodes: 1, gpus_per_node: 8}\n", 8, 300, 0.80},
+           // 18 NVLink4 x 25 GB/s; NCCL: 18 x 20.6 = 370.8 GB/s.
+           Case{"cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n", 8, 450, 0.824},
+           // PCIe Gen4 x16, 31.5 GB/s line; NCCL: 16 x 120 / 80 = 24 GB/s.
+           Case{"cluster: {gpu: A100-SXM-80GB, nodes: 1, gpus_per_node: 4, intra_node: pcie}\n", 4,
+                31.5, 24 / 31.5},
+           // An inline fabric states its own.
+           Case{"cluster:\n  gpu: H100-SXM\n  nodes: 1\n  gpus_per_node: 4\n  intra_node: {kind: "
+                "switch, bandwidth: 100GBps, latency: 1us, protocol_efficiency: 0.5}\n",
+                4, 100, 0.5},
+       }) {
+    const ClusterConfig c = cluster_from(k.cluster);
+    EXPECT_NEAR(c.intra_node.protocol_efficiency, k.efficiency, 1e-3) << k.cluster;
+    const double s = 4294967296.0;
+    const Job job = concurrent_collectives({first_ranks(k.n)}, Bytes(s), k.n);
+    const double factor = 2.0 * (k.n - 1) / k.n, expected_GBps = k.line_GBps * k.efficiency;
+    for (const char* engine : {"analytic", "chunk", "collective"}) {
+      const double t =
+          std::string(engine) == "analytic" ? analytic_time(job, c) : simgrid_time(job, c, engine);
+      EXPECT_NEAR(s / t * factor / 1e9, expected_GBps, 0.01 * expected_GBps) << k.cluster << engine;
+    }
+  }
+}
 
 }  // namespace
 }  // namespace dtsim::testing

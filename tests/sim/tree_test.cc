@@ -62,13 +62,14 @@ TEST_P(TreeOverNodes, MatchesThePipelinedClosedForm) {
 INSTANTIATE_TEST_SUITE_P(Nodes, TreeOverNodes, ::testing::Values(2, 3, 6, 8, 12, 64));
 
 TEST(Tree, InsideOneNodeIsAChain) {
-  // 8 H100 on NVSwitch (alpha 0.6 us, beta 450 GB/s): a chain of n GPUs, 2(n-1) stages; a middle
-  // GPU's link carries 4 flows at a time (up and down, two trees), the ends' 2 when n = 2.
+  // 8 H100 on NVSwitch (alpha 0.6 us, beta 370.8 GB/s: 450 at NCCL's efficiency 0.824): a chain of
+  // n GPUs, 2(n-1) stages; a middle GPU's link carries 4 flows at a time (up and down, two trees),
+  // the ends' 2 when n = 2.
   const ClusterConfig c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
   for (int n : {2, 3, 6, 8}) {
     for (double s : {8.0, 1048576.0, 4294967296.0}) {
       const Job job = tree_job(n, s, 8);
-      const double expected = uniform_tree_formula(s, n - 1, 0.6e-6, 450e9, n == 2 ? 2 : 4);
+      const double expected = uniform_tree_formula(s, n - 1, 0.6e-6, 370.8e9, n == 2 ? 2 : 4);
       EXPECT_NEAR(analytic_time(job, c), expected, 1e-9 * expected) << n << " " << s;
       EXPECT_NEAR(simgrid_time(job, c, "chunk"), expected, 0.01 * expected) << n << " " << s;
       EXPECT_NEAR(simgrid_time(job, c, "collective"), expected, 0.01 * expected) << n << " " << s;
@@ -77,21 +78,21 @@ TEST(Tree, InsideOneNodeIsAChain) {
   // At large sizes the chain moves 2S through a middle GPU's link: busbw tends to
   // beta (n-1)/n, against the ring's beta.
   const double t = analytic_time(tree_job(8, 4294967296.0, 8), c);
-  EXPECT_NEAR(4294967296.0 / t * 14 / 8, 450e9 * 7 / 8, 0.01 * 450e9);
+  EXPECT_NEAR(4294967296.0 / t * 14 / 8, 370.8e9 * 7 / 8, 0.01 * 370.8e9);
 }
 
 TEST(Tree, AcrossNodesChainsBelowATreeOfNodes) {
   // 4 nodes x 8 H100, 8 NDR NICs each at efficiency 1: 8 channels, each with its own head GPU
   // and NIC, carrying S / 16 per tree. Height (8 - 1) + 2. The 4 stages with network hops run at
   // alpha 2.7 us and b_net = 4 c / 50 GB/s; the 14 chain-only stages at 0.6 us and b_intra =
-  // 28 c / 450 GB/s (each GPU is in every channel's chain, 4 flows at a time in the middle).
+  // 28 c / 370.8 GB/s (each GPU is in every channel's chain, 4 flows at a time in the middle).
   const ClusterConfig c = cluster_from(
       "cluster:\n  gpu: H100-SXM\n  nodes: 4\n  gpus_per_node: 8\n  network: {preset: ib-ndr, "
       "protocol_efficiency: 1}\n");
   for (double s : {8.0, 1048576.0, 1073741824.0, 4294967296.0}) {
     const int k = tree_chunks(s / 16, 9);
     const double chunk = s / 16 / k;
-    const double b_net = 4 * chunk / 50e9, b_intra = 28 * chunk / 450e9;
+    const double b_net = 4 * chunk / 50e9, b_intra = 28 * chunk / 370.8e9;
     ASSERT_GT(b_net, b_intra);
     const double expected = 4 * (2.7e-6 + b_net) + 14 * (0.6e-6 + b_intra) + (k - 1) * b_net;
     const Job job = tree_job(32, s, 32);
