@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Wall time and peak RSS of dtsim on SimGrid at growing scale (issue: SimGrid executor, point 4).
 #   bench/run_simgrid_scaling.sh [BUILD_DIR] [TIMEOUT_S]  > bench/results/simgrid-scaling.md
-# SECTIONS="dp allreduce" (the default) selects the tables.
+# SECTIONS="dp allreduce" (the default) selects the tables. DTSIM_SIMGRID_BYPASS=0 measures the
+# executor without its bypass of SimGrid 3.32's per-completion list walk (sim/maestro_activities.h).
 # Each run is one `dtsim` process measured by GNU time (%e wall seconds, %M peak RSS in KiB);
 # runs longer than TIMEOUT_S (default 120) are stopped and reported as such.
 set -uo pipefail
@@ -29,7 +30,7 @@ measure() {  # label, command...
 echo "# SimGrid engine: wall time and peak memory"
 echo
 echo "Measured $(date -u +%Y-%m-%d) on $(nproc) cores of $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'),"
-echo "one process per run, with \`bench/run_simgrid_scaling.sh $build $limit\`."
+echo "one process per run, with \`${DTSIM_SIMGRID_BYPASS:+DTSIM_SIMGRID_BYPASS=$DTSIM_SIMGRID_BYPASS }SECTIONS=\"$sections\" bench/run_simgrid_scaling.sh $build $limit\`."
 echo
 if [[ $sections == *dp* ]]; then
 echo "## One data-parallel training step (dtsim simulate)"
