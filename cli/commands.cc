@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "cli/pipeline.h"
 #include "core/analytic_executor.h"
@@ -13,6 +14,7 @@
 #include "core/hardware_markdown.h"
 #include "core/report.h"
 #include "core/scenario_reference.h"
+#include "core/strategy/layout.h"
 #include "models/model_builder.h"
 #include "models/model_spec.h"
 #include "models/scenario_model.h"
@@ -102,16 +104,39 @@ int run_validate(const ValidateOptions& o, std::ostream& out) {
   out << "  model        " << plan.model.name << ": "
       << fmt("%.3f B", plan.model.parameters() / 1e9) << " parameters, " << plan.model.layers.size()
       << " layers\n";
-  out << "  parallelism  tensor " << s.parallelism.tensor.value << ", pipeline "
-      << s.parallelism.pipeline.value << ", data " << s.parallelism.data.value
-      << (s.parallelism.data_auto ? " (auto)" : "") << "; " << s.micro_batches()
+  const auto& par = s.parallelism;
+  out << "  parallelism  tensor " << par.tensor.value
+      << (par.sequence_parallel ? " (sequence parallel)" : "") << ", context " << par.context.value
+      << ", pipeline " << par.pipeline.value;
+  if (par.pipeline.value > 1)
+    out << " (" << to_string(par.schedule)
+        << (par.schedule == Schedule::kInterleaved
+                ? ", " + std::to_string(par.virtual_stages) + " chunks per GPU"
+                : std::string())
+        << ")";
+  out << ", data " << par.data.value << (par.data_auto ? " (auto)" : "") << ", expert "
+      << par.expert.value << ", ZeRO stage " << par.zero_stage << "; " << s.micro_batches()
       << " micro-batches of " << s.training.micro_batch_size.value << " per replica per step\n";
-  out << "  placement    rank r runs on node r / " << c.gpus_per_node << ", GPU r % "
-      << c.gpus_per_node << "\n";
+  std::string order;
+  for (ParallelDim d : par.placement_order) {
+    static const char* kNames[] = {"tp", "cp", "pp", "dp"};
+    order += (order.empty() ? "" : "-") + std::string(kNames[static_cast<int>(d)]);
+  }
+  out << "  placement    order " << order << " (innermost first); rank r runs on node r / "
+      << c.gpus_per_node << ", GPU r % " << c.gpus_per_node
+      << "; simulated ranks: " << plan.job.programs.size() << " of " << c.total_gpus()
+      << " (the rest folded by symmetry)\n";
+  if (par.pipeline.value > 1) {
+    const RankLayout layout = layout_from_scenario(s);
+    out << "    pipeline stages of replica 0 (tensor rank 0):";
+    for (int stage = 0; stage < par.pipeline.value; ++stage)
+      out << (stage ? " ->" : "") << " " << layout.rank(0, 0, stage, 0);
+    out << "\n";
+  }
+  std::map<std::string, int> shown;
   for (const auto& g : plan.job.groups) {
-    out << "    group " << g.name << ": " << rank_list(g.ranks) << ", spans "
-        << (g.ranks.empty() ? 0 : node_of(g.ranks.back(), c) - node_of(g.ranks.front(), c) + 1)
-        << " node(s)\n";
+    // One example of each kind of group that communicates (groups of one rank never do).
+    if (g.ranks.size() <= 1 || shown.count(g.name)) continue;
     // The collectives this group runs, with the algorithm and protocol auto resolves them to.
     std::map<std::string, int> seen;
     for (const auto& p : plan.job.programs)
@@ -127,6 +152,12 @@ int run_validate(const ValidateOptions& o, std::ostream& out) {
                                          : "/" + std::string(to_string(r.protocol)));
             ++seen[how];
           }
+    if (seen.empty()) continue;
+    shown[g.name] = 1;
+    std::set<int> nodes;
+    for (Rank rank : g.ranks) nodes.insert(node_of(rank, c));
+    out << "    group " << g.name << ": " << rank_list(g.ranks) << ", spans " << nodes.size()
+        << " node(s)\n";
     for (const auto& [how, count] : seen) out << "      " << count << " x " << how << "\n";
   }
   // Memory: the analytic executor's timeline gives the peak and what is live at it.

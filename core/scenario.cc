@@ -574,6 +574,8 @@ Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) 
                           ? Engine::kAnalytic
                           : Engine::kSimGrid;
   s.simulate.fidelity = r.get_or<std::string>("simulate.fidelity", "auto");
+  s.simulate.symmetry_folding =
+      r.get_or<std::string>("simulate.symmetry_folding", "auto") == "auto";
   s.simulate.iterations = r.count("simulate.iterations", 1).value;
   s.simulate.seed = static_cast<uint64_t>(r.get_or<int64_t>("simulate.seed", 0));
   s.entries = std::move(entries);

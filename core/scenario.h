@@ -122,6 +122,7 @@ struct TrainingConfig {
 struct SimulateConfig {
   Engine engine = Engine::kSimGrid;
   std::string fidelity = "auto";
+  bool symmetry_folding = true;  // "auto"; false for "off"
   int iterations = 1;
   uint64_t seed = 0;
 };

@@ -310,7 +310,14 @@ SchemaNode build_schema() {
                          "auto");
   SchemaNode simulate =
       section("simulate", "how to run the prediction",
-              {engine, fidelity, count("iterations", "training steps to simulate", "1", 1, 1e6),
+              {engine, fidelity,
+               choice("symmetry_folding", {"auto", "off"},
+                      "simulate one tensor- and context-parallel rank per stage and stand it for "
+                      "the others: auto does so where that is exact (every GPU has its own NIC, "
+                      "NVSwitch or NVLink inside nodes, a non-blocking switched network), off "
+                      "simulates them all",
+                      "auto"),
+               count("iterations", "training steps to simulate", "1", 1, 1e6),
                count("seed", "random seed (same seed, same output)", "0", 0, 9e15)});
 
   return section(

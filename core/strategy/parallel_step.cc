@@ -114,6 +114,20 @@ CollectiveKind collective_of(CommPattern pattern) {
   return CollectiveKind::kAllReduce;
 }
 
+// Tensor- and context-parallel ranks of a stage run the same program on different GPUs. One
+// can stand for the others when the traffic of theirs that is not simulated (their
+// data-parallel and expert collectives; the TP, CP and pipeline traffic is simulated with every
+// member anyway) would use no link the simulated traffic uses: every GPU has its own NIC (a
+// multi-node ring leaves a node through the NICs of the group's own GPUs), GPUs talk through
+// NVSwitch or NVLink rather than a PCIe link shared with the NIC, and the network between nodes
+// is a non-blocking switched one (no oversubscribed uplink, no torus cable to share).
+bool folding_is_exact(const ClusterConfig& c) {
+  const auto& net = c.network;
+  return net.nics_per_node >= c.gpus_per_node && c.intra_node.kind != FabricKind::kPcie &&
+         net.topology != Topology::kTorus && net.oversubscription <= 1 &&
+         net.pod_oversubscription <= 1;
+}
+
 // Everything one rank's program needs to know, and the job's groups.
 class StepBuilder {
  public:
@@ -142,9 +156,10 @@ class StepBuilder {
   }
 
   Job build() {
+    const bool fold = sc_.simulate.symmetry_folding && folding_is_exact(sc_.cluster);
     for (int s = 0; s < p_; ++s)
-      for (int c = 0; c < cp_; ++c)
-        for (int i = 0; i < t_; ++i) job_.programs.push_back(build_rank(i, c, s));
+      for (int c = 0; c < (fold ? 1 : cp_); ++c)
+        for (int i = 0; i < (fold ? 1 : t_); ++i) job_.programs.push_back(build_rank(i, c, s));
     std::sort(job_.programs.begin(), job_.programs.end(),
               [](const Program& a, const Program& b) { return a.rank < b.rank; });
     return std::move(job_);

@@ -9,6 +9,7 @@
 #include "core/analytic_executor.h"
 #include "core/metrics.h"
 #include "core/strategy/strategy.h"
+#include "models/scenario_model.h"
 #include "sim/simgrid_executor.h"
 
 namespace dtsim {
@@ -126,6 +127,39 @@ INSTANTIATE_TEST_SUITE_P(Schedules, BubbleTest,
                          [](const auto& info) {
                            return info.param.schedule + "_v" + std::to_string(info.param.v);
                          });
+
+}  // namespace
+}  // namespace dtsim
+
+namespace dtsim {
+namespace {
+
+// Folding the tensor- and context-parallel ranks of a stage into one (strategy.h) must not
+// change the prediction where it applies: the same step with every rank simulated agrees.
+TEST(SymmetryFolding, OneRankPerStageStandsForItsTensorAndContextPeers) {
+  const std::string yaml = R"(cluster: {gpu: H100-SXM, nodes: 4, gpus_per_node: 8,
+          network: {preset: ib-ndr, topology: fat-tree, nics_per_node: 8}}
+model: {preset: gpt3-1.3b}
+parallelism: {tensor: 4, context: 2, pipeline: 2, sequence_parallel: true}
+training: {global_batch_size: 16, micro_batch_size: 1, precision: bf16}
+)";
+  auto run = [&](const std::string& folding) {
+    const Scenario sc =
+        load_scenario_text(yaml, "fold.yaml", {{"simulate.symmetry_folding=" + folding}});
+    const ModelGraph g = models::shard_from_scenario(sc);
+    const Job job = build_job(g, sc);
+    const Trace t = sim::SimGridExecutor(sim::SimGridOptions{"collective", DType::kBf16})
+                        .run(job, sc.cluster, 1);
+    return std::make_pair(job.programs.size(), compute_results(sc, g, job, t));
+  };
+  const auto [folded_programs, folded] = run("auto");
+  const auto [all_programs, all] = run("off");
+  EXPECT_EQ(folded_programs, 2u);  // one per stage
+  EXPECT_EQ(all_programs, 16u);    // 4 x 2 x 2
+  EXPECT_NEAR(folded.step_time_s, all.step_time_s, 1e-6 * all.step_time_s);
+  EXPECT_DOUBLE_EQ(folded.peak_bytes_per_gpu, all.peak_bytes_per_gpu);
+  EXPECT_NEAR(folded.hfu, all.hfu, 1e-9);
+}
 
 }  // namespace
 }  // namespace dtsim
