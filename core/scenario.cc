@@ -525,6 +525,7 @@ Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) 
       r.get_or<Bytes>("training.first_gradient_bucket", t.first_gradient_bucket);
   t.overlap_grad_reduce = r.get_or<bool>("training.overlap_grad_reduce", true);
   t.flash_attention = r.get_or<bool>("training.flash_attention", false);
+  t.runtime_reserve = r.get_or<Bytes>("training.runtime_reserve", t.runtime_reserve);
   t.sync = r.get_or<std::string>("training.sync", "synchronous");
   t.compression = r.get_or<std::string>("training.compression", "none");
   const int64_t per_step = t.micro_batch_size.value * par.data.value;

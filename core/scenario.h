@@ -115,6 +115,8 @@ struct TrainingConfig {
   Bytes first_gradient_bucket{1.0 * 1024 * 1024};
   bool overlap_grad_reduce = true;
   bool flash_attention = false;
+  // CUDA context, library workspaces and allocator slack held outside the modelled tensors.
+  Bytes runtime_reserve{1024.0 * 1024 * 1024};
   std::string sync = "synchronous";
   std::string compression = "none";
 };

@@ -274,6 +274,11 @@ SchemaNode build_schema() {
        choice("precision", {"fp32", "tf32", "fp16", "bf16", "fp8"},
               "compute precision (mixed precision keeps fp32 master weights)", "bf16"),
        choice("recompute", {"none", "selective", "full"}, "activation recomputation", "none"),
+       leaf("runtime_reserve", ValueType::kBytes,
+            "device memory held outside the modelled tensors: CUDA context, cuBLAS and NCCL "
+            "workspaces, caching-allocator slack (an assumption until dtsim calibrate measures "
+            "it)",
+            "1GiB"),
        leaf("flash_attention", ValueType::kBool,
             "fused FlashAttention kernels (no a x s^2 scores stored or streamed); off gives "
             "Megatron-LM's unfused attention, which Korthikanti et al.'s formulas describe",

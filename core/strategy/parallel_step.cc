@@ -501,6 +501,10 @@ class StepBuilder {
     memory(r, MemoryCategory::kGradients, state.gradients, "gradients", -1, -1, Phase::kOther);
     memory(r, MemoryCategory::kOptimizer, state.optimizer, "optimizer_states", -1, -1,
            Phase::kOther);
+    // The runtime's own memory (docs/models.md): CUDA context, library workspaces, allocator
+    // slack; an assumed figure until measured.
+    memory(r, MemoryCategory::kBuffers, tr.runtime_reserve, "runtime_reserve", -1, -1,
+           Phase::kOther);
     // NCCL staging for one bucket in flight (an assumption, documented in docs/models.md).
     if (zero_ < 3)
       memory(r, MemoryCategory::kBuffers, largest_bucket, "nccl_bucket_buffer", -1, -1,
@@ -522,6 +526,22 @@ class StepBuilder {
     const double state_bytes =
         optimizer_shard * (2 * weight_bytes_per_parameter(dtype_) +
                            2 * optimizer_bytes_per_parameter(dtype_, tr.optimizer));
+    // fp16 needs dynamic loss scaling (Micikevicius et al. 2018): before the step every local
+    // gradient is checked for inf/NaN and unscaled (PyTorch's fused
+    // _amp_foreach_non_finite_check_and_unscale_: one read and one write), and the overflow
+    // flag is agreed on by an all-reduce so that every rank skips the same steps. bf16 and fp8
+    // (with bf16 gradients) train without it.
+    if (dtype_ == DType::kFp16) {
+      Op& check = r.p.append(
+          r.compute, ComputeOp{KernelKind::kElementwise, Flops(0), state.gradients * 2.0, dtype_},
+          Label{"loss_scale_unscale_and_check", -1, -1, Phase::kOptimizer});
+      if (comm_done >= 0) check.waits.push_back(comm_done);
+      if (r.parts.front().size > 1)
+        r.p.append(
+            r.compute,
+            CollectiveOp{CollectiveKind::kAllReduce, r.parts.front().group, Bytes(4), DType::kFp32},
+            Label{"loss_scale_overflow_flag", -1, -1, Phase::kOptimizer});
+    }
     Op& opt = r.p.append(
         r.compute, ComputeOp{KernelKind::kOptimizer, Flops(0), Bytes(state_bytes), DType::kFp32},
         Label{"optimizer_step", -1, -1, Phase::kOptimizer});

@@ -305,5 +305,31 @@ TEST(Traffic, ContextParallelGathersKeysAndValuesOfTheWholeSequence) {
               1e-9 * whole.model_flops_per_micro_batch().value());
 }
 
+// Mixed precision: fp16 needs dynamic loss scaling, a pass over every local gradient (read and
+// write) plus an overflow-flag all-reduce before the optimizer step; bf16 needs neither.
+TEST(MixedPrecision, Fp16PaysForLossScalingAndBf16DoesNot) {
+  const ModelGraph g = seven_and_a_half_billion();
+  for (const char* precision : {"fp16", "bf16"}) {
+    Scenario sc = load_scenario_text(zero_yaml(8, 0), "amp.yaml",
+                                     {{std::string("training.precision=") + precision}});
+    const Job job = build_job(g, sc);
+    double check_bytes = -1;
+    int flags = 0;
+    for (const auto& st : job.programs.front().streams)
+      for (const auto& op : st.ops) {
+        if (op.label.name == "loss_scale_unscale_and_check")
+          check_bytes = std::get<ComputeOp>(op.body).bytes.value();
+        if (op.label.name == "loss_scale_overflow_flag") ++flags;
+      }
+    if (std::string(precision) == "fp16") {
+      EXPECT_DOUBLE_EQ(check_bytes, 2 * 7.5e9 * 2);  // 2-byte gradients, read and written
+      EXPECT_EQ(flags, 1);
+    } else {
+      EXPECT_EQ(check_bytes, -1);
+      EXPECT_EQ(flags, 0);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dtsim
