@@ -61,6 +61,25 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
   r.scenario = sc.name;
   r.gpus = sc.cluster.total_gpus();
   r.data_parallel = sc.parallelism.data.value;
+  {
+    const auto& par = sc.parallelism;
+    std::string p;
+    auto add = [&p](const std::string& part) { p += (p.empty() ? "" : " x ") + part; };
+    if (par.tensor.value > 1)
+      add("TP " + std::to_string(par.tensor.value) + (par.sequence_parallel ? " (SP)" : ""));
+    if (par.context.value > 1) add("CP " + std::to_string(par.context.value));
+    if (par.pipeline.value > 1)
+      add("PP " + std::to_string(par.pipeline.value) + " (" +
+          std::string(to_string(par.schedule)) +
+          (par.schedule == Schedule::kInterleaved
+               ? ", v " + std::to_string(par.virtual_stages)
+               : std::string()) +
+          ")");
+    add("DP " + std::to_string(par.data.value));
+    if (par.expert.value > 1) p += ", EP " + std::to_string(par.expert.value);
+    if (par.zero_stage > 0) p += ", ZeRO-" + std::to_string(par.zero_stage);
+    r.parallelism = p;
+  }
   r.micro_batches = sc.micro_batches();
   r.global_batch_size = sc.training.global_batch_size.value;
   r.iterations = trace.iterations;

@@ -51,6 +51,7 @@ struct Results {
   // Context for readers of the report.
   int gpus = 1;
   int data_parallel = 1;
+  std::string parallelism;  // "TP 8 (SP) x PP 8 (interleaved, v 2) x DP 16, ZeRO-1", for people
   int64_t micro_batches = 1;
   int64_t global_batch_size = 1;
   int iterations = 1;

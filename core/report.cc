@@ -66,8 +66,8 @@ std::string num(const char* fmt, double v) {
 std::string render_summary(const Results& r) {
   std::string out;
   out += "dtsim: " + r.scenario + "  (engine: " + r.engine + ")\n";
-  out += line("cluster", std::to_string(r.gpus) + " x " + r.gpu + ", " + r.precision +
-                             ", data parallel " + std::to_string(r.data_parallel));
+  out += line("cluster", std::to_string(r.gpus) + " x " + r.gpu + ", " + r.precision);
+  out += line("parallelism", r.parallelism);
   out += line("batch", std::to_string(r.global_batch_size) + " samples/step, " +
                            std::to_string(r.micro_batches) + " micro-batches per replica");
   out += "\n";
