@@ -69,11 +69,9 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
       add("TP " + std::to_string(par.tensor.value) + (par.sequence_parallel ? " (SP)" : ""));
     if (par.context.value > 1) add("CP " + std::to_string(par.context.value));
     if (par.pipeline.value > 1)
-      add("PP " + std::to_string(par.pipeline.value) + " (" +
-          std::string(to_string(par.schedule)) +
-          (par.schedule == Schedule::kInterleaved
-               ? ", v " + std::to_string(par.virtual_stages)
-               : std::string()) +
+      add("PP " + std::to_string(par.pipeline.value) + " (" + std::string(to_string(par.schedule)) +
+          (par.schedule == Schedule::kInterleaved ? ", v " + std::to_string(par.virtual_stages)
+                                                  : std::string()) +
           ")");
     add("DP " + std::to_string(par.data.value));
     if (par.expert.value > 1) p += ", EP " + std::to_string(par.expert.value);

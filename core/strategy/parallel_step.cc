@@ -264,7 +264,20 @@ class StepBuilder {
     return mark_end(r.p, r.param_comm);
   }
 
-  void layer_done(RankState& r) {
+  // ZeRO-3 around one layer's forward or backward: gather its weights (the layer's first
+  // kernel waits for them) and account the gathered copy; afterwards free it and open the
+  // prefetch gate. Returns whether the layer is sharded.
+  bool gather_layer(RankState& r, const Layer& l, int layer, int mb, Phase phase) {
+    if (!sharded_layer(r, l)) return false;
+    kernel_waits_.push_back(gather_parameters(r, l, layer, mb, phase));
+    memory(r, MemoryCategory::kBuffers, gathered_bytes(l), l.name + ".gathered_weights", layer, mb,
+           phase);
+    return true;
+  }
+
+  void release_layer(RankState& r, const Layer& l, int layer, int mb, Phase phase) {
+    memory(r, MemoryCategory::kBuffers, -gathered_bytes(l), l.name + ".gathered_weights_freed",
+           layer, mb, phase);
     r.gather_gate = r.last_layer_end;
     r.last_layer_end = mark_end(r.p, r.compute);
   }
@@ -279,21 +292,14 @@ class StepBuilder {
     }
     for (int i = range.first; i <= range.last; ++i) {
       const Layer& l = model_.layers[static_cast<size_t>(i)];
-      const bool sharded = sharded_layer(r, l);
-      if (sharded) {
-        kernel_waits_.push_back(gather_parameters(r, l, i, mb, Phase::kForward));
-        memory(r, MemoryCategory::kBuffers, gathered_bytes(l), l.name + ".gathered_weights", i, mb,
-               Phase::kForward);
-      }
+      const bool sharded = gather_layer(r, l, i, mb, Phase::kForward);
       const size_t before = r.p.streams[static_cast<size_t>(r.compute)].ops.size();
       kernels(r, l.forward, i, mb, Phase::kForward, l.name);
       attach_waits(r, before);
       memory(r, MemoryCategory::kActivations, stashed_activations(l, tr.recompute),
              l.name + ".activations", i, mb, Phase::kForward);
       if (sharded) {
-        memory(r, MemoryCategory::kBuffers, -gathered_bytes(l), l.name + ".gathered_weights_freed",
-               i, mb, Phase::kForward);
-        layer_done(r);
+        release_layer(r, l, i, mb, Phase::kForward);
       }
     }
     if (chunk_global + 1 < p_ * v_) {
@@ -315,12 +321,7 @@ class StepBuilder {
     std::vector<size_t> next_bucket(r.parts.size(), 0);
     for (int i = range.last; i >= range.first; --i) {
       const Layer& l = model_.layers[static_cast<size_t>(i)];
-      const bool sharded = sharded_layer(r, l);
-      if (sharded) {
-        kernel_waits_.push_back(gather_parameters(r, l, i, mb, Phase::kBackward));
-        memory(r, MemoryCategory::kBuffers, gathered_bytes(l), l.name + ".gathered_weights", i, mb,
-               Phase::kBackward);
-      }
+      const bool sharded = gather_layer(r, l, i, mb, Phase::kBackward);
       const size_t before = r.p.streams[static_cast<size_t>(r.compute)].ops.size();
       Bytes transient{0};
       if (l.recomputable && tr.recompute == Recompute::kFull) {
@@ -337,9 +338,7 @@ class StepBuilder {
       memory(r, MemoryCategory::kActivations, -(stashed_activations(l, tr.recompute) + transient),
              l.name + ".activations_freed", i, mb, Phase::kBackward);
       if (sharded) {
-        memory(r, MemoryCategory::kBuffers, -gathered_bytes(l), l.name + ".gathered_weights_freed",
-               i, mb, Phase::kBackward);
-        layer_done(r);
+        release_layer(r, l, i, mb, Phase::kBackward);
         // Gradients leave as soon as they exist, every micro-batch, to stay sharded.
         for (const auto& part : r.parts) {
           if (part.size <= 1 || part.params(l) <= 0) continue;
