@@ -248,9 +248,10 @@ SchemaNode build_schema() {
                   "transformer blocks per pipeline stage (per model chunk when interleaved), "
                   "first stage first",
                   "even split");
-  auto tpo =
-      leaf("tp_comm_overlap", ValueType::kBool, "overlap TP communication with GEMMs", "false");
-  tpo.unsupported = only<bool>(false, "TP communication overlap is not built yet");
+  auto tpo = leaf("tp_comm_overlap", ValueType::kBool,
+                  "overlap each TP collective with the GEMM it feeds or drains (Transformer "
+                  "Engine userbuffers; needs sequence_parallel)",
+                  "false");
   auto order = leaf("order", ValueType::kString,
                     "rank placement, innermost dimension first: a permutation of tp, cp, pp, dp "
                     "joined by '-'",

@@ -162,6 +162,13 @@ void check_parallel_sizes(const Scenario& sc, const ModelSpec& spec, DiagnosticS
                          " model chunks do not divide the " + std::to_string(spec.num_layers) +
                          " layers; choose sizes whose product is one of " +
                          divisors(spec.num_layers) + " or give parallelism.layers_per_stage");
+    if (par.tp_comm_overlap && (par.tensor.value < 2 || !par.sequence_parallel))
+      sink.add(sc.entries.count("parallelism.tp_comm_overlap")
+                   ? sc.entries.at("parallelism.tp_comm_overlap").where
+                   : par.tensor.where,
+               "parallelism.tp_comm_overlap",
+               "TP communication overlap needs tensor > 1 and sequence_parallel: true (Megatron-LM "
+               "overlaps the sequence-parallel all-gathers and reduce-scatters)");
     const int cp = par.context.value;
     if (cp > 1 && spec.seq_length % cp != 0)
       sink.add(par.context.where, "parallelism.context",

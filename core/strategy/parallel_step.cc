@@ -201,7 +201,7 @@ class StepBuilder {
 
   struct RankState {
     Program p;
-    StreamId compute = 0, grad_comm = 0, param_comm = -1;
+    StreamId compute = 0, grad_comm = 0, param_comm = -1, tp_comm = -1;
     StreamId send_next = -1, send_prev = -1, recv_prev = -1, recv_next = -1;
     GroupId tp_group = 0, cp_group = 0, ep_group = 0;
     std::vector<Part> parts;    // dense, then expert
@@ -224,18 +224,66 @@ class StepBuilder {
     r.p.append(r.compute, MemoryOp{c, bytes}, Label{name, layer, mb, phase});
   }
 
+  // TP communication overlap (parallelism.tp_comm_overlap, Transformer Engine's userbuffers as
+  // Megatron-LM's --tp-comm-overlap uses them): a TP collective next to the GEMM it feeds or
+  // drains runs on its own stream at the same time as that GEMM, and the kernel after the pair
+  // waits for both, so the pair costs max(GEMM, collective). Optimistic: the chunked pipeline's
+  // first or last chunk and the SMs the communication kernels take are not charged. A
+  // collective at either end of a kernel list stays in line (nothing after it to join).
+  bool overlaps_gemm(const std::vector<Kernel>& ks, size_t j, size_t* gemm) const {
+    if (!sc_.parallelism.tp_comm_overlap || ks[j].group != CommGroup::kTensor) return false;
+    if (j + 2 < ks.size() && ks[j + 1].kind == KernelKind::kGemm) {
+      *gemm = j + 1;  // the collective feeds the next GEMM (all-gather before column-parallel)
+      return true;
+    }
+    if (j > 0 && j + 1 < ks.size() && ks[j - 1].kind == KernelKind::kGemm) {
+      *gemm = j - 1;  // it drains the previous GEMM (reduce-scatter after row-parallel)
+      return true;
+    }
+    return false;
+  }
+
   void kernels(RankState& r, const std::vector<Kernel>& ks, int layer, int mb, Phase phase,
                const std::string& layer_name) {
-    for (const auto& k : ks) {
+    auto& compute_ops = r.p.streams[static_cast<size_t>(r.compute)].ops;
+    // Overlapped collectives: (index of the kernel that waits for it, its end event).
+    std::vector<std::pair<size_t, EventId>> joins;
+    auto append_in_line = [&](size_t j, OpBody body, Label label) {
+      Op& op = r.p.append(r.compute, std::move(body), std::move(label));
+      for (auto it = joins.begin(); it != joins.end();)
+        if (it->first <= j) {
+          op.waits.push_back(it->second);
+          it = joins.erase(it);
+        } else {
+          ++it;
+        }
+    };
+    for (size_t j = 0; j < ks.size(); ++j) {
+      const Kernel& k = ks[j];
       Label label{layer_name + "." + k.name, layer, mb, phase};
-      if (k.kind == KernelKind::kCommunication) {
-        const GroupId g = k.group == CommGroup::kTensor    ? r.tp_group
-                          : k.group == CommGroup::kContext ? r.cp_group
-                                                           : r.ep_group;
-        r.p.append(r.compute, CollectiveOp{collective_of(k.pattern), g, k.bytes, dtype_}, label);
-      } else {
-        r.p.append(r.compute, ComputeOp{k.kind, k.flops, k.bytes, dtype_, k.shape}, label);
+      if (k.kind != KernelKind::kCommunication) {
+        append_in_line(j, ComputeOp{k.kind, k.flops, k.bytes, dtype_, k.shape}, std::move(label));
+        continue;
       }
+      const GroupId g = k.group == CommGroup::kTensor    ? r.tp_group
+                        : k.group == CommGroup::kContext ? r.cp_group
+                                                         : r.ep_group;
+      const CollectiveOp collective{collective_of(k.pattern), g, k.bytes, dtype_};
+      size_t gemm = 0;
+      if (!overlaps_gemm(ks, j, &gemm)) {
+        append_in_line(j, collective, std::move(label));
+        continue;
+      }
+      // Start with the GEMM: after the compute op before it (and what this layer waits for).
+      Op& comm = r.p.append(r.tp_comm, collective, std::move(label));
+      const size_t before_gemm = gemm < j ? compute_ops.size() - 1 : compute_ops.size();
+      if (before_gemm > 0) {
+        Op& prior = compute_ops[before_gemm - 1];
+        if (!prior.record) prior.record = r.p.new_event();
+        comm.waits.push_back(*prior.record);
+      }
+      comm.waits.insert(comm.waits.end(), kernel_waits_.begin(), kernel_waits_.end());
+      joins.emplace_back(std::max(gemm, j) + 1, mark_end(r.p, r.tp_comm));
     }
   }
 
@@ -418,6 +466,7 @@ class StepBuilder {
     r.compute = r.p.add_stream("compute");
     r.grad_comm = r.p.add_stream("grad_comm");
     if (zero_ == 3 && d_ * cp_ > 1) r.param_comm = r.p.add_stream("param_comm");
+    if (sc_.parallelism.tp_comm_overlap) r.tp_comm = r.p.add_stream("tp_comm");
     if (p_ > 1) {
       r.send_next = r.p.add_stream("pp_send_next");
       r.send_prev = r.p.add_stream("pp_send_prev");
