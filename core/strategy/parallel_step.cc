@@ -262,7 +262,10 @@ class StepBuilder {
       const Kernel& k = ks[j];
       Label label{layer_name + "." + k.name, layer, mb, phase};
       if (k.kind != KernelKind::kCommunication) {
-        append_in_line(j, ComputeOp{k.kind, k.flops, k.bytes, dtype_, k.shape}, std::move(label));
+        // FP8 training (Transformer Engine) runs the GEMMs in FP8 and attention in BF16.
+        const DType dtype =
+            dtype_ == DType::kFp8 && k.kind == KernelKind::kAttention ? DType::kBf16 : dtype_;
+        append_in_line(j, ComputeOp{k.kind, k.flops, k.bytes, dtype, k.shape}, std::move(label));
         continue;
       }
       const GroupId g = k.group == CommGroup::kTensor    ? r.tp_group
