@@ -598,25 +598,34 @@ TreePlan double_binary_tree(const std::vector<Rank>& ranks, const ClusterConfig&
   const double gpu_bw = cluster.intra_node.usable_bandwidth().value();
   const double nic_bw = cluster.network.nic_bandwidth.value() * cluster.network.protocol_efficiency;
   auto nic_of = [&](Rank r) { return node_of(r, cluster) * nics + (r % gpn) * nics / gpn; };
-  std::map<int, int> group_on_nic;
-  for (Rank r : ranks) ++group_on_nic[nic_of(r)];
+  int64_t top = 0;  // the largest GPU rank or NIC index
+  for (Rank r : ranks) top = std::max({top, int64_t{r}, int64_t{nic_of(r)}});
+  std::vector<int> group_on_nic(static_cast<size_t>(top + 1), 0);
+  for (Rank r : ranks) ++group_on_nic[static_cast<size_t>(nic_of(r))];
   const double gpus_per_nic = std::max(1.0, static_cast<double>(gpn) / nics);
-  // Link id: 4 x (GPU rank or NIC) + 2 x (NIC?) + (incoming?).
+  // Link id: 4 x (GPU rank or NIC) + 2 x (NIC?) + (incoming?); at most 4 links per route.
+  struct Route {
+    std::array<std::pair<size_t, double>, 4> links;  // (id, seconds per byte per flow)
+    size_t count = 0;
+    void add(int64_t id, double per_byte) { links[count++] = {static_cast<size_t>(id), per_byte}; }
+    auto begin() const { return links.begin(); }
+    auto end() const { return links.begin() + static_cast<std::ptrdiff_t>(count); }
+  };
   auto links = [&](Rank src, Rank dst) {
-    std::vector<std::pair<int64_t, double>> out;  // (id, seconds per byte per flow)
+    Route out;
     const bool across = node_of(src, cluster) != node_of(dst, cluster);
     if (!across || pcie) {
-      out.emplace_back(4 * int64_t{src}, 1 / gpu_bw);
-      out.emplace_back(4 * int64_t{dst} + 1, 1 / gpu_bw);
+      out.add(4 * int64_t{src}, 1 / gpu_bw);
+      out.add(4 * int64_t{dst} + 1, 1 / gpu_bw);
     }
     if (across) {
       const int a = nic_of(src), b = nic_of(dst);
-      out.emplace_back(4 * int64_t{a} + 2, gpus_per_nic / group_on_nic[a] / nic_bw);
-      out.emplace_back(4 * int64_t{b} + 3, gpus_per_nic / group_on_nic[b] / nic_bw);
+      out.add(4 * int64_t{a} + 2, gpus_per_nic / group_on_nic[static_cast<size_t>(a)] / nic_bw);
+      out.add(4 * int64_t{b} + 3, gpus_per_nic / group_on_nic[static_cast<size_t>(b)] / nic_bw);
     }
     return out;
   };
-  std::map<int64_t, int> flows_on;
+  std::vector<int> flows_on(static_cast<size_t>(4 * (top + 1)), 0);
   for (const auto& edges : plan.trees)
     for (const auto& e : edges) {
       for (const auto& l : links(e.child, e.parent)) ++flows_on[l.first];
