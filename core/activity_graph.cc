@@ -49,9 +49,16 @@ void collective_body(ActivityGraph& g, const CollectiveOp& op, const Group& grou
     g.edge(d, end);
     return;
   }
-  const CollectiveSchedule s =
+  add_schedule(
+      g,
       decompose(op, group.ranks, cluster,
-                body == CollectiveBody::kChunkFlows ? Fidelity::kChunk : Fidelity::kCollective);
+                body == CollectiveBody::kChunkFlows ? Fidelity::kChunk : Fidelity::kCollective),
+      begin, end);
+}
+
+}  // namespace
+
+void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, int32_t end) {
   if (s.flows.empty()) {
     g.edge(begin, end);
     return;
@@ -79,8 +86,6 @@ void collective_body(ActivityGraph& g, const CollectiveOp& op, const Group& grou
   for (size_t i = 0; i < s.flows.size(); ++i)
     if (!has_successor[i]) g.edge(first + static_cast<int32_t>(i), tail);
 }
-
-}  // namespace
 
 ActivityGraph lower(const Job& job, const ClusterConfig& cluster, int iterations,
                     CollectiveBody body) {

@@ -56,6 +56,10 @@ struct ActivityGraph {
   void edge(int32_t from, int32_t to);
 };
 
+// Adds a collective's schedule between the joins `begin` and `end`: flows that wait for nothing
+// wait for begin, and end waits for the flows nothing waits for, then the trailing latency.
+void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, int32_t end);
+
 ActivityGraph lower(const Job& job, const ClusterConfig& cluster, int iterations,
                     CollectiveBody body);
 

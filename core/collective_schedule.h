@@ -179,7 +179,15 @@ struct TreePlan {
 TreePlan double_binary_tree(const std::vector<Rank>& ranks, const ClusterConfig& cluster,
                             Bytes bytes);
 
+// At collective fidelity the ring, all-to-all and tree merge their independent flows that share
+// both endpoints into one flow carrying their bytes (merge_parallel_flows); merge_pairs = false
+// keeps them apart, for tests that check the merge.
 CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ranks,
-                             const ClusterConfig& cluster, Fidelity fidelity);
+                             const ClusterConfig& cluster, Fidelity fidelity,
+                             bool merge_pairs = true);
+
+// Replaces independent flows (no `after`, not delays) that share src and dst by one flow with
+// their bytes, in order of first appearance.
+void merge_parallel_flows(std::vector<Flow>& flows);
 
 }  // namespace dtsim

@@ -8,11 +8,11 @@
 #include <cerrno>
 #include <cmath>
 #include <csignal>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <simgrid/s4u.hpp>
-#include <unordered_map>
 
 #include "core/cost_model.h"
 #include "core/error.h"
@@ -81,14 +81,14 @@ class LazyRunner {
 
   void launch(int32_t v) {
     const GraphNode& node = g_.nodes[static_cast<size_t>(v)];
-    sg4::ActivityPtr act;
+    auto& held = holder_[static_cast<size_t>(v)];
     if (node.kind == GraphNode::Kind::kFlow) {
       const auto [src, dst] = endpoints_for(p_, node.rank, node.peer, cluster_.gpus_per_node);
       auto c = sg4::Comm::sendto_init(src, dst);
       adopted_[static_cast<size_t>(v)] = maestro_.adopt(*c);
       c->set_payload_size(static_cast<uint64_t>(std::llround(node.amount)));
-      act = c;
-      live_[act.get()] = v;
+      tag(*c, v);
+      held = c;
       c->start();
     } else {
       auto e = sg4::Exec::init();
@@ -98,18 +98,23 @@ class LazyRunner {
             ->set_host(p_.gpu[static_cast<size_t>(node.rank)]);
       else
         e->set_flops_amount(node.amount)->set_host(p_.timer);
-      act = e;
-      live_[act.get()] = v;
+      tag(*e, v);
+      held = e;
       e->start();
     }
-    holder_[static_cast<size_t>(v)] = std::move(act);
+  }
+
+  // The node an activity runs, in the activity's user data (node + 1; null: not ours). Cheaper
+  // than a map from activities to nodes, which cost a hash node per activity.
+  static void tag(sg4::Activity& a, int32_t v) {
+    a.set_data(reinterpret_cast<void*>(static_cast<intptr_t>(v) + 1));
   }
 
   void on_completion(sg4::Activity const& a) {
-    auto it = live_.find(&a);
-    if (it == live_.end()) return;
-    const int32_t v = it->second;
-    live_.erase(it);
+    const auto tagged = reinterpret_cast<intptr_t>(a.get_data<void>());
+    if (tagged == 0) return;
+    const auto v = static_cast<int32_t>(tagged - 1);
+    if (holder_[static_cast<size_t>(v)].get() != &a) return;
     maestro_.release(adopted_[static_cast<size_t>(v)]);
     adopted_[static_cast<size_t>(v)] = maestro_.none();
     // Drop our reference later: SimGrid is still using the activity inside this callback.
@@ -129,7 +134,6 @@ class LazyRunner {
   std::vector<double> finish_;
   std::vector<sg4::ActivityPtr> holder_;
   std::vector<sg4::ActivityPtr> graveyard_;
-  std::unordered_map<const sg4::Activity*, int32_t> live_;
   std::vector<MaestroActivities::Handle> adopted_;  // by node: its entry in maestro_, or none()
 };
 
