@@ -263,10 +263,11 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
                                    std::to_string(c.gpus_per_node) +
                                    " or fewer (NVLS across nodes, NVLS-tree, is not built yet)");
   } else if (o.algorithm != "ring" && o.algorithm != "auto") {
+    const bool planned = o.algorithm == "pat" || o.algorithm == "nvls-tree";
     throw bad("--algorithm",
-              "'" + o.algorithm +
-                  "' is not supported yet: ring, tree, halving-doubling, hierarchical and nvls are "
-                  "built, and auto picks among them as NCCL's cost model would (PAT is not built)");
+              "'" + o.algorithm + (planned ? "' is not supported yet" : "' is not an algorithm") +
+                  ": choose ring, tree, halving-doubling, hierarchical, nvls or auto (what "
+                  "NCCL's cost model would pick among them); PAT and NVLS-tree are not built");
   }
   CollectiveKind kind = CollectiveKind::kAllReduce;
   for (CollectiveKind k :
