@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <simgrid/s4u.hpp>
+#include <unordered_map>
 
 #include "core/cost_model.h"
 #include "core/error.h"
@@ -79,6 +80,36 @@ class LazyRunner {
     }
   }
 
+  // The compute nodes that follow v on its GPU through joins that nothing else waits for or on
+  // (consecutive kernels of one stream with no event in between), with those joins: the run
+  // v ... last, in order. Such a run is one Exec of their summed work; it is exact because a
+  // GPU host runs one stream's kernels back to back and nothing can start in between.
+  std::vector<int32_t> compute_run(int32_t v) const {
+    std::vector<int32_t> run{v};
+    const Rank rank = g_.nodes[static_cast<size_t>(v)].rank;
+    int32_t cur = v;
+    while (true) {
+      const GraphNode& c = g_.nodes[static_cast<size_t>(cur)];
+      if (c.successors.size() != 1) break;
+      std::vector<int32_t> joins;
+      int32_t next = c.successors[0];
+      while (g_.nodes[static_cast<size_t>(next)].kind == GraphNode::Kind::kJoin) {
+        const GraphNode& j = g_.nodes[static_cast<size_t>(next)];
+        if (j.predecessors != 1 || j.successors.size() != 1) break;
+        joins.push_back(next);
+        next = j.successors[0];
+      }
+      const GraphNode& n = g_.nodes[static_cast<size_t>(next)];
+      if (n.kind != GraphNode::Kind::kCompute || n.predecessors != 1 || n.rank != rank ||
+          joins.empty() || g_.nodes[static_cast<size_t>(joins.back())].successors[0] != next)
+        break;
+      run.insert(run.end(), joins.begin(), joins.end());
+      run.push_back(next);
+      cur = next;
+    }
+    return run;
+  }
+
   void launch(int32_t v) {
     const GraphNode& node = g_.nodes[static_cast<size_t>(v)];
     auto& held = holder_[static_cast<size_t>(v)];
@@ -93,10 +124,16 @@ class LazyRunner {
     } else {
       auto e = sg4::Exec::init();
       adopted_[static_cast<size_t>(v)] = maestro_.adopt(*e);
-      if (node.kind == GraphNode::Kind::kCompute)
-        e->set_flops_amount(node.amount * p_.gpu_speed)
+      if (node.kind == GraphNode::Kind::kCompute) {
+        std::vector<int32_t> run = compute_run(v);
+        double seconds = 0;
+        for (int32_t u : run)
+          if (g_.nodes[static_cast<size_t>(u)].kind == GraphNode::Kind::kCompute)
+            seconds += g_.nodes[static_cast<size_t>(u)].amount;
+        if (run.size() > 1) runs_[v] = Run{sg4::Engine::get_clock(), std::move(run)};
+        e->set_flops_amount(seconds * p_.gpu_speed)
             ->set_host(p_.gpu[static_cast<size_t>(node.rank)]);
-      else
+      } else
         e->set_flops_amount(node.amount)->set_host(p_.timer);
       tag(*e, v);
       held = e;
@@ -121,10 +158,34 @@ class LazyRunner {
     graveyard_.clear();
     graveyard_.push_back(std::move(holder_[static_cast<size_t>(v)]));
     const double now = sg4::Engine::get_clock();
-    finish_[static_cast<size_t>(v)] = now;
-    for (int32_t s : g_.nodes[static_cast<size_t>(v)].successors)
+    int32_t last = v;
+    if (auto run = runs_.find(v); run != runs_.end()) {
+      // Spread the run's time over its kernels in proportion to their work.
+      double total = 0;
+      for (int32_t u : run->second.nodes)
+        if (g_.nodes[static_cast<size_t>(u)].kind == GraphNode::Kind::kCompute)
+          total += g_.nodes[static_cast<size_t>(u)].amount;
+      const double scale = total > 0 ? (now - run->second.start) / total : 0;
+      double t = run->second.start;
+      for (int32_t u : run->second.nodes) {
+        const GraphNode& n = g_.nodes[static_cast<size_t>(u)];
+        if (n.kind == GraphNode::Kind::kCompute) t += n.amount * scale;
+        finish_[static_cast<size_t>(u)] = t;
+        waiting_[static_cast<size_t>(u)] = 0;
+      }
+      last = run->second.nodes.back();
+      runs_.erase(run);
+    }
+    finish_[static_cast<size_t>(last)] = now;
+    for (int32_t s : g_.nodes[static_cast<size_t>(last)].successors)
       if (--waiting_[static_cast<size_t>(s)] == 0) ready(s, now);
   }
+
+  struct Run {
+    double start = 0;
+    std::vector<int32_t> nodes;  // the compute nodes and joins after the first, in order
+  };
+  std::unordered_map<int32_t, Run> runs_;  // by the node whose activity runs them
 
   const ActivityGraph& g_;
   const ClusterConfig& cluster_;
