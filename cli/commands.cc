@@ -176,16 +176,27 @@ int run_validate(const ValidateOptions& o, std::ostream& out) {
       << format_bytes(Bytes(r.capacity_bytes)) << (r.fits ? " (fits)" : " (does not fit)") << "\n";
   if (!r.fits) {
     const std::string cat(to_string(static_cast<MemoryCategory>(largest)));
+    // What shrinks the category that overflows most.
+    std::string remedy;
+    if (static_cast<MemoryCategory>(largest) == MemoryCategory::kActivations)
+      remedy = std::string(s.training.flash_attention ? "" : "Turn on training.flash_attention, ") +
+               (s.training.flash_attention ? "Use" : "use") +
+               " training.recompute: selective or full, a smaller training.micro_batch_size, or "
+               "more tensor (with sequence_parallel), context or pipeline parallelism";
+    else if (static_cast<MemoryCategory>(largest) == MemoryCategory::kBuffers)
+      remedy = "Lower training.gradient_bucket or training.runtime_reserve";
+    else
+      remedy =
+          "Shard the model state: parallelism.zero_stage (1 optimizer, 2 + gradients, 3 + "
+          "weights), or more tensor or pipeline parallelism; or choose a GPU with more "
+          "memory";
     throw InputError(Diagnostic{
         c.gpu_where.known() ? c.gpu_where : SourceLocation{s.file, 0, 0}, "memory",
         "the job needs " + format_bytes(Bytes(r.peak_bytes_per_gpu)) + " per GPU but " +
             c.gpu.name + " has " + format_bytes(Bytes(r.capacity_bytes)) + " (short by " +
             format_bytes(Bytes(r.peak_bytes_per_gpu - r.capacity_bytes)) +
             "); the largest category is " + cat + " at " +
-            format_bytes(Bytes(r.per_category_bytes[largest])) +
-            ". Reduce training.micro_batch_size, use training.recompute: full, choose a GPU with "
-            "more "
-            "memory, or shard the model state (ZeRO, tensor or pipeline parallelism)"});
+            format_bytes(Bytes(r.per_category_bytes[largest])) + ". " + remedy});
   }
   out << "valid: " << s.name << " can run\n";
   return 0;
