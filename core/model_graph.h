@@ -57,6 +57,9 @@ struct Layer {
   // The part of `parameters` that are expert weights split over the expert-parallel group; their
   // gradients are reduced over the expert-data-parallel ranks only.
   double expert_parameters = 0;
+  // Parameters this layer uses but another layer owns (the output head tied to the input
+  // embedding): not counted in `parameters`; a pipeline keeps a copy on the last stage.
+  double tied_parameters = 0;
   std::vector<Kernel> forward;
   std::vector<Kernel> backward;
   // Kernels replayed before backward under selective recompute (the attention core,

@@ -496,6 +496,7 @@ Layer build_lm_head(const ModelSpec& spec, const Dims& d) {
   layer.matmul("logits", KernelKind::kGemm, 2 * d.tokens() * d.h * v, d.n(), d.h * v,
                d.tokens() * v, "dgrad", "wgrad", GemmShape{1, d.tokens(), v, d.h});
   if (!spec.tied_embeddings) layer.add_parameters(v * d.h);
+  if (spec.tied_embeddings) layer.set_tied_parameters(v * d.h);
   if (spec.family == ModelFamily::kBert) layer.add_parameters(v);  // decoder bias
   layer.stash("logits_input", e * d.n_seq());
   cross_entropy(layer, "cross_entropy", d.tokens(), v);

@@ -31,6 +31,7 @@
 // forward and its backward, for every micro-batch, and reduce-scatters its gradients after
 // every backward: 3Ψ per micro-batch (DeepSpeed's ZeRO-3 keeps gradients sharded throughout).
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <numeric>
 
@@ -191,13 +192,17 @@ class StepBuilder {
   // One set of parameters reduced over one group: a layer's dense or expert weights.
   struct Part {
     GroupId group = 0;
-    int size = 1;                    // ranks in the group
-    double (*params)(const Layer&);  // this part's parameters of a layer
+    int size = 1;                                // ranks in the group
+    std::function<double(const Layer&)> params;  // this part's parameters of a layer
     bool expert = false;
     std::vector<std::vector<GradientBucket>> buckets;  // by global chunk
   };
-  static double dense_parameters(const Layer& l) { return l.parameters - l.expert_parameters; }
   static double expert_parameters(const Layer& l) { return l.expert_parameters; }
+  // Dense parameters; with a pipeline the last stage also holds its copy of tied weights
+  // (Megatron-LM's output head shares the word embedding and keeps a copy there).
+  double dense_parameters(const Layer& l) const {
+    return l.parameters - l.expert_parameters + (p_ > 1 ? l.tied_parameters : 0);
+  }
 
   struct RankState {
     Program p;
@@ -486,7 +491,7 @@ class StepBuilder {
         group("ep", ranks_where(tp, s, [&](int c, int dp) { return c == cp && dp < ep_; }));
     r.parts.push_back(Part{group("dp", ranks_where(tp, s, [](int, int) { return true; })),
                            d_ * cp_,
-                           &StepBuilder::dense_parameters,
+                           [this](const Layer& l) { return dense_parameters(l); },
                            false,
                            {}});
     // Expert weights: with expert parallelism every tensor-parallel rank holds the same E/ep
@@ -568,6 +573,23 @@ class StepBuilder {
         forward_unit(r, c, u.micro_batch);
       else
         backward_unit(r, c, u.micro_batch, u.micro_batch == m_ - 1);
+    }
+
+    // Tied weights: the first and last stage all-reduce the shared matrix's gradients after
+    // the data-parallel reduction (Megatron-LM's _allreduce_embedding_grads), full size.
+    if (p_ > 1 && (s == 0 || s == p_ - 1)) {
+      double tied = 0;
+      for (const auto& l : model_.layers) tied = std::max(tied, l.tied_parameters);
+      if (tied > 0) {
+        const EventId done = mark_end(r.p, r.compute);
+        const GroupId embedding =
+            group("embedding", {layout_.rank(tp, cp, 0, 0), layout_.rank(tp, cp, p_ - 1, 0)});
+        Op& ar = r.p.append(r.grad_comm,
+                            CollectiveOp{CollectiveKind::kAllReduce, embedding,
+                                         Bytes(tied * weight_bytes_per_parameter(dtype_)), dtype_},
+                            Label{"tied_embedding_grad_all_reduce", -1, -1, Phase::kGradientSync});
+        ar.waits.push_back(done);
+      }
     }
 
     // Optimizer step after every gradient collective: it reads gradients, master weights and

@@ -55,6 +55,7 @@ class LayerBuilder {
   void mark_last_selective();
 
   void add_parameters(double count) { layer_.parameters += count; }
+  void set_tied_parameters(double count) { layer_.tied_parameters = count; }
   void add_expert_parameters(double count) {
     layer_.parameters += count;
     layer_.expert_parameters += count;

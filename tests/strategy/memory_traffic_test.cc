@@ -358,5 +358,43 @@ TEST(TensorParallelOverlap, HidesCollectivesBehindGemmsWithoutChangingTraffic) {
   EXPECT_GE(overlap_r.step_time_s, overlap_r.breakdown_s.compute);
 }
 
+// Tied embeddings in a pipeline: the last stage keeps a copy of the word-embedding shard for the
+// output head (V h / t parameters of weights, gradients and optimizer state) and the first and
+// last stages all-reduce its gradients each step (Megatron-LM's embedding group).
+TEST(Traffic, TiedEmbeddingsAreSyncedBetweenFirstAndLastStage) {
+  const auto spec = *models::find_preset("gpt3-13b");
+  ASSERT_TRUE(spec.tied_embeddings);
+  const double shard = 1.0 * spec.vocab_size * spec.hidden_size / 8;
+  for (int p : {1, 4}) {
+    const auto plan = cli::plan_scenario(load_scenario_text(
+        gpt_yaml("{tensor: 8, pipeline: " + std::to_string(p) + "}"), "tied.yaml"));
+    const Rank last = 8 * (p - 1);
+    const auto first_bytes = collective_bytes(plan.job, 0, "embedding");
+    const auto last_bytes = collective_bytes(plan.job, last, "embedding");
+    if (p == 1) {
+      EXPECT_TRUE(first_bytes.empty());
+      continue;
+    }
+    EXPECT_DOUBLE_EQ(first_bytes.at(CollectiveKind::kAllReduce), 2 * shard);
+    EXPECT_DOUBLE_EQ(last_bytes.at(CollectiveKind::kAllReduce), 2 * shard);
+    // The last stage's weights: its blocks, final norm and the tied copy (bf16, 2 B each).
+    double params = shard;
+    const ModelGraph g = models::shard_from_scenario(plan.scenario);
+    const int blocks = spec.num_layers / p;
+    for (const auto& l : g.layers) {
+      const bool last_stage_block =
+          l.name.rfind("block.", 0) == 0 && std::stoi(l.name.substr(6)) >= spec.num_layers - blocks;
+      if (last_stage_block || l.name == "final_norm" || l.name == "lm_head") params += l.parameters;
+    }
+    const Trace trace = AnalyticExecutor().run(plan.job, plan.scenario.cluster, 1);
+    for (const auto& m : trace.memory) {
+      if (m.rank == last) {
+        EXPECT_DOUBLE_EQ(m.at_peak[static_cast<size_t>(MemoryCategory::kWeights)].value(),
+                         2 * params);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dtsim
