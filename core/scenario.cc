@@ -440,6 +440,12 @@ Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) 
   par.zero_stage = r.count("parallelism.zero_stage", 0).value;
   par.layers_per_stage = r.get_or<std::vector<int64_t>>("parallelism.layers_per_stage", {});
   par.tp_comm_overlap = r.get_or<bool>("parallelism.tp_comm_overlap", false);
+  par.pipeline_scatter_gather = r.get_or<bool>("parallelism.pipeline_scatter_gather", false);
+  if (par.pipeline_scatter_gather && (par.tensor.value < 2 || par.sequence_parallel))
+    sink.add(r.where("parallelism.pipeline_scatter_gather"), "parallelism.pipeline_scatter_gather",
+             "the scatter/gather optimisation splits a stage's output over the tensor-parallel "
+             "group; it needs tensor > 1 and no sequence parallelism (which already sends only "
+             "the shard)");
   if (auto order = r.get<std::string>("parallelism.order");
       order && !parse_placement_order(*order, &par.placement_order))
     sink.add(r.where("parallelism.order"), "parallelism.order",

@@ -102,6 +102,7 @@ struct ParallelismConfig {
   int zero_stage = 0;
   std::vector<int64_t> layers_per_stage;
   bool tp_comm_overlap = false;
+  bool pipeline_scatter_gather = false;
   std::array<ParallelDim, 4> placement_order = kDefaultPlacementOrder;
 };
 

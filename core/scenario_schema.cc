@@ -252,12 +252,17 @@ SchemaNode build_schema() {
                   "overlap each TP collective with the GEMM it feeds or drains (Transformer "
                   "Engine userbuffers; needs sequence_parallel)",
                   "false");
+  auto psg = leaf("pipeline_scatter_gather", ValueType::kBool,
+                  "send 1/t of each activation between stages and all-gather it over the TP "
+                  "group on arrival (Narayanan et al. 2021, section 4.1)",
+                  "false");
   auto order = leaf("order", ValueType::kString,
                     "rank placement, innermost dimension first: a permutation of tp, cp, pp, dp "
                     "joined by '-'",
                     "tp-cp-pp-dp");
-  SchemaNode parallelism = section("parallelism", "how the job is split over GPUs",
-                                   {tp, pp, dp, cp, ep, sp, schedule, vs, zero, lps, tpo, order});
+  SchemaNode parallelism =
+      section("parallelism", "how the job is split over GPUs",
+              {tp, pp, dp, cp, ep, sp, schedule, vs, zero, lps, tpo, psg, order});
 
   auto sync = choice("sync", {"synchronous", "async", "ssp", "local-sgd"},
                      "how replicas synchronise", "synchronous");

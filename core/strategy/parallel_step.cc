@@ -152,8 +152,12 @@ class StepBuilder {
     // context shard under context parallelism.
     const auto& shape = model.shape;
     const double e = dtype_ == DType::kFp32 || dtype_ == DType::kTf32 ? 4.0 : 2.0;
-    boundary_bytes_ = Bytes(e * model.micro_batch_size * shape.seq_length * shape.hidden_size /
-                            (sc.parallelism.sequence_parallel ? t_ : 1) / cp_);
+    const double full = e * model.micro_batch_size * shape.seq_length * shape.hidden_size / cp_;
+    // Scatter/gather (Narayanan et al. 2021, section 4.1): each TP rank sends its 1/t and the
+    // receivers all-gather the whole tensor over their TP group (NVLink).
+    scatter_gather_ = sc.parallelism.pipeline_scatter_gather && t_ > 1;
+    gathered_bytes_ = Bytes(full);
+    boundary_bytes_ = Bytes(full / (sc.parallelism.sequence_parallel || scatter_gather_ ? t_ : 1));
   }
 
   Job build() {
@@ -338,6 +342,16 @@ class StepBuilder {
     r.last_layer_end = mark_end(r.p, r.compute);
   }
 
+  // The all-gather that rebuilds a scattered activation or gradient, in line on the compute
+  // stream after the receive it completes.
+  void gather_boundary(RankState& r, int layer, int mb, Phase phase) {
+    Op& ag = r.p.append(
+        r.compute, CollectiveOp{CollectiveKind::kAllGather, r.tp_group, gathered_bytes_, dtype_},
+        Label{"pp.tp_all_gather", layer, mb, phase});
+    ag.waits.insert(ag.waits.end(), kernel_waits_.begin(), kernel_waits_.end());
+    kernel_waits_.clear();
+  }
+
   void forward_unit(RankState& r, int chunk_global, int mb) {
     const auto& range = chunks_[static_cast<size_t>(chunk_global)];
     const auto& tr = sc_.training;
@@ -345,6 +359,7 @@ class StepBuilder {
       r.p.append(r.recv_prev, RecvOp{r.prev, boundary_bytes_, 0},
                  Label{"pp.recv_activation", range.first, mb, Phase::kPipeline});
       kernel_waits_.push_back(mark_end(r.p, r.recv_prev));
+      if (scatter_gather_) gather_boundary(r, range.first, mb, Phase::kForward);
     }
     for (int i = range.first; i <= range.last; ++i) {
       const Layer& l = model_.layers[static_cast<size_t>(i)];
@@ -373,6 +388,7 @@ class StepBuilder {
       r.p.append(r.recv_next, RecvOp{r.next, boundary_bytes_, 1},
                  Label{"pp.recv_gradient", range.last, mb, Phase::kPipeline});
       kernel_waits_.push_back(mark_end(r.p, r.recv_next));
+      if (scatter_gather_) gather_boundary(r, range.last, mb, Phase::kBackward);
     }
     std::vector<size_t> next_bucket(r.parts.size(), 0);
     for (int i = range.last; i >= range.first; --i) {
@@ -642,6 +658,8 @@ class StepBuilder {
   DType dtype_;
   std::vector<ChunkRange> chunks_;
   Bytes boundary_bytes_{0};
+  Bytes gathered_bytes_{0};
+  bool scatter_gather_ = false;
   std::vector<EventId> kernel_waits_;  // events the next compute op must wait for
   std::map<std::pair<std::string, Rank>, GroupId> groups_;
   Job job_;

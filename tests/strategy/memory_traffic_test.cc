@@ -396,5 +396,27 @@ TEST(Traffic, TiedEmbeddingsAreSyncedBetweenFirstAndLastStage) {
   }
 }
 
+// Scatter/gather between stages (Narayanan et al. 2021, section 4.1): b s h / t per send, and
+// the receiver all-gathers b s h over its TP group once per received tensor.
+TEST(Traffic, PipelineScatterGatherSendsOneTensorShardAndGathersIt) {
+  const double bsh_bytes = 2.0 * 2048 * 5120 * 2;
+  const auto plan = cli::plan_scenario(load_scenario_text(
+      gpt_yaml("{tensor: 8, pipeline: 4, pipeline_scatter_gather: true}"), "sg.yaml"));
+  const int m = static_cast<int>(plan.scenario.micro_batches());
+  double sent = 0;
+  int sends = 0;
+  for (const auto& s : plan.job.program_for(8)->streams)
+    for (const auto& op : s.ops)
+      if (const auto* send = std::get_if<SendOp>(&op.body)) {
+        sent += send->bytes.value();
+        ++sends;
+      }
+  EXPECT_EQ(sends, 2 * m);
+  EXPECT_DOUBLE_EQ(sent / sends, bsh_bytes / 8);
+  // Stage 1 receives m activations and m gradients.
+  EXPECT_DOUBLE_EQ(collective_bytes(plan.job, 8, "tp", "pp.").at(CollectiveKind::kAllGather),
+                   2 * m * bsh_bytes);
+}
+
 }  // namespace
 }  // namespace dtsim
