@@ -198,6 +198,19 @@ TEST(Traffic, TensorParallelLayerMovesFourHiddenStatesPerMicroBatch) {
   }
 }
 
+// How many sends a rank's program makes, and their bytes.
+std::pair<int, double> sends_of(const Job& job, Rank rank) {
+  int sends = 0;
+  double bytes = 0;
+  for (const auto& s : job.program_for(rank)->streams)
+    for (const auto& op : s.ops)
+      if (const auto* send = std::get_if<SendOp>(&op.body)) {
+        bytes += send->bytes.value();
+        ++sends;
+      }
+  return {sends, bytes};
+}
+
 TEST(Traffic, PipelineSendsOneHiddenStatePerMicroBatchPerBoundary) {
   const double bsh_bytes = 2.0 * 2048 * 5120 * 2;
   for (bool sp : {false, true}) {
@@ -208,14 +221,7 @@ TEST(Traffic, PipelineSendsOneHiddenStatePerMicroBatchPerBoundary) {
     const int m = static_cast<int>(plan.scenario.micro_batches());
     // Stage 1 (rank 8): receives activations and sends gradients to stage 0, sends activations
     // and receives gradients from stage 2: m of each.
-    double sent = 0;
-    int sends = 0;
-    for (const auto& s : plan.job.program_for(8)->streams)
-      for (const auto& op : s.ops)
-        if (const auto* send = std::get_if<SendOp>(&op.body)) {
-          sent += send->bytes.value();
-          ++sends;
-        }
+    const auto [sends, sent] = sends_of(plan.job, 8);
     EXPECT_EQ(sends, 2 * m);
     // b·s·h elements, or b·s·h/t when sequence parallelism shards them.
     EXPECT_DOUBLE_EQ(sent / sends, sp ? bsh_bytes / 8 : bsh_bytes);
@@ -403,14 +409,7 @@ TEST(Traffic, PipelineScatterGatherSendsOneTensorShardAndGathersIt) {
   const auto plan = cli::plan_scenario(load_scenario_text(
       gpt_yaml("{tensor: 8, pipeline: 4, pipeline_scatter_gather: true}"), "sg.yaml"));
   const int m = static_cast<int>(plan.scenario.micro_batches());
-  double sent = 0;
-  int sends = 0;
-  for (const auto& s : plan.job.program_for(8)->streams)
-    for (const auto& op : s.ops)
-      if (const auto* send = std::get_if<SendOp>(&op.body)) {
-        sent += send->bytes.value();
-        ++sends;
-      }
+  const auto [sends, sent] = sends_of(plan.job, 8);
   EXPECT_EQ(sends, 2 * m);
   EXPECT_DOUBLE_EQ(sent / sends, bsh_bytes / 8);
   // Stage 1 receives m activations and m gradients.
