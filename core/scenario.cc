@@ -549,6 +549,11 @@ Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) 
   // Pipeline schedules.
   const int p = par.pipeline.value;
   const int64_t m = s.micro_batches();
+  if (par.virtual_stages > 1 && par.schedule == Schedule::kInterleaved && p == 1)
+    sink.add(r.where("parallelism.virtual_stages"), "parallelism.virtual_stages",
+             "virtual_stages " + std::to_string(par.virtual_stages) +
+                 " interleaves model chunks over pipeline stages, but parallelism.pipeline is 1; "
+                 "set pipeline > 1 or virtual_stages: 1");
   if (par.virtual_stages > 1 && par.schedule != Schedule::kInterleaved)
     sink.add(r.where("parallelism.virtual_stages"), "parallelism.virtual_stages",
              "virtual_stages " + std::to_string(par.virtual_stages) +

@@ -138,7 +138,9 @@ class StepBuilder {
         layout_(layout_from_scenario(sc)),
         t_(sc.parallelism.tensor.value),
         p_(sc.parallelism.pipeline.value),
-        v_(sc.parallelism.schedule == Schedule::kInterleaved ? sc.parallelism.virtual_stages : 1),
+        v_(sc.parallelism.schedule == Schedule::kInterleaved && sc.parallelism.pipeline.value > 1
+               ? sc.parallelism.virtual_stages
+               : 1),
         d_(sc.parallelism.data.value),
         cp_(sc.parallelism.context.value),
         ep_(sc.parallelism.expert.value),

@@ -8,12 +8,14 @@ sanitizer report. Not part of ctest (it is slow and random); run it against a sa
     ninja -C build-sanitize dtsim
     tests/fuzz/mutate_scenarios.py build-sanitize/cli/dtsim SEED CASES
 
-Failing inputs are kept in /tmp/fuzz_crashes. Seeds 7 (400 cases, normal build) and 11 (250
+FUZZ_BASE=scenarios/FILE.yaml starts from another scenario. Failing inputs are kept in
+/tmp/fuzz_crashes. Seeds 7 (400 cases, normal build) and 11 (250
 cases, ASan+UBSan with leak detection) found nothing on 2026-11-29.
 """
 import random, subprocess, sys, os
 random.seed(int(sys.argv[2]) if len(sys.argv) > 2 else 1)
-base = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'bad_input', 'valid', 'base.yaml')).read().splitlines()
+# FUZZ_BASE names another starting scenario (e.g. a 3D-parallel one from scenarios/).
+base = open(os.environ.get('FUZZ_BASE') or os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'bad_input', 'valid', 'base.yaml')).read().splitlines()
 dtsim = sys.argv[1]
 tokens = ['0', '-1', '1e30', '.nan', 'null', '[]', '{}', '"x"', 'auto', '8GiB', '400Gbps', '1e-30us', '~', '&a', '*a', '!!binary', '? ', '- ', ': ', '{a: [1, {b: 2}]}', "'", '"', '\\t', '%YAML 1.2', '---', '...', '|', '>']
 crashes = 0
