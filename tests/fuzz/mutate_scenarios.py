@@ -9,8 +9,11 @@ sanitizer report. Not part of ctest (it is slow and random); run it against a sa
     tests/fuzz/mutate_scenarios.py build-sanitize/cli/dtsim SEED CASES
 
 FUZZ_BASE=scenarios/FILE.yaml starts from another scenario. Failing inputs are kept in
-/tmp/fuzz_crashes. Seeds 7 (400 cases, normal build) and 11 (250
-cases, ASan+UBSan with leak detection) found nothing on 2026-11-29.
+/tmp/fuzz_crashes. Seeds 7 (400 cases, normal build) and 11 (250 cases, ASan+UBSan with leak
+detection) found nothing on 2026-11-29. From a 3D base (TP 2 with SP, CP 2, PP 2 interleaved,
+ZeRO-1, TP overlap, FlashAttention) seed 23 (250 cases) found an internal failure for
+interleaving without a pipeline, now bad input (tests/bad_input/interleaved_without_pipeline.yaml);
+seed 29 (300 cases) and, from a Mixtral EP 4 base, seed 31 (200 cases) found nothing.
 """
 import random, subprocess, sys, os
 random.seed(int(sys.argv[2]) if len(sys.argv) > 2 else 1)
