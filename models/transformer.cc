@@ -269,111 +269,79 @@ class BlockBuilder {
     layer_.stash("attention_logsumexp", lse_bytes);
   }
 
+  // The MLP, dense or mixture-of-experts, in one of two layouts:
+  // - tensor-parallel (dense, and MoE without expert parallelism): the f operator gathers the
+  //   whole sequence, every rank runs all E experts on f/t columns, the g operator reduces;
+  // - expert-parallel (Megatron-Core's all-to-all token dispatcher): the tokens stay this
+  //   rank's (its sequence shard under sequence parallelism, which Megatron-LM requires with
+  //   TP), are routed and sent to the ranks owning their k experts by an all-to-all, run
+  //   through the E/ep local experts at full width (expert TP = 1), and come back by a second
+  //   all-to-all; backward mirrors both.
   void mlp(const std::string& input_tensor) {
-    if (d_.moe && d_.ep > 1) return expert_parallel_mlp(input_tensor);
-    enter_tensor_parallel("mlp");
+    const bool expert_parallel = d_.moe && d_.ep > 1;
+    const double tokens = expert_parallel ? d_.n_seq() / d_.h : d_.tokens();
+    const double width = expert_parallel ? d_.f : d_.f / d_.t;    // MLP columns per rank
+    const double copies = expert_parallel ? d_.E / d_.ep : d_.E;  // experts held (1: dense)
+    const double k = d_.k;
+    const double n_in = k * tokens * d_.h;  // routed copies of the MLP input
+    const double n_mid = k * tokens * width;
+    if (!expert_parallel) enter_tensor_parallel("mlp");
     layer_.stash(input_tensor, e_ * d_.n_seq());
     const std::string prefix = d_.moe ? "expert_" : "mlp_";
-    const double k = d_.k;
-    const double n_in = k * d_.n();  // routed copies of the MLP input
     if (d_.moe) {
-      const double te = d_.tokens() * d_.E;
-      layer_.linear("router", d_.tokens(), d_.h, d_.E, false);
+      const double te = tokens * d_.E;
+      layer_.linear("router", tokens, d_.h, d_.E, false);
       layer_.elementwise("router_softmax_topk", 2 * e_ * te, 3 * e_ * te);
       layer_.stash("router_probs", e_ * te);
       layer_.elementwise("token_dispatch", 2 * e_ * n_in, 2 * e_ * n_in);
+      if (expert_parallel)
+        layer_.communication("expert_dispatch", CommGroup::kExpert, CommPattern::kAllToAll,
+                             e_ * n_in, CommPattern::kAllToAll, e_ * n_in);
       layer_.stash("expert_input", e_ * n_in);
     }
-    // Column-parallel up projections and row-parallel down projection: f/t columns per rank.
-    const double f = d_.f / d_.t;
-    const double n_mid = k * d_.n_ffn() / d_.t;
+    // One MLP matrix over the k·tokens routed rows, as `copies` grouped GEMMs of k·tokens/copies
+    // rows on average. A column-parallel matrix's bias is split with its columns; a row-parallel
+    // one's is whole.
+    auto matrix = [&](const std::string& name, double in, double out, bool column_parallel) {
+      const double rows = k * tokens;
+      layer_.matmul(name, KernelKind::kGemm, 2 * rows * in * out, rows * in, copies * in * out,
+                    rows * out, "dgrad", "wgrad", GemmShape{copies, rows / copies, out, in});
+      const double bias = !spec_.linear_biases ? 0 : column_parallel ? out : d_.h;
+      if (d_.moe)
+        layer_.add_expert_parameters(copies * (in * out + bias));
+      else
+        layer_.add_parameters(copies * (in * out + bias));
+    };
     if (spec_.activation == Activation::kSwiglu) {
-      expert_matmul(prefix + "gate", d_.h, f, true);
-      expert_matmul(prefix + "up", d_.h, f, true);
+      matrix(prefix + "gate", d_.h, width, true);
+      matrix(prefix + "up", d_.h, width, true);
       layer_.elementwise("swiglu", 3 * e_ * n_mid, 5 * e_ * n_mid);
       layer_.stash("gate_output", e_ * n_mid);
       layer_.stash("up_output", e_ * n_mid);
-      expert_matmul(prefix + "down", f, d_.h, false);
+      matrix(prefix + "down", width, d_.h, false);
       layer_.stash("down_input", e_ * n_mid);
     } else {
-      expert_matmul(prefix + "fc1", d_.h, f, true);
+      matrix(prefix + "fc1", d_.h, width, true);
       layer_.elementwise("gelu", 2 * e_ * n_mid, 3 * e_ * n_mid);
       layer_.stash("gelu_input", e_ * n_mid);
-      expert_matmul(prefix + "fc2", f, d_.h, false);
+      matrix(prefix + "fc2", width, d_.h, false);
       layer_.stash("fc2_input", e_ * n_mid);
     }
     if (d_.moe) {
+      if (expert_parallel)
+        layer_.communication("expert_combine", CommGroup::kExpert, CommPattern::kAllToAll,
+                             e_ * n_in, CommPattern::kAllToAll, e_ * n_in);
       // Weighted sum of each token's k expert outputs; backward also forms the gradient of
       // the routing weights, which reads the expert outputs.
-      layer_.elementwise("token_combine", e_ * (n_in + d_.n() + d_.tokens() * k),
-                         e_ * (2 * n_in + d_.n()));
+      const double n_out = tokens * d_.h;
+      layer_.elementwise("token_combine", e_ * (n_in + n_out + tokens * k),
+                         e_ * (2 * n_in + n_out));
       layer_.stash("expert_output", e_ * n_in);
     }
-    exit_tensor_parallel("mlp");
-  }
-
-  // MoE with expert parallelism (Megatron-Core's all-to-all token dispatcher): the tokens stay
-  // this rank's (its sequence shard under sequence parallelism, which Megatron-LM requires with
-  // TP), are routed, sent to the ranks owning their k experts by an all-to-all, run through the
-  // E/ep local experts at full width, and sent back by a second all-to-all; backward mirrors both.
-  void expert_parallel_mlp(const std::string& input_tensor) {
-    const double tokens = d_.n_seq() / d_.h;
-    const double routed = d_.k * tokens * d_.h;  // elements dispatched (k copies per token)
-    const double mid = d_.k * tokens * d_.f;
-    layer_.stash(input_tensor, e_ * d_.n_seq());
-    const double te = tokens * d_.E;
-    layer_.linear("router", tokens, d_.h, d_.E, false);
-    layer_.elementwise("router_softmax_topk", 2 * e_ * te, 3 * e_ * te);
-    layer_.stash("router_probs", e_ * te);
-    layer_.elementwise("token_permute", 2 * e_ * routed, 2 * e_ * routed);
-    layer_.communication("expert_dispatch", CommGroup::kExpert, CommPattern::kAllToAll, e_ * routed,
-                         CommPattern::kAllToAll, e_ * routed);
-    layer_.stash("expert_input", e_ * routed);
-    const double local = d_.E / d_.ep, rows = d_.k * tokens;
-    auto expert = [&](const std::string& name, double in, double out, bool column_parallel) {
-      layer_.matmul(name, KernelKind::kGemm, 2 * rows * in * out, rows * in, local * in * out,
-                    rows * out, "dgrad", "wgrad", GemmShape{local, rows / local, out, in});
-      const double bias = !spec_.linear_biases ? 0 : column_parallel ? out : d_.h;
-      layer_.add_expert_parameters(local * (in * out + bias));
-    };
-    if (spec_.activation == Activation::kSwiglu) {
-      expert("expert_gate", d_.h, d_.f, true);
-      expert("expert_up", d_.h, d_.f, true);
-      layer_.elementwise("swiglu", 3 * e_ * mid, 5 * e_ * mid);
-      layer_.stash("gate_output", e_ * mid);
-      layer_.stash("up_output", e_ * mid);
-      expert("expert_down", d_.f, d_.h, false);
-      layer_.stash("down_input", e_ * mid);
-    } else {
-      expert("expert_fc1", d_.h, d_.f, true);
-      layer_.elementwise("gelu", 2 * e_ * mid, 3 * e_ * mid);
-      layer_.stash("gelu_input", e_ * mid);
-      expert("expert_fc2", d_.f, d_.h, false);
-      layer_.stash("fc2_input", e_ * mid);
-    }
-    layer_.communication("expert_combine", CommGroup::kExpert, CommPattern::kAllToAll, e_ * routed,
-                         CommPattern::kAllToAll, e_ * routed);
-    layer_.elementwise("token_combine", e_ * (routed + d_.n_seq() + tokens * d_.k),
-                       e_ * (2 * routed + d_.n_seq()));
-    layer_.stash("expert_output", e_ * routed);
+    if (!expert_parallel) exit_tensor_parallel("mlp");
   }
 
  private:
-  // One MLP matrix applied to the k·b·s routed rows; holds E copies of the weights for MoE.
-  // A column-parallel matrix's bias is split with its columns; a row-parallel one's is whole.
-  void expert_matmul(const std::string& name, double in, double out, bool column_parallel) {
-    const double rows = d_.k * d_.tokens();
-    const double copies = d_.E;
-    // MoE: E grouped GEMMs of k·b·s/E rows on average.
-    layer_.matmul(name, KernelKind::kGemm, 2 * rows * in * out, rows * in, copies * in * out,
-                  rows * out, "dgrad", "wgrad", GemmShape{copies, rows / copies, out, in});
-    const double bias = !spec_.linear_biases ? 0 : column_parallel ? out : d_.h;
-    if (d_.moe)
-      layer_.add_expert_parameters(copies * (in * out + bias));
-    else
-      layer_.add_parameters(copies * (in * out + bias));
-  }
-
   const ModelSpec& spec_;
   const Dims& d_;
   LayerBuilder& layer_;
