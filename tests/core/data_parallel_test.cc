@@ -6,6 +6,7 @@
 #include "core/cost_model.h"
 #include "core/metrics.h"
 #include "core/strategy/strategy.h"
+#include "tests/support/uniform_layers.h"
 
 namespace dtsim {
 namespace {
@@ -31,19 +32,8 @@ training:
 // Four layers; each forward is one 1 TFLOP GEMM (10 ms here), backward twice that (20 ms);
 // 1e8 parameters each, so 2e8 bytes of bf16 gradients per layer.
 ModelGraph four_layers() {
-  ModelGraph g;
-  g.name = "four-layers";
-  for (int i = 0; i < 4; ++i) {
-    Layer l;
-    l.name = "layer" + std::to_string(i);
-    l.kind = "fc";
-    l.parameters = 1e8;
-    l.forward = {Kernel{"gemm", KernelKind::kGemm, Flops(1e12), Bytes(0)}};
-    l.backward = {Kernel{"gemm_grad", KernelKind::kGemm, Flops(2e12), Bytes(0)}};
-    l.activation_bytes = Bytes(1e6);
-    g.layers.push_back(l);
-  }
-  return g;
+  return testing::uniform_layers(
+      {.count = 4, .forward_flops = 1e12, .parameters = 1e8, .activation_bytes = 1e6});
 }
 
 double step_time(const std::string& training_extra, Job* job_out = nullptr) {

@@ -12,6 +12,7 @@
 #include "models/model_builder.h"
 #include "models/model_spec.h"
 #include "models/scenario_model.h"
+#include "tests/support/uniform_layers.h"
 
 namespace dtsim {
 namespace {
@@ -96,18 +97,7 @@ std::string zero_yaml(int nd, int stage) {
 
 // 7.5e9 parameters in 75 layers of 1e8, each with one small GEMM.
 ModelGraph seven_and_a_half_billion() {
-  ModelGraph g;
-  g.name = "zero-7.5b";
-  for (int i = 0; i < 75; ++i) {
-    Layer l;
-    l.name = "block." + std::to_string(i);
-    l.kind = "fc";
-    l.parameters = 1e8;
-    l.forward = {Kernel{"gemm", KernelKind::kGemm, Flops(1e9), Bytes(0)}};
-    l.backward = {Kernel{"gemm_grad", KernelKind::kGemm, Flops(2e9), Bytes(0)}};
-    g.layers.push_back(l);
-  }
-  return g;
+  return testing::uniform_layers({.count = 75, .forward_flops = 1e9, .parameters = 1e8});
 }
 
 struct StateBytes {
@@ -276,21 +266,28 @@ simulate: {engine: analytic}
   EXPECT_DOUBLE_EQ(bytes.at(CollectiveKind::kAllToAll) / m, 4 * routed_bytes);
   // Expert weights: E/ep = 1 expert of 3 SwiGLU matrices h x f per rank in each block.
   const ModelGraph shard = models::shard_from_scenario(plan.scenario);
+  int blocks_checked = 0;
   for (const auto& l : shard.layers) {
     if (l.name == "block.0") {
+      ++blocks_checked;
       EXPECT_DOUBLE_EQ(l.expert_parameters,
                        3.0 * spec.hidden_size * spec.ffn_hidden_size * spec.num_experts / 8);
     }
   }
+  EXPECT_EQ(blocks_checked, 1);
   // Every expert-data-parallel group (the ranks holding the same experts: t x d / ep) reduces
   // the expert gradients; the dense ones go over all d ranks.
   // d = 64 / (2 x 4) = 8.
+  int checked = 0;
   for (const auto& g : plan.job.groups) {
     const size_t expected = g.name == "edp" ? 2 * 8 / 8 : g.name == "dp" || g.name == "ep" ? 8 : 0;
     if (expected > 0) {
       EXPECT_EQ(g.ranks.size(), expected) << g.name;
+      ++checked;
     }
   }
+  // One group of each kind per simulated rank (4 stages, TP folded): none may go unchecked.
+  EXPECT_EQ(checked, 3 * 4);
 }
 
 // Context parallelism: each rank holds s/cp tokens; per layer and micro-batch it all-gathers
@@ -393,12 +390,11 @@ TEST(Traffic, TiedEmbeddingsAreSyncedBetweenFirstAndLastStage) {
       if (last_stage_block || l.name == "final_norm" || l.name == "lm_head") params += l.parameters;
     }
     const Trace trace = AnalyticExecutor().run(plan.job, plan.scenario.cluster, 1);
-    for (const auto& m : trace.memory) {
-      if (m.rank == last) {
-        EXPECT_DOUBLE_EQ(m.at_peak[static_cast<size_t>(MemoryCategory::kWeights)].value(),
-                         2 * params);
-      }
-    }
+    double weights = -1;
+    for (const auto& m : trace.memory)
+      if (m.rank == last)
+        weights = m.at_peak[static_cast<size_t>(MemoryCategory::kWeights)].value();
+    EXPECT_DOUBLE_EQ(weights, 2 * params);
   }
 }
 

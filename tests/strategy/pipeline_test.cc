@@ -11,6 +11,7 @@
 #include "core/strategy/strategy.h"
 #include "models/scenario_model.h"
 #include "sim/simgrid_executor.h"
+#include "tests/support/uniform_layers.h"
 
 namespace dtsim {
 namespace {
@@ -38,23 +39,8 @@ std::string scenario_yaml(int p, int m, const std::string& schedule, int v) {
 }
 
 ModelGraph uniform_layers(int n) {
-  ModelGraph g;
-  g.name = "uniform";
-  g.shape.hidden_size = 1;
-  g.shape.seq_length = 1;
-  for (int i = 0; i < n; ++i) {
-    Layer l;
-    l.name = "block." + std::to_string(i);
-    l.kind = "transformer";
-    l.recomputable = true;
-    l.forward = {Kernel{"gemm", KernelKind::kGemm, Flops(1e11), Bytes(0)}};
-    l.backward = {Kernel{"gemm_grad", KernelKind::kGemm, Flops(2e11), Bytes(0)}};
-    l.activation_bytes = Bytes(1e6);
-    l.activation_bytes_full = Bytes(1e6);
-    l.activation_bytes_selective = Bytes(1e6);
-    g.layers.push_back(l);
-  }
-  return g;
+  return testing::uniform_layers(
+      {.count = n, .forward_flops = 1e11, .activation_bytes = 1e6, .blocks = true});
 }
 
 struct Bubble {
