@@ -29,7 +29,6 @@ struct RankLayout {
   std::array<int, 4> size{1, 1, 1, 1};  // by ParallelDim
   std::array<ParallelDim, 4> order = kDefaultPlacementOrder;
 
-  int world() const { return size[0] * size[1] * size[2] * size[3]; }
   Rank rank(int tp, int cp, int pp, int dp) const;
   // The ranks that differ from `base` only along `dim`, in coordinate order.
   std::vector<Rank> group(ParallelDim dim, int tp, int cp, int pp, int dp) const;

@@ -33,7 +33,6 @@
 #include <algorithm>
 #include <functional>
 #include <map>
-#include <numeric>
 
 #include "core/error.h"
 #include "core/strategy/layout.h"
@@ -158,7 +157,7 @@ class StepBuilder {
     // Scatter/gather (Narayanan et al. 2021, section 4.1): each TP rank sends its 1/t and the
     // receivers all-gather the whole tensor over their TP group (NVLink).
     scatter_gather_ = sc.parallelism.pipeline_scatter_gather && t_ > 1;
-    gathered_bytes_ = Bytes(full);
+    boundary_full_bytes_ = Bytes(full);
     boundary_bytes_ = Bytes(full / (sc.parallelism.sequence_parallel || scatter_gather_ ? t_ : 1));
   }
 
@@ -348,7 +347,8 @@ class StepBuilder {
   // stream after the receive it completes.
   void gather_boundary(RankState& r, int layer, int mb, Phase phase) {
     Op& ag = r.p.append(
-        r.compute, CollectiveOp{CollectiveKind::kAllGather, r.tp_group, gathered_bytes_, dtype_},
+        r.compute,
+        CollectiveOp{CollectiveKind::kAllGather, r.tp_group, boundary_full_bytes_, dtype_},
         Label{"pp.tp_all_gather", layer, mb, phase});
     ag.waits.insert(ag.waits.end(), kernel_waits_.begin(), kernel_waits_.end());
     kernel_waits_.clear();
@@ -659,8 +659,8 @@ class StepBuilder {
   int t_, p_, v_, d_, cp_, ep_, m_, zero_;
   DType dtype_;
   std::vector<ChunkRange> chunks_;
-  Bytes boundary_bytes_{0};
-  Bytes gathered_bytes_{0};
+  Bytes boundary_bytes_{0};       // one send between stages, per TP rank
+  Bytes boundary_full_bytes_{0};  // the whole tensor, which scatter/gather all-gathers
   bool scatter_gather_ = false;
   std::vector<EventId> kernel_waits_;  // events the next compute op must wait for
   std::map<std::pair<std::string, Rank>, GroupId> groups_;
