@@ -117,15 +117,10 @@ int run_validate(const ValidateOptions& o, std::ostream& out) {
   out << ", data " << par.data.value << (par.data_auto ? " (auto)" : "") << ", expert "
       << par.expert.value << ", ZeRO stage " << par.zero_stage << "; " << s.micro_batches()
       << " micro-batches of " << s.training.micro_batch_size.value << " per replica per step\n";
-  std::string order;
-  for (ParallelDim d : par.placement_order) {
-    static const char* kNames[] = {"tp", "cp", "pp", "dp"};
-    order += (order.empty() ? "" : "-") + std::string(kNames[static_cast<int>(d)]);
-  }
-  out << "  placement    order " << order << " (innermost first); rank r runs on node r / "
-      << c.gpus_per_node << ", GPU r % " << c.gpus_per_node
-      << "; simulated ranks: " << plan.job.programs.size() << " of " << c.total_gpus()
-      << " (the rest folded by symmetry)\n";
+  out << "  placement    order " << to_string(par.placement_order)
+      << " (innermost first); rank r runs on node r / " << c.gpus_per_node << ", GPU r % "
+      << c.gpus_per_node << "; simulated ranks: " << plan.job.programs.size() << " of "
+      << c.total_gpus() << " (the rest folded by symmetry)\n";
   if (par.pipeline.value > 1) {
     const RankLayout layout = layout_from_scenario(s);
     out << "    pipeline stages of replica 0 (tensor rank 0):";

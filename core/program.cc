@@ -113,4 +113,18 @@ const Program* Job::program_for(Rank r) const {
   return nullptr;
 }
 
+CollectiveKind collective_kind(CommPattern pattern) {
+  switch (pattern) {
+    case CommPattern::kAllReduce:
+      return CollectiveKind::kAllReduce;
+    case CommPattern::kAllGather:
+      return CollectiveKind::kAllGather;
+    case CommPattern::kReduceScatter:
+      return CollectiveKind::kReduceScatter;
+    case CommPattern::kAllToAll:
+      return CollectiveKind::kAllToAll;
+  }
+  return CollectiveKind::kAllReduce;
+}
+
 }  // namespace dtsim

@@ -59,6 +59,8 @@ enum class CollectiveKind {
   kBarrier
 };
 std::string_view to_string(CollectiveKind k);
+// The collective a layer graph's communication kernel (core/model_graph.h) stands for.
+CollectiveKind collective_kind(CommPattern pattern);
 
 // kHalvingDoubling: recursive halving/doubling (Rabenseifner); kHierarchical: intra-node
 // reduce-scatter, inter-node all-reduce, intra-node all-gather. Both are built for all-reduce;

@@ -71,21 +71,26 @@ std::string_view to_string(Engine e) {
   return "?";
 }
 
+namespace {
+// Names of the parallel dimensions in parallelism.order, by ParallelDim.
+constexpr std::array<const char*, 4> kDimNames{"tp", "cp", "pp", "dp"};
+}  // namespace
+
+std::string to_string(const std::array<ParallelDim, 4>& order) {
+  std::string text;
+  for (ParallelDim d : order)
+    text += (text.empty() ? "" : "-") + std::string(kDimNames[static_cast<size_t>(d)]);
+  return text;
+}
+
 bool parse_placement_order(const std::string& text, std::array<ParallelDim, 4>* order) {
   std::stringstream in(text);
   std::string part;
   std::vector<ParallelDim> dims;
   while (std::getline(in, part, '-')) {
-    if (part == "tp")
-      dims.push_back(ParallelDim::kTensor);
-    else if (part == "cp")
-      dims.push_back(ParallelDim::kContext);
-    else if (part == "pp")
-      dims.push_back(ParallelDim::kPipeline);
-    else if (part == "dp")
-      dims.push_back(ParallelDim::kData);
-    else
-      return false;
+    const auto* name = std::find(kDimNames.begin(), kDimNames.end(), part);
+    if (name == kDimNames.end()) return false;
+    dims.push_back(static_cast<ParallelDim>(name - kDimNames.begin()));
   }
   if (dims.size() != 4) return false;
   auto sorted = dims;

@@ -88,6 +88,7 @@ inline constexpr std::array<ParallelDim, 4> kDefaultPlacementOrder{
     ParallelDim::kTensor, ParallelDim::kContext, ParallelDim::kPipeline, ParallelDim::kData};
 // Parses "tp-cp-pp-dp" (any permutation, innermost first); false on anything else.
 bool parse_placement_order(const std::string& text, std::array<ParallelDim, 4>* order);
+std::string to_string(const std::array<ParallelDim, 4>& order);  // "tp-cp-pp-dp"
 
 struct ParallelismConfig {
   Located<int> tensor{1};

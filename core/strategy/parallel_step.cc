@@ -100,20 +100,6 @@ Bytes stashed_activations(const Layer& l, Recompute r) {
   return l.activation_bytes;
 }
 
-CollectiveKind collective_of(CommPattern pattern) {
-  switch (pattern) {
-    case CommPattern::kAllReduce:
-      return CollectiveKind::kAllReduce;
-    case CommPattern::kAllGather:
-      return CollectiveKind::kAllGather;
-    case CommPattern::kReduceScatter:
-      return CollectiveKind::kReduceScatter;
-    case CommPattern::kAllToAll:
-      return CollectiveKind::kAllToAll;
-  }
-  return CollectiveKind::kAllReduce;
-}
-
 // Tensor- and context-parallel ranks of a stage run the same program on different GPUs. One
 // can stand for the others when the traffic of theirs that is not simulated (their
 // data-parallel and expert collectives; the TP, CP and pipeline traffic is simulated with every
@@ -281,7 +267,7 @@ class StepBuilder {
       const GroupId g = k.group == CommGroup::kTensor    ? r.tp_group
                         : k.group == CommGroup::kContext ? r.cp_group
                                                          : r.ep_group;
-      const CollectiveOp collective{collective_of(k.pattern), g, k.bytes, dtype_};
+      const CollectiveOp collective{collective_kind(k.pattern), g, k.bytes, dtype_};
       size_t gemm = 0;
       if (!overlaps_gemm(ks, j, &gemm)) {
         append_in_line(j, collective, std::move(label));

@@ -56,10 +56,7 @@ LayerTime layer_time(const Setting& st) {
     for (const auto& k : ks) {
       if (k.kind == KernelKind::kCommunication) {
         CollectiveOp op;
-        op.kind = k.pattern == CommPattern::kAllReduce       ? CollectiveKind::kAllReduce
-                  : k.pattern == CommPattern::kAllGather     ? CollectiveKind::kAllGather
-                  : k.pattern == CommPattern::kReduceScatter ? CollectiveKind::kReduceScatter
-                                                             : CollectiveKind::kAllToAll;
+        op.kind = collective_kind(k.pattern);
         op.bytes = k.bytes;
         t += collective_time(op, tp, sc.cluster).value();
       } else {
