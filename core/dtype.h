@@ -24,6 +24,14 @@ constexpr double bytes_per_element(DType t) {
   return 4.0;
 }
 
+// Bytes of one stored activation, weight or gradient element when training at this precision:
+// fp32/tf32 training keeps 4-byte tensors; fp16, bf16 and fp8 training keep 16-bit ones (fp8
+// runs only the GEMMs in 8 bits, as Transformer Engine does; Korthikanti et al. 2022's 2-byte
+// accounting).
+constexpr double training_bytes_per_element(DType t) {
+  return t == DType::kFp32 || t == DType::kTf32 ? 4.0 : 2.0;
+}
+
 std::string_view to_string(DType t);  // "fp32", "tf32", "fp16", "bf16", "fp8"
 std::optional<DType> dtype_from_string(std::string_view s);
 

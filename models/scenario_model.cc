@@ -111,8 +111,7 @@ ModelGraph build_for(const Scenario& sc, bool shard) {
 
   BuildOptions options;
   options.micro_batch_size = static_cast<int>(sc.training.micro_batch_size.value);
-  options.activation_bytes_per_element =
-      sc.training.precision == DType::kFp32 || sc.training.precision == DType::kTf32 ? 4.0 : 2.0;
+  options.activation_bytes_per_element = training_bytes_per_element(sc.training.precision);
   options.flash_attention = sc.training.flash_attention;
   if (shard) {
     options.tensor_parallel = sc.parallelism.tensor.value;

@@ -2,18 +2,13 @@
 
 namespace dtsim {
 
-namespace {
-bool is_full_precision(DType p) {
-  return p == DType::kFp32 || p == DType::kTf32;
-}
-}  // namespace
-
 double weight_bytes_per_parameter(DType precision) {
-  return is_full_precision(precision) ? 4.0 : 2.0;
+  return training_bytes_per_element(precision);
 }
 
 double optimizer_bytes_per_parameter(DType precision, Optimizer optimizer) {
-  const double master = is_full_precision(precision) ? 0.0 : 4.0;
+  // fp32 master weights, unless the training tensors are fp32 already.
+  const double master = training_bytes_per_element(precision) < 4 ? 4.0 : 0.0;
   switch (optimizer) {
     case Optimizer::kAdam:
       return master + 8.0;

@@ -43,6 +43,8 @@ namespace dtsim {
 namespace {
 
 enum class UnitKind { kForward, kBackward };
+// Send/receive tags between pipeline stages.
+constexpr int kActivationTag = 0, kGradientTag = 1;
 struct Unit {
   UnitKind kind = UnitKind::kForward;
   int chunk = 0;  // local chunk index j; the global chunk is j·p + s
@@ -138,7 +140,7 @@ class StepBuilder {
     // sequence shard under sequence parallelism (reference.md, communication volume) and its
     // context shard under context parallelism.
     const auto& shape = model.shape;
-    const double e = dtype_ == DType::kFp32 || dtype_ == DType::kTf32 ? 4.0 : 2.0;
+    const double e = training_bytes_per_element(dtype_);
     const double full = e * model.micro_batch_size * shape.seq_length * shape.hidden_size / cp_;
     // Scatter/gather (Narayanan et al. 2021, section 4.1): each TP rank sends its 1/t and the
     // receivers all-gather the whole tensor over their TP group (NVLink).
@@ -344,7 +346,7 @@ class StepBuilder {
     const auto& range = chunks_[static_cast<size_t>(chunk_global)];
     const auto& tr = sc_.training;
     if (chunk_global > 0) {
-      r.p.append(r.recv_prev, RecvOp{r.prev, boundary_bytes_, 0},
+      r.p.append(r.recv_prev, RecvOp{r.prev, boundary_bytes_, kActivationTag},
                  Label{"pp.recv_activation", range.first, mb, Phase::kPipeline});
       kernel_waits_.push_back(mark_end(r.p, r.recv_prev));
       if (scatter_gather_) gather_boundary(r, range.first, mb, Phase::kForward);
@@ -363,7 +365,7 @@ class StepBuilder {
     }
     if (chunk_global + 1 < p_ * v_) {
       const EventId produced = mark_end(r.p, r.compute);
-      Op& send = r.p.append(r.send_next, SendOp{r.next, boundary_bytes_, 0},
+      Op& send = r.p.append(r.send_next, SendOp{r.next, boundary_bytes_, kActivationTag},
                             Label{"pp.send_activation", range.last, mb, Phase::kPipeline});
       send.waits.push_back(produced);
     }
@@ -373,7 +375,7 @@ class StepBuilder {
     const auto& range = chunks_[static_cast<size_t>(chunk_global)];
     const auto& tr = sc_.training;
     if (chunk_global + 1 < p_ * v_) {
-      r.p.append(r.recv_next, RecvOp{r.next, boundary_bytes_, 1},
+      r.p.append(r.recv_next, RecvOp{r.next, boundary_bytes_, kGradientTag},
                  Label{"pp.recv_gradient", range.last, mb, Phase::kPipeline});
       kernel_waits_.push_back(mark_end(r.p, r.recv_next));
       if (scatter_gather_) gather_boundary(r, range.last, mb, Phase::kBackward);
@@ -442,7 +444,7 @@ class StepBuilder {
     }
     if (chunk_global > 0) {
       const EventId produced = mark_end(r.p, r.compute);
-      Op& send = r.p.append(r.send_prev, SendOp{r.prev, boundary_bytes_, 1},
+      Op& send = r.p.append(r.send_prev, SendOp{r.prev, boundary_bytes_, kGradientTag},
                             Label{"pp.send_gradient", range.first, mb, Phase::kPipeline});
       send.waits.push_back(produced);
     }
@@ -525,7 +527,8 @@ class StepBuilder {
         const Layer& l = model_.layers[static_cast<size_t>(i)];
         for (size_t k = 0; k < r.parts.size(); ++k) part_params[k] += r.parts[k].params(l);
         kernels_per_micro_batch += static_cast<double>(l.forward.size() + l.backward.size() +
-                                                       l.selective_recompute.size() + 3);
+                                                       l.selective_recompute.size() +
+                                                       3);  // + stash, recompute, free events
       }
       for (auto& part : r.parts) {
         auto& buckets = part.buckets[static_cast<size_t>(c)];
