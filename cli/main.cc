@@ -11,8 +11,9 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "core/error.h"
-#include "core/schema.h"
+#include "core/base/error.h"
+#include "core/scenario/engine_choices.h"
+#include "core/scenario/schema.h"
 
 namespace {
 
@@ -20,10 +21,19 @@ constexpr int kExitOk = 0;
 constexpr int kExitRuntime = 1;
 constexpr int kExitBadInput = 2;
 
+
+// "--engine" help: every registered engine, one line each.
+std::string engine_help() {
+  std::string help = "engine to run (default: the scenario's simulate.engine):";
+  for (const auto& e : dtsim::engine_choice_list()) help += "\n  " + e.name + ": " + e.description;
+  return help;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace dtsim::cli;
+  const std::vector<std::string> engines = dtsim::engine_choices();
   CLI::App app{
       "dtsim predicts the step time, memory and scaling of distributed deep-learning training "
       "on a GPU cluster.\n\n"
@@ -51,9 +61,7 @@ int main(int argc, char** argv) {
                    "override a scenario key, e.g. --set training.micro_batch_size=2 (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  simulate
-      ->add_option("--engine", sim.engine, "analytic (closed form) or simgrid (discrete events)")
-      ->check(CLI::IsMember({"analytic", "simgrid"}));
+  simulate->add_option("--engine", sim.engine, engine_help())->check(CLI::IsMember(engines));
   simulate->add_flag("--json", sim.json, "print the result object as JSON instead of the summary");
   simulate->add_option("-o,--output", sim.output, "also write the JSON result object to this file");
   simulate->add_option("--trace", sim.trace,
@@ -106,8 +114,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16", "fp8"}));
   collective->add_option("--ranks", col.ranks, "ranks taking part (the first N GPUs; default all)")
       ->check(CLI::Range(1, 100000000));
-  collective->add_option("--engine", col.engine, "simgrid (default) or analytic")
-      ->check(CLI::IsMember({"analytic", "simgrid"}));
+  collective->add_option("--engine", col.engine, engine_help())->check(CLI::IsMember(engines));
   collective->add_flag("--json", col.json, "print JSON");
 
   CatalogOptions cat;

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "models/internal/builders.h"
 
 namespace dtsim::models {

@@ -2,7 +2,7 @@
 //
 // Contract:
 // - The graph describes ONE micro-batch of b samples on one replica, or on one rank of its
-//   tensor-parallel group (BuildOptions::tensor_parallel; core/model_graph.h): per layer, forward
+//   tensor-parallel group (BuildOptions::tensor_parallel; core/ir/model_graph.h): per layer, forward
 //   and backward kernels with FLOPs and device-memory bytes, parameter count, and the activation
 //   bytes stashed for backward under each recompute setting. Strategies place and replicate it;
 //   tensor parallelism is the one split that changes the layers themselves, so it is built here.
@@ -25,7 +25,7 @@
 // Thread safety: pure function.
 #pragma once
 
-#include "core/model_graph.h"
+#include "core/ir/model_graph.h"
 #include "models/model_spec.h"
 
 namespace dtsim::models {

@@ -84,7 +84,7 @@ struct SpecProblem {
 };
 
 // Upper bounds beyond which a value is treated as a typo rather than a model (the same bounds
-// as the scenario schema in core/scenario_schema.cc).
+// as the scenario schema in core/scenario/scenario_schema.cc).
 inline constexpr int kMaxLayers = 100'000;
 inline constexpr int kMaxHidden = 10'000'000;
 inline constexpr int kMaxHeads = 1'000'000;

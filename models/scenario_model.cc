@@ -103,12 +103,15 @@ void check_scenario(const Scenario& sc, DiagnosticSink& sink) {
 }
 
 namespace {
-ModelGraph build_for(const Scenario& sc, bool shard) {
-  const ModelSpec spec = spec_from_scenario(sc);
+ModelSpec checked_spec(const Scenario& sc) {
+  ModelSpec spec = spec_from_scenario(sc);
   DiagnosticSink sink;
   check_parallel_sizes(sc, spec, sink);
   sink.throw_if_any();
+  return spec;
+}
 
+ModelGraph build_graph(const Scenario& sc, const ModelSpec& spec, bool shard) {
   BuildOptions options;
   options.micro_batch_size = static_cast<int>(sc.training.micro_batch_size.value);
   options.activation_bytes_per_element = training_bytes_per_element(sc.training.precision);
@@ -124,11 +127,20 @@ ModelGraph build_for(const Scenario& sc, bool shard) {
 }  // namespace
 
 ModelGraph model_from_scenario(const Scenario& sc) {
-  return build_for(sc, false);
+  return build_graph(sc, checked_spec(sc), false);
 }
 
 ModelGraph shard_from_scenario(const Scenario& sc) {
-  return build_for(sc, true);
+  return build_graph(sc, checked_spec(sc), true);
+}
+
+ScenarioGraphs graphs_from_scenario(const Scenario& sc) {
+  ScenarioGraphs g{checked_spec(sc), {}, {}};
+  g.whole = build_graph(sc, g.spec, false);
+  const auto& par = sc.parallelism;
+  const bool split = par.tensor.value > 1 || par.context.value > 1 || par.expert.value > 1;
+  g.shard = split ? build_graph(sc, g.spec, true) : g.whole;
+  return g;
 }
 
 namespace {

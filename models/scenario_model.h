@@ -6,8 +6,8 @@
 // together as one InputError (exit 2).
 #pragma once
 
-#include "core/model_graph.h"
-#include "core/scenario.h"
+#include "core/ir/model_graph.h"
+#include "core/scenario/scenario.h"
 #include "models/model_spec.h"
 
 namespace dtsim::models {
@@ -26,5 +26,15 @@ ModelGraph model_from_scenario(const Scenario& scenario);
 // The graph of one tensor-parallel rank (parallelism.tensor, sequence_parallel), which the
 // strategies consume; equal to model_from_scenario() when tensor is 1.
 ModelGraph shard_from_scenario(const Scenario& scenario);
+
+// Both graphs from one resolution of the spec: the whole model (counts, FLOPs) and the graph one
+// rank runs (`shard`: one tensor-, context- and expert-parallel shard). When the scenario splits
+// no layer (tensor, context and expert all 1) the shard is the whole graph, built once.
+struct ScenarioGraphs {
+  ModelSpec spec;
+  ModelGraph whole;
+  ModelGraph shard;
+};
+ScenarioGraphs graphs_from_scenario(const Scenario& scenario);
 
 }  // namespace dtsim::models

@@ -30,7 +30,7 @@ sg4::NetZone* star_with_gateway(const std::string& name, sg4::NetZone* parent,
 
 }  // namespace
 
-Platform build_platform(const ClusterConfig& c, DType precision) {
+Platform build_platform(const Cluster& c, DType precision) {
   Platform p;
   const int world = c.total_gpus();
   const int gpn = c.gpus_per_node;

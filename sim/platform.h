@@ -30,7 +30,7 @@
 
 #include <vector>
 
-#include "core/scenario.h"
+#include "core/hardware/cluster.h"
 
 namespace dtsim::sim {
 
@@ -51,7 +51,7 @@ struct Platform {
 // The hosts a flow from rank a to rank b uses.
 inline std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*> endpoints_for(const Platform& p, int a,
                                                                          int b, int gpus_per_node) {
-  // NVLS flows reach the node's switch: ranks -2 - node (core/collective_schedule.h).
+  // NVLS flows reach the node's switch: ranks -2 - node (core/collectives/collective_schedule.h).
   if (a <= -2) return {p.nvswitch[static_cast<size_t>(-2 - a)], p.gpu[static_cast<size_t>(b)]};
   if (b <= -2) return {p.gpu[static_cast<size_t>(a)], p.nvswitch[static_cast<size_t>(-2 - b)]};
   const auto ua = static_cast<size_t>(a), ub = static_cast<size_t>(b);
@@ -63,6 +63,6 @@ inline std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*> endpoints_for(const P
 }
 
 // Builds the platform into the current Engine (which must exist and have no platform yet).
-Platform build_platform(const ClusterConfig& cluster, DType precision);
+Platform build_platform(const Cluster& cluster, DType precision);
 
 }  // namespace dtsim::sim

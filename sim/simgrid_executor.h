@@ -2,7 +2,7 @@
 // contention, topology and overlap emerge from simulation rather than formulas.
 //
 // Contract:
-// - The Job is lowered to the same activity graph as the analytic engine (core/activity_graph.h);
+// - The Job is lowered to the same activity graph as the analytic engine (core/exec/activity_graph.h);
 //   kernels become SimGrid Execs on their GPU's host, flows become Comms over the platform of
 //   sim/platform.h, joins and delays are Execs on a timer host, and graph edges become SimGrid
 //   activity dependencies. No actors run: the dependency engine starts each activity when its
@@ -22,8 +22,8 @@
 
 #include <string>
 
-#include "core/activity_graph.h"
-#include "core/trace.h"
+#include "core/exec/activity_graph.h"
+#include "core/exec/executor.h"
 
 namespace dtsim::sim {
 
@@ -39,17 +39,17 @@ class SimGridExecutor : public Executor {
  public:
   explicit SimGridExecutor(SimGridOptions options) : options_(std::move(options)) {}
   std::string name() const override { return "simgrid"; }
-  Trace run(const Job& job, const ClusterConfig& cluster, int iterations) override;
+  Trace run(const Job& job, const Cluster& cluster, const RunOptions& options) override;
 
   // The collective body the fidelity setting selects for this Job.
-  CollectiveBody body_for(const Job& job, const ClusterConfig& cluster, int iterations) const;
+  CollectiveBody body_for(const Job& job, const Cluster& cluster, int iterations) const;
 
  private:
   SimGridOptions options_;
 };
 
 // Runs an activity graph on SimGrid in a child process and returns every node's finish time (s).
-std::vector<double> simulate_graph(const ActivityGraph& graph, const ClusterConfig& cluster,
+std::vector<double> simulate_graph(const ActivityGraph& graph, const Cluster& cluster,
                                    DType precision);
 
 }  // namespace dtsim::sim

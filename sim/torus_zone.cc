@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/torus.h"
+#include "core/hardware/torus.h"
 
 namespace dtsim::sim {
 

@@ -4,7 +4,7 @@
 // the GPUs of a node would need a child zone per node (SimGrid 3.32 builds zones in time quadratic
 // in their number: 2048 node zones took 114 s) or would share one host, which loses a PCIe GPU's
 // own link in front of the network. Star zones cannot express routes that depend on both ends.
-// This zone computes each route on demand from core/torus.h (dimension-order, the shorter way
+// This zone computes each route on demand from core/hardware/torus.h (dimension-order, the shorter way
 // round), so building it is linear in nodes and GPUs and it stores no route table.
 //
 // Contract:
@@ -13,7 +13,7 @@
 //   [b's PCIe link DOWN]; the PCIe links only on PCIe nodes, as on the other topologies.
 // - Latency of a route of h hops: latency + (h - 1) x hop_latency (+ the PCIe links' latency).
 // - Cables: one split-duplex link per node and dimension (`torus-N-dD`), at the given bandwidth
-//   per direction, owned by the node on its - side (core/torus.h).
+//   per direction, owned by the node on its - side (core/hardware/torus.h).
 #pragma once
 
 #include <simgrid/kernel/routing/NetZoneImpl.hpp>

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "core/strategy/model_state.h"
 #include "core/strategy/strategy.h"
 

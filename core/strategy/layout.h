@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "core/model_graph.h"
-#include "core/program.h"
-#include "core/scenario.h"
+#include "core/ir/model_graph.h"
+#include "core/ir/program.h"
+#include "core/scenario/scenario.h"
 
 namespace dtsim {
 

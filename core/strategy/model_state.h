@@ -14,9 +14,9 @@
 // data-parallel size.
 #pragma once
 
-#include "core/dtype.h"
-#include "core/scenario.h"
-#include "core/units.h"
+#include "core/base/dtype.h"
+#include "core/scenario/scenario.h"
+#include "core/base/units.h"
 
 namespace dtsim {
 

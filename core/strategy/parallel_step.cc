@@ -1,7 +1,7 @@
 // One training step under data, tensor, sequence, context, expert and pipeline parallelism with
 // ZeRO: the Programs of one data-parallel replica (every tensor- and context-parallel rank of
 // every pipeline stage).
-// The other replicas are identical and folded by symmetry (core/program.h); their
+// The other replicas are identical and folded by symmetry (core/ir/program.h); their
 // data-parallel collectives are still simulated in full, so the network sees all their traffic.
 //
 // Per rank (tp rank i, stage s) the program has these streams:
@@ -34,7 +34,7 @@
 #include <functional>
 #include <map>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "core/strategy/layout.h"
 #include "core/strategy/model_state.h"
 #include "core/strategy/strategy.h"

@@ -5,7 +5,7 @@
 //   the same Job runs on the analytic, SimGrid and real executors (design.md section 1).
 // - build_job() emits the Programs of one data-parallel replica: every tensor-parallel rank of
 //   every pipeline stage (parallel_step.cc). The other replicas are identical and folded by
-//   symmetry (core/program.h); their collectives are still simulated with all members.
+//   symmetry (core/ir/program.h); their collectives are still simulated with all members.
 // - `model` is one tensor-parallel shard's graph (models::BuildOptions::tensor_parallel); its
 //   kCommunication kernels become collectives on the rank's TP group.
 #pragma once
@@ -13,9 +13,9 @@
 #include <functional>
 #include <vector>
 
-#include "core/model_graph.h"
-#include "core/program.h"
-#include "core/scenario.h"
+#include "core/ir/model_graph.h"
+#include "core/ir/program.h"
+#include "core/scenario/scenario.h"
 
 namespace dtsim {
 

@@ -4,7 +4,7 @@
 // a micro-batch size >= 1; build_model() guarantees both, so these never see bad input.
 #pragma once
 
-#include "core/model_graph.h"
+#include "core/ir/model_graph.h"
 #include "models/model_builder.h"
 #include "models/model_spec.h"
 

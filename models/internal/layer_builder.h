@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/model_graph.h"
+#include "core/ir/model_graph.h"
 
 namespace dtsim::models::internal {
 

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/hardware_markdown.h"
-#include "core/scenario_reference.h"
+#include "core/hardware/catalog_markdown.h"
+#include "core/scenario/reference.h"
 
 namespace dtsim {
 namespace {

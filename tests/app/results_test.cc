@@ -10,9 +10,11 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "cli/pipeline.h"
+#include "driver/predict.h"
 
 namespace dtsim::cli {
+using driver::Prediction;
+using driver::predict;
 namespace {
 
 const std::string kDefault = DTSIM_SOURCE_DIR "/scenarios/default.yaml";
@@ -130,6 +132,8 @@ TEST(Results, NoOverlapCostsMoreThanOverlap) {
 }  // namespace dtsim::cli
 
 namespace dtsim::cli {
+using driver::Prediction;
+using driver::predict;
 namespace {
 
 // Narayanan et al. 2021: model FLOPs per step 72 B s l h^2 (1 + s/6h + V/12lh); with full
@@ -155,6 +159,8 @@ TEST(Results, FlopCountsFollowNarayananWithAndWithoutFullRecompute) {
 }  // namespace dtsim::cli
 
 namespace dtsim::cli {
+using driver::Prediction;
+using driver::predict;
 namespace {
 
 TEST(Validate, ShowsPlacementAndTheCollectivesAutoPicks) {

@@ -4,9 +4,11 @@
 
 #include <filesystem>
 
-#include "cli/pipeline.h"
+#include "driver/predict.h"
 
 namespace dtsim::cli {
+using driver::Prediction;
+using driver::predict;
 namespace {
 
 std::vector<std::string> scenario_files() {

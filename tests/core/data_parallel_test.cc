@@ -2,9 +2,9 @@
 // (acceptance: no overlap gives compute + all-reduce exactly; overlap follows the schedule).
 #include <gtest/gtest.h>
 
-#include "core/analytic_executor.h"
-#include "core/cost_model.h"
-#include "core/metrics.h"
+#include "core/exec/analytic_executor.h"
+#include "core/collectives/cost_model.h"
+#include "core/report/metrics.h"
 #include "core/strategy/strategy.h"
 #include "tests/support/uniform_layers.h"
 
@@ -40,7 +40,7 @@ double step_time(const std::string& training_extra, Job* job_out = nullptr) {
   Scenario sc = load_scenario_text(scenario_yaml(training_extra), "dp.yaml");
   Job job = build_job(four_layers(), sc);
   AnalyticExecutor exec;
-  Trace t = exec.run(job, sc.cluster, 1);
+  Trace t = exec.run(job, Cluster(sc.cluster), RunOptions{});
   if (job_out) *job_out = job;
   return t.makespan().value();
 }
@@ -80,7 +80,7 @@ TEST(DataParallel, SlowCommunicationQueuesOnTheCommStream) {
       load_scenario_text(scenario_yaml("  gradient_bucket: 1B\n  first_gradient_bucket: 1B\n"),
                          "slow.yaml", {{"cluster.intra_node.bandwidth=1GBps"}});
   Job job = build_job(four_layers(), sc);
-  Trace t = AnalyticExecutor().run(job, sc.cluster, 1);
+  Trace t = AnalyticExecutor().run(job, Cluster(sc.cluster), RunOptions{});
   const double ar = 6e-6 + 1.5 * 2e8 / 1e9;
   EXPECT_DOUBLE_EQ(t.makespan().value(), 0.060 + 4 * ar + kOptimizerSeconds);
 }
@@ -99,7 +99,7 @@ TEST(DataParallel, GradientAccumulationCommunicatesOnlyOnTheLastMicroBatch) {
         scenario_yaml("  gradient_bucket: 1GiB\n  first_gradient_bucket: 1GiB\n"), "dp.yaml",
         {{"training.global_batch_size=16"}});
     acc = build_job(four_layers(), sc);
-    return AnalyticExecutor().run(acc, sc.cluster, 1).makespan().value();
+    return AnalyticExecutor().run(acc, Cluster(sc.cluster), RunOptions{}).makespan().value();
   }();
   EXPECT_EQ(acc.programs[0].streams[1].ops.size(), 1u);
   EXPECT_DOUBLE_EQ(t4, 4 * 0.120 + ring_all_reduce(8e8) + kOptimizerSeconds);
@@ -127,7 +127,7 @@ TEST(DataParallel, BucketsFollowDdpOrderAndCaps) {
 TEST(DataParallel, MemoryPeakCountsModelStateAndActivations) {
   Scenario sc = load_scenario_text(scenario_yaml(""), "dp.yaml");
   Job job = build_job(four_layers(), sc);
-  Trace t = AnalyticExecutor().run(job, sc.cluster, 1);
+  Trace t = AnalyticExecutor().run(job, Cluster(sc.cluster), RunOptions{});
   ASSERT_EQ(t.memory.size(), 1u);
   const auto& m = t.memory[0];
   // 4e8 params: 2 B weights, 2 B gradients, 12 B Adam states (ZeRO paper's 16 B/param);
@@ -152,7 +152,7 @@ TEST(AnalyticExecutor, UnsatisfiableWaitIsAnErrorNotAHang) {
   p.append(s, ComputeOp{}, Label{"stuck", -1, -1, Phase::kOther}).waits.push_back(never);
   job.programs.push_back(p);
   Scenario sc = load_scenario_text(scenario_yaml(""), "dp.yaml");
-  EXPECT_THROW(AnalyticExecutor().run(job, sc.cluster, 1), RuntimeError);
+  EXPECT_THROW(AnalyticExecutor().run(job, Cluster(sc.cluster), RunOptions{}), RuntimeError);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The hardware catalog against the published figures in /work/shared/reference.md and the vendor
 // datasheets named in each entry's source, plus the look-up, fallback and rendering contracts.
-#include "core/hardware.h"
+#include "core/hardware/catalog.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "core/hardware_markdown.h"
+#include "core/hardware/catalog_markdown.h"
 
 namespace dtsim {
 namespace {
@@ -71,7 +71,7 @@ TEST(HardwareCatalog, GpuMemoryMatchesReference) {
   EXPECT_DOUBLE_EQ(gpu("TPU-v4").memory_bandwidth.value(), 1.2 * kTera);
   EXPECT_DOUBLE_EQ(gpu("TPU-v5p").memory_bandwidth.value(), 2.765 * kTera);
 
-  // HBM capacities are stored in GiB (see the note at the top of core/hardware.cc).
+  // HBM capacities are stored in GiB (see the note at the top of core/hardware/catalog.cc).
   EXPECT_DOUBLE_EQ(gpu("A100-SXM-40GB").memory.value(), 40 * kGiB);
   EXPECT_DOUBLE_EQ(gpu("A100-SXM-80GB").memory.value(), 80 * kGiB);
   EXPECT_DOUBLE_EQ(gpu("H100-SXM").memory.value(), 80 * kGiB);

@@ -1,6 +1,7 @@
-// NCCL's cost model (core/nccl_model.h) against the hand computations of
+// NCCL's cost model (core/collectives/nccl_model.h) against the hand computations of
 // docs/evidence/nccl-tuning-model.md, sections 4 and 5, which were made from NCCL's source.
-#include "core/nccl_model.h"
+#include "core/collectives/nccl_model.h"
+#include "core/scenario/scenario.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The scenario loader: typed values, every problem in one pass, did-you-mean, --set.
-#include "core/scenario.h"
+#include "core/scenario/scenario.h"
 
 #include <gtest/gtest.h>
 
@@ -44,7 +44,7 @@ TEST(Scenario, TypedValuesAndDefaults) {
   EXPECT_EQ(s.cluster.network.nics_per_node, 8);
   EXPECT_EQ(s.cluster.intra_node.name, "nvswitch-nvlink3");
   EXPECT_EQ(s.training.precision, DType::kBf16);
-  EXPECT_EQ(s.simulate.engine, Engine::kSimGrid);
+  EXPECT_EQ(s.simulate.engine, "simgrid");
 }
 
 TEST(Scenario, ReportsEveryProblemInOnePass) {

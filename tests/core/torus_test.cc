@@ -1,9 +1,9 @@
 // Torus networks in core: default dimensions, coordinates, and the torus_dims scenario keys.
-#include "core/torus.h"
+#include "core/hardware/torus.h"
 
 #include <gtest/gtest.h>
 
-#include "core/scenario.h"
+#include "core/scenario/scenario.h"
 
 namespace dtsim {
 namespace {

@@ -1,5 +1,5 @@
-// The unit types and the one unit parser (core/units.h).
-#include "core/units.h"
+// The unit types and the one unit parser (core/base/units.h).
+#include "core/base/units.h"
 
 #include <gtest/gtest.h>
 

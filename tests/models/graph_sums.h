@@ -4,13 +4,13 @@
 #include <string>
 #include <vector>
 
-#include "core/model_graph.h"
+#include "core/ir/model_graph.h"
 #include "models/model_builder.h"
 #include "models/model_spec.h"
 
 namespace dtsim::models::testing {
 
-// GEMM + attention FLOPs of a kernel list (the model FLOPs of core/model_graph.h).
+// GEMM + attention FLOPs of a kernel list (the model FLOPs of core/ir/model_graph.h).
 inline double model_flops(const std::vector<Kernel>& kernels) {
   double f = 0;
   for (const Kernel& k : kernels)

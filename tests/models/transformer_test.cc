@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "models/model_builder.h"
 #include "models/model_spec.h"
 #include "tests/models/graph_sums.h"

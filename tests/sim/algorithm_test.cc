@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "core/cost_model.h"
-#include "core/nccl_model.h"
+#include "core/collectives/cost_model.h"
+#include "core/collectives/nccl_model.h"
 #include "sim_fixtures.h"
 
 namespace dtsim::testing {

@@ -1,9 +1,11 @@
 // Contention-free data-parallel steps: the SimGrid engine against the analytic one, within 1%.
 #include <gtest/gtest.h>
 
-#include "cli/pipeline.h"
+#include "driver/predict.h"
 
 namespace dtsim::cli {
+using driver::Prediction;
+using driver::predict;
 namespace {
 
 struct Case {

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "core/analytic_executor.h"
-#include "core/collective_schedule.h"
-#include "core/scenario.h"
+#include "core/exec/analytic_executor.h"
+#include "core/collectives/collective_schedule.h"
+#include "core/scenario/scenario.h"
 #include "sim/simgrid_executor.h"
 
 namespace dtsim::testing {
@@ -43,11 +43,11 @@ inline double longest_span(const Trace& t) {
 
 inline double simgrid_time(const Job& job, const ClusterConfig& c, const std::string& fidelity) {
   return longest_span(
-      sim::SimGridExecutor(sim::SimGridOptions{fidelity, DType::kBf16}).run(job, c, 1));
+      sim::SimGridExecutor(sim::SimGridOptions{fidelity, DType::kBf16}).run(job, Cluster(c), RunOptions{}));
 }
 
 inline double analytic_time(const Job& job, const ClusterConfig& c) {
-  return longest_span(AnalyticExecutor().run(job, c, 1));
+  return longest_span(AnalyticExecutor().run(job, Cluster(c), RunOptions{}));
 }
 
 // N single-GPU nodes on a non-blocking switch: every hop is a NIC hop with alpha = 2 us and

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <simgrid/s4u.hpp>
 
-#include "core/cost_model.h"
-#include "core/torus.h"
+#include "core/collectives/cost_model.h"
+#include "core/hardware/torus.h"
 #include "sim/platform.h"
 #include "sim_fixtures.h"
 
@@ -85,7 +85,7 @@ TEST(TorusRouting, PlatformRoutesCrossTheExpectedCables) {
   char arg0[] = "torus_test", arg1[] = "--log=root.thres:critical";
   char* argv[] = {arg0, arg1, nullptr};
   simgrid::s4u::Engine engine(&argc, argv);
-  const sim::Platform p = sim::build_platform(c, DType::kBf16);
+  const sim::Platform p = sim::build_platform(Cluster(c), DType::kBf16);
   auto route = [&](Rank a, Rank b) {
     const auto [src, dst] = sim::endpoints_for(p, a, b, 2);
     std::vector<simgrid::s4u::Link*> links;
@@ -206,7 +206,7 @@ TEST(TorusPlatform, BuildsSixteenCubedNodesOfEightGpusInSeconds) {
   char* argv[] = {arg0, arg1, nullptr};
   simgrid::s4u::Engine engine(&argc, argv);
   const auto start = std::chrono::steady_clock::now();
-  const sim::Platform p = sim::build_platform(c, DType::kBf16);
+  const sim::Platform p = sim::build_platform(Cluster(c), DType::kBf16);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("16 x 16 x 16 nodes x 8 GPUs: platform built in %.2f s\n", seconds);

@@ -1,11 +1,11 @@
 // NCCL's double binary tree all-reduce against its pipelined closed form
-// (core/collective_schedule.h, TreePlan; docs/collectives.md), on contention-free networks at both
+// (core/collectives/collective_schedule.h, TreePlan; docs/collectives.md), on contention-free networks at both
 // SimGrid fidelities.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "core/activity_graph.h"
+#include "core/exec/activity_graph.h"
 #include "sim_fixtures.h"
 
 namespace dtsim::testing {
@@ -144,7 +144,7 @@ std::vector<double> merged_over_unmerged(
       ends.push_back(g.add(GraphNode{}));
       add_schedule(g, decompose(op, ranks, c, Fidelity::kCollective, merge), begin, ends.back());
     }
-    const std::vector<double> finish = sim::simulate_graph(g, c, DType::kBf16);
+    const std::vector<double> finish = sim::simulate_graph(g, Cluster(c), DType::kBf16);
     for (int32_t e : ends) time[merge].push_back(finish[static_cast<size_t>(e)]);
   }
   std::vector<double> ratio;

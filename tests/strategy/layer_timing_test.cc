@@ -7,8 +7,9 @@
 
 #include <cstdio>
 
-#include "core/cost_model.h"
-#include "core/scenario.h"
+#include "core/collectives/cost_model.h"
+#include "core/exec/compute_cost.h"
+#include "core/scenario/scenario.h"
 #include "models/model_builder.h"
 #include "models/model_spec.h"
 

@@ -2,7 +2,7 @@
 // form each group, and so which groups stay inside a node.
 #include <gtest/gtest.h>
 
-#include "cli/pipeline.h"
+#include "driver/predict.h"
 #include "core/strategy/layout.h"
 
 namespace dtsim {
@@ -35,7 +35,7 @@ TEST(RankLayout, AGivenOrderMovesDataParallelInsideTheNode) {
   EXPECT_EQ(l.rank(0, 1, 0, 0), 16);  // context outermost
   EXPECT_EQ(l.group(ParallelDim::kData, 0, 0, 0, 0), (std::vector<Rank>{0, 1, 2, 3}));
   // The built job uses it: the data-parallel group of rank 0 is ranks 0-3.
-  const auto plan = cli::plan_scenario(load_scenario_text(
+  const auto plan = driver::plan_scenario(load_scenario_text(
       "cluster: {gpu: H100-SXM, nodes: 4, gpus_per_node: 8}\nmodel: {preset: gpt3-1.3b}\n"
       "parallelism: {tensor: 2, context: 2, pipeline: 2, order: dp-tp-pp-cp}\n"
       "training: {global_batch_size: 8}\nsimulate: {engine: analytic}\n",

@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <map>
 
-#include "cli/pipeline.h"
-#include "core/analytic_executor.h"
-#include "core/metrics.h"
+#include "driver/predict.h"
+#include "core/exec/analytic_executor.h"
+#include "core/report/metrics.h"
 #include "core/strategy/strategy.h"
 #include "models/model_builder.h"
 #include "models/model_spec.h"
@@ -67,8 +67,8 @@ parallelism: {tensor: 8, pipeline: 8, sequence_parallel: true, schedule: 1f1b}
 training: {global_batch_size: 32, micro_batch_size: 1, precision: bf16}
 simulate: {engine: analytic}
 )";
-  const auto plan = cli::plan_scenario(load_scenario_text(yaml, "eq5.yaml"));
-  const Trace trace = AnalyticExecutor().run(plan.job, plan.scenario.cluster, 1);
+  const auto plan = driver::plan_scenario(load_scenario_text(yaml, "eq5.yaml"));
+  const Trace trace = AnalyticExecutor().run(plan.job, Cluster(plan.scenario.cluster), RunOptions{});
   double first_stage = -1;
   for (const auto& m : trace.memory)
     if (m.rank == 0)
@@ -109,7 +109,7 @@ StateBytes simulated_state(int nd, int stage) {
   const Scenario sc = load_scenario_text(zero_yaml(nd, stage), "zero.yaml");
   const ModelGraph g = seven_and_a_half_billion();
   const Job job = build_job(g, sc);
-  const Trace trace = AnalyticExecutor().run(job, sc.cluster, 1);
+  const Trace trace = AnalyticExecutor().run(job, Cluster(sc.cluster), RunOptions{});
   StateBytes s;
   for (const auto& m : trace.memory) {
     s.weights = m.at_peak[static_cast<size_t>(MemoryCategory::kWeights)].value();
@@ -166,7 +166,7 @@ TEST(Traffic, TensorParallelLayerMovesFourHiddenStatesPerMicroBatch) {
   // gpt3-13b: s 2048, h 5120; b = 2; bf16.
   const double bsh_bytes = 2.0 * 2048 * 5120 * 2;
   for (bool sp : {false, true}) {
-    const auto plan = cli::plan_scenario(
+    const auto plan = driver::plan_scenario(
         load_scenario_text(gpt_yaml(std::string("{tensor: 8, pipeline: 4, sequence_parallel: ") +
                                     (sp ? "true" : "false") + "}"),
                            "tp.yaml"));
@@ -204,7 +204,7 @@ std::pair<int, double> sends_of(const Job& job, Rank rank) {
 TEST(Traffic, PipelineSendsOneHiddenStatePerMicroBatchPerBoundary) {
   const double bsh_bytes = 2.0 * 2048 * 5120 * 2;
   for (bool sp : {false, true}) {
-    const auto plan = cli::plan_scenario(
+    const auto plan = driver::plan_scenario(
         load_scenario_text(gpt_yaml(std::string("{tensor: 8, pipeline: 4, sequence_parallel: ") +
                                     (sp ? "true" : "false") + "}"),
                            "pp.yaml"));
@@ -258,7 +258,7 @@ parallelism: {tensor: 2, pipeline: 4, expert: 8, sequence_parallel: true}
 training: {global_batch_size: 64, micro_batch_size: 1, precision: bf16}
 simulate: {engine: analytic}
 )";
-  const auto plan = cli::plan_scenario(load_scenario_text(yaml, "ep.yaml"));
+  const auto plan = driver::plan_scenario(load_scenario_text(yaml, "ep.yaml"));
   const int m = static_cast<int>(plan.scenario.micro_batches());
   const double tokens = 1.0 * spec.seq_length / 2;  // this rank's sequence shard (SP, t = 2)
   const double routed_bytes = 2.0 * spec.top_k * tokens * spec.hidden_size;
@@ -296,7 +296,7 @@ simulate: {engine: analytic}
 TEST(Traffic, ContextParallelGathersKeysAndValuesOfTheWholeSequence) {
   const double s = 2048, b = 2, kv = 5120, t = 4;
   const double kv_bytes = 2 * 2 * b * s * kv / t;
-  const auto plan = cli::plan_scenario(
+  const auto plan = driver::plan_scenario(
       load_scenario_text(gpt_yaml("{tensor: 4, pipeline: 2, context: 2}"), "cp.yaml"));
   const int m = static_cast<int>(plan.scenario.micro_batches());
   const auto bytes = collective_bytes(plan.job, 0, "cp", "block.0.");
@@ -339,12 +339,12 @@ TEST(MixedPrecision, Fp16PaysForLossScalingAndBf16DoesNot) {
 // stream: the same bytes, less exposed time, and never faster than the compute alone.
 TEST(TensorParallelOverlap, HidesCollectivesBehindGemmsWithoutChangingTraffic) {
   auto run = [](bool overlap) {
-    const auto plan = cli::plan_scenario(
+    const auto plan = driver::plan_scenario(
         load_scenario_text(gpt_yaml(std::string("{tensor: 8, pipeline: 4, sequence_parallel: true, "
                                                 "tp_comm_overlap: ") +
                                     (overlap ? "true" : "false") + "}"),
                            "overlap.yaml"));
-    const Trace trace = AnalyticExecutor().run(plan.job, plan.scenario.cluster, 1);
+    const Trace trace = AnalyticExecutor().run(plan.job, Cluster(plan.scenario.cluster), RunOptions{});
     const Results r = compute_results(plan.scenario, plan.model, plan.job, trace);
     double bytes = 0;
     for (const auto& [kind, b] : collective_bytes(plan.job, 0, "tp")) bytes += b;
@@ -369,7 +369,7 @@ TEST(Traffic, TiedEmbeddingsAreSyncedBetweenFirstAndLastStage) {
   ASSERT_TRUE(spec.tied_embeddings);
   const double shard = 1.0 * spec.vocab_size * spec.hidden_size / 8;
   for (int p : {1, 4}) {
-    const auto plan = cli::plan_scenario(load_scenario_text(
+    const auto plan = driver::plan_scenario(load_scenario_text(
         gpt_yaml("{tensor: 8, pipeline: " + std::to_string(p) + "}"), "tied.yaml"));
     const Rank last = 8 * (p - 1);
     const auto first_bytes = collective_bytes(plan.job, 0, "embedding");
@@ -389,7 +389,7 @@ TEST(Traffic, TiedEmbeddingsAreSyncedBetweenFirstAndLastStage) {
           l.name.rfind("block.", 0) == 0 && std::stoi(l.name.substr(6)) >= spec.num_layers - blocks;
       if (last_stage_block || l.name == "final_norm" || l.name == "lm_head") params += l.parameters;
     }
-    const Trace trace = AnalyticExecutor().run(plan.job, plan.scenario.cluster, 1);
+    const Trace trace = AnalyticExecutor().run(plan.job, Cluster(plan.scenario.cluster), RunOptions{});
     double weights = -1;
     for (const auto& m : trace.memory)
       if (m.rank == last)
@@ -402,7 +402,7 @@ TEST(Traffic, TiedEmbeddingsAreSyncedBetweenFirstAndLastStage) {
 // the receiver all-gathers b s h over its TP group once per received tensor.
 TEST(Traffic, PipelineScatterGatherSendsOneTensorShardAndGathersIt) {
   const double bsh_bytes = 2.0 * 2048 * 5120 * 2;
-  const auto plan = cli::plan_scenario(load_scenario_text(
+  const auto plan = driver::plan_scenario(load_scenario_text(
       gpt_yaml("{tensor: 8, pipeline: 4, pipeline_scatter_gather: true}"), "sg.yaml"));
   const int m = static_cast<int>(plan.scenario.micro_batches());
   const auto [sends, sent] = sends_of(plan.job, 8);

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <ostream>
 
-#include "core/analytic_executor.h"
-#include "core/metrics.h"
+#include "core/exec/analytic_executor.h"
+#include "core/report/metrics.h"
 #include "core/strategy/strategy.h"
 #include "models/scenario_model.h"
 #include "sim/simgrid_executor.h"
@@ -60,9 +60,9 @@ Bubble simulate(int p, int m, const std::string& schedule, int v) {
   const ModelGraph g = uniform_layers(2 * p * v);
   const Job job = build_job(g, sc);
   Bubble b;
-  b.analytic = bubble_fraction(sc, g, job, AnalyticExecutor().run(job, sc.cluster, 1));
+  b.analytic = bubble_fraction(sc, g, job, AnalyticExecutor().run(job, Cluster(sc.cluster), RunOptions{}));
   const Trace t =
-      sim::SimGridExecutor(sim::SimGridOptions{"auto", DType::kBf16}).run(job, sc.cluster, 1);
+      sim::SimGridExecutor(sim::SimGridOptions{"auto", DType::kBf16}).run(job, Cluster(sc.cluster), RunOptions{});
   b.simgrid = bubble_fraction(sc, g, job, t);
   for (const auto& mem : t.memory)
     if (mem.rank == 0)
@@ -135,7 +135,7 @@ training: {global_batch_size: 16, micro_batch_size: 1, precision: bf16}
     const ModelGraph g = models::shard_from_scenario(sc);
     const Job job = build_job(g, sc);
     const Trace t = sim::SimGridExecutor(sim::SimGridOptions{"collective", DType::kBf16})
-                        .run(job, sc.cluster, 1);
+                        .run(job, Cluster(sc.cluster), RunOptions{});
     return std::make_pair(job.programs.size(), compute_results(sc, g, job, t));
   };
   const auto [folded_programs, folded] = run("auto");

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/model_graph.h"
+#include "core/ir/model_graph.h"
 
 namespace dtsim::testing {
 

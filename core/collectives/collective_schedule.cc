@@ -1,0 +1,965 @@
+#include "core/collectives/collective_schedule.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <optional>
+
+#include "core/collectives/cost_model.h"
+#include "core/base/error.h"
+#include "core/collectives/nccl_model.h"
+#include "core/hardware/torus.h"
+
+namespace dtsim {
+
+std::vector<std::vector<Rank>> ring_channels(const std::vector<Rank>& ranks,
+                                             const ClusterConfig& cluster) {
+  const auto nodes = ranks_by_node(ranks, cluster);
+  if (nodes.size() <= 1) return {ranks};  // one node, or irregular groups: one ring in rank order
+  const int g = static_cast<int>(nodes.front().size());
+  std::vector<std::vector<Rank>> channels;
+  for (int c = 0; c < g; ++c) {
+    std::vector<Rank> order;
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      const int entry = ((c - static_cast<int>(k)) % g + g) % g;
+      for (int j = 0; j < g; ++j) order.push_back(nodes[k][static_cast<size_t>((entry + j) % g)]);
+    }
+    channels.push_back(std::move(order));
+  }
+  return channels;
+}
+
+namespace {
+
+// Appends a ring pass of `steps` steps over `order`, each flow carrying `segment` bytes.
+void ring_steps(const std::vector<Rank>& order, int steps, Bytes segment,
+                std::vector<Flow>& flows) {
+  const int n = static_cast<int>(order.size());
+  const int base = static_cast<int>(flows.size());
+  auto index = [&](int step, int i) { return base + step * n + i; };
+  for (int k = 0; k < steps; ++k) {
+    for (int i = 0; i < n; ++i) {
+      Flow f{order[static_cast<size_t>(i)], order[static_cast<size_t>((i + 1) % n)], segment, {}};
+      if (k > 0) {
+        f.after.push_back(index(k - 1, (i - 1 + n) % n));  // the segment it forwards arrived
+        f.after.push_back(index(k - 1, i));                // its previous send is done
+      }
+      flows.push_back(std::move(f));
+    }
+  }
+}
+
+// One bulk flow per ring edge with everything that edge moves.
+void ring_bulk(const std::vector<Rank>& order, Bytes per_edge, std::vector<Flow>& flows) {
+  const size_t n = order.size();
+  for (size_t i = 0; i < n; ++i) flows.push_back(Flow{order[i], order[(i + 1) % n], per_edge, {}});
+}
+
+}  // namespace
+
+// Merges independent flows between the same pair into one carrying their sum. The channels of a
+// multi-node ring reuse most intra-node GPU pairs, so this cuts the flows of a collective-level
+// all-reduce from channels x N to about 2N; the tree's chains likewise (tree_flows). Flows of one
+// pair share a route and start together, so under max-min sharing they run at one rate and end
+// together, as the merged flow does. The result is unchanged when every link's flows come in groups
+// of the same size, so that each link's shares keep their proportions; a merged group next to
+// other flows on a link gets one share where its flows had several.
+void merge_parallel_flows(std::vector<Flow>& flows) {
+  std::map<std::pair<Rank, Rank>, size_t> first;
+  std::vector<Flow> merged;
+  for (auto& f : flows) {
+    auto [it, inserted] = first.emplace(std::make_pair(f.src, f.dst), merged.size());
+    if (inserted)
+      merged.push_back(std::move(f));
+    else
+      merged[it->second].bytes += f.bytes;
+  }
+  flows = std::move(merged);
+}
+
+namespace {
+
+// Builds multi-phase schedules. Each phase starts after everything before it has finished, so a
+// schedule's time on a contention-free network is the sum of its phases' closed forms.
+class PhasedBuilder {
+ public:
+  PhasedBuilder(std::vector<Flow>& flows, Fidelity fidelity) : flows_(flows), fidelity_(fidelity) {}
+  // A builder whose first phase waits for `start` (flows of another builder): concurrent branches.
+  PhasedBuilder(std::vector<Flow>& flows, Fidelity fidelity, std::vector<int> start)
+      : flows_(flows), fidelity_(fidelity), barrier_(start), start_(std::move(start)) {}
+  // What the next phase would wait for; join() makes this builder wait for other branches too.
+  const std::vector<int>& barrier() const { return barrier_; }
+  void join(const std::vector<int>& other) {
+    barrier_.insert(barrier_.end(), other.begin(), other.end());
+    start_ = barrier_;
+  }
+
+  // Ring passes over several independent orders at once (one per node, or per local index).
+  void rings(const std::vector<std::vector<Rank>>& orders, int steps, Bytes segment,
+             Seconds alpha) {
+    if (fidelity_ == Fidelity::kChunk) {
+      std::vector<int> last;
+      for (const auto& order : orders) {
+        const int n = static_cast<int>(order.size());
+        const int base = static_cast<int>(flows_.size());
+        for (int k = 0; k < steps; ++k)
+          for (int i = 0; i < n; ++i) {
+            Flow f{order[static_cast<size_t>(i)],
+                   order[static_cast<size_t>((i + 1) % n)],
+                   segment,
+                   {},
+                   Seconds(0)};
+            if (k == 0)
+              f.after = barrier_;
+            else {
+              f.after.push_back(base + (k - 1) * n + (i - 1 + n) % n);
+              f.after.push_back(base + (k - 1) * n + i);
+            }
+            flows_.push_back(std::move(f));
+          }
+        for (int i = 0; i < n && steps > 0; ++i) last.push_back(base + (steps - 1) * n + i);
+      }
+      barrier_ = last;
+      return;
+    }
+    std::vector<std::tuple<Rank, Rank, Bytes>> bulk;
+    for (const auto& order : orders)
+      for (size_t i = 0; i < order.size(); ++i)
+        bulk.emplace_back(order[i], order[(i + 1) % order.size()],
+                          segment * static_cast<double>(steps));
+    bulk_phase(bulk, alpha * static_cast<double>(steps - 1));
+  }
+
+  // One step in which every (src, dst, bytes) transfer happens at once; `chained` makes each
+  // transfer wait for its source's previous send and receive (chunk fidelity).
+  void exchange(const std::vector<std::tuple<Rank, Rank, Bytes>>& transfers) {
+    if (fidelity_ == Fidelity::kCollective) {
+      pending_.insert(pending_.end(), transfers.begin(), transfers.end());
+      ++pending_steps_;
+      return;
+    }
+    std::vector<int> now;
+    for (const auto& [src, dst, bytes] : transfers) {
+      Flow f{src, dst, bytes, {}, Seconds(0)};
+      // Chunk fidelity: a rank's step waits for its own previous send and receive.
+      for (int prev : barrier_) {
+        const Flow& p = flows_[static_cast<size_t>(prev)];
+        if (p.is_delay() || p.src == src || p.dst == src) f.after.push_back(prev);
+      }
+      if (f.after.empty()) f.after = start_;
+      now.push_back(static_cast<int>(flows_.size()));
+      flows_.push_back(std::move(f));
+    }
+    barrier_ = now;
+  }
+
+  // Ends a run of exchange() steps (collective fidelity: one bulk phase for all of them).
+  void end_exchanges(Seconds alpha) {
+    if (fidelity_ == Fidelity::kCollective && pending_steps_ > 0) {
+      bulk_phase(pending_, alpha * static_cast<double>(pending_steps_ - 1));
+      pending_.clear();
+      pending_steps_ = 0;
+    }
+    start_ = barrier_;
+  }
+
+ private:
+  // Concurrent bulk flows, merged per pair, then the latency of the remaining steps.
+  void bulk_phase(const std::vector<std::tuple<Rank, Rank, Bytes>>& transfers,
+                  Seconds extra_latency) {
+    std::map<std::pair<Rank, Rank>, Bytes> merged;
+    std::vector<std::pair<Rank, Rank>> order;
+    for (const auto& [src, dst, bytes] : transfers) {
+      auto [it, inserted] = merged.emplace(std::make_pair(src, dst), Bytes(0));
+      if (inserted) order.push_back(it->first);
+      it->second += bytes;
+    }
+    std::vector<int> now;
+    for (const auto& pair : order) {
+      now.push_back(static_cast<int>(flows_.size()));
+      flows_.push_back(Flow{pair.first, pair.second, merged[pair], barrier_, Seconds(0)});
+    }
+    if (extra_latency.value() > 0) {
+      flows_.push_back(Flow{-1, -1, Bytes(0), now, extra_latency});
+      now = {static_cast<int>(flows_.size()) - 1};
+    }
+    barrier_ = now;
+    start_ = now;
+  }
+
+  std::vector<Flow>& flows_;
+  Fidelity fidelity_;
+  std::vector<int> barrier_;  // what the next phase waits for
+  std::vector<int> start_;    // the end of the previous completed phase
+  std::vector<std::tuple<Rank, Rank, Bytes>> pending_;
+  int pending_steps_ = 0;
+};
+
+void halving_doubling(const std::vector<Rank>& ranks, Bytes s, Seconds alpha, PhasedBuilder& b) {
+  const int n = static_cast<int>(ranks.size());
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  auto at = [&](int i) { return ranks[static_cast<size_t>(i)]; };
+  if (n > p) {  // fold the extra ranks in
+    std::vector<std::tuple<Rank, Rank, Bytes>> fold;
+    for (int i = p; i < n; ++i) fold.emplace_back(at(i), at(i - p), s);
+    b.exchange(fold);
+    b.end_exchanges(alpha);
+  }
+  std::vector<int> distances;
+  for (int d = p / 2; d >= 1; d /= 2) distances.push_back(d);
+  Bytes piece = s;
+  for (int d : distances) {  // reduce-scatter by recursive halving
+    piece = piece / 2.0;
+    std::vector<std::tuple<Rank, Rank, Bytes>> step;
+    for (int i = 0; i < p; ++i) step.emplace_back(at(i), at(i ^ d), piece);
+    b.exchange(step);
+  }
+  for (auto it = distances.rbegin(); it != distances.rend(); ++it) {  // all-gather by doubling
+    std::vector<std::tuple<Rank, Rank, Bytes>> step;
+    for (int i = 0; i < p; ++i) step.emplace_back(at(i), at(i ^ *it), piece);
+    b.exchange(step);
+    piece = piece * 2.0;
+  }
+  b.end_exchanges(alpha);
+  if (n > p) {  // and the result back out
+    std::vector<std::tuple<Rank, Rank, Bytes>> unfold;
+    for (int i = p; i < n; ++i) unfold.emplace_back(at(i - p), at(i), s);
+    b.exchange(unfold);
+    b.end_exchanges(alpha);
+  }
+}
+
+// Ring orders along one torus dimension, both ways round when the dimension has 3 or more nodes
+// (with 2, both neighbours are the same node and the shorter route is always the + cable).
+std::vector<std::vector<Rank>> torus_ring_orders(const std::vector<std::vector<Rank>>& rings,
+                                                 int size) {
+  std::vector<std::vector<Rank>> orders = rings;
+  if (size >= 3)
+    for (const auto& ring : rings) orders.emplace_back(ring.rbegin(), ring.rend());
+  return orders;
+}
+
+// The torus all-reduce (see torus_all_reduce_plan in the header): node reduce-scatter, D
+// concurrent rotations over the torus dimensions, node all-gather.
+void torus_all_reduce(const TorusAllReducePlan& plan, Bytes s, const ClusterConfig& cluster,
+                      PhasedBuilder& b, std::vector<Flow>& flows, Fidelity fidelity) {
+  const size_t g = plan.nodes.front().size();
+  const double gd = static_cast<double>(g);
+  const Seconds intra_alpha = ring_link(plan.nodes.front(), cluster).alpha;
+  const Seconds net_alpha = torus_link(static_cast<int>(g), cluster).alpha;
+  if (g > 1) b.rings(plan.nodes, static_cast<int>(g - 1), s / gd, intra_alpha);
+  const size_t dims = plan.sizes.size();
+  std::vector<int> ends;
+  for (size_t r = 0; r < dims; ++r) {
+    PhasedBuilder rotation(flows, fidelity, b.barrier());
+    Bytes data = s / gd / static_cast<double>(dims);
+    std::vector<size_t> order;
+    for (size_t i = 0; i < dims; ++i) order.push_back((r + i) % dims);
+    std::vector<Bytes> entering;
+    for (size_t i = 0; i < dims; ++i) {
+      const size_t d = order[i];
+      const int k = plan.sizes[d];
+      const double ways = k >= 3 ? 2.0 : 1.0;
+      const auto orders = torus_ring_orders(plan.rings[d], k);
+      const int steps = i + 1 == dims ? 2 * (k - 1) : k - 1;  // the last dimension all-reduces
+      rotation.rings(orders, steps, data / ways / static_cast<double>(k), net_alpha);
+      entering.push_back(data);
+      data = data / static_cast<double>(k);
+    }
+    for (size_t i = dims - 1; i-- > 0;) {  // all-gathers back
+      const size_t d = order[i];
+      const int k = plan.sizes[d];
+      const double ways = k >= 3 ? 2.0 : 1.0;
+      rotation.rings(torus_ring_orders(plan.rings[d], k), k - 1,
+                     entering[i] / ways / static_cast<double>(k), net_alpha);
+    }
+    ends.insert(ends.end(), rotation.barrier().begin(), rotation.barrier().end());
+  }
+  b.join(ends);
+  if (g > 1) b.rings(plan.nodes, static_cast<int>(g - 1), s / gd, intra_alpha);
+}
+
+}  // namespace
+
+std::optional<TorusAllReducePlan> torus_all_reduce_plan(const std::vector<Rank>& ranks,
+                                                        const ClusterConfig& cluster) {
+  const auto& dims = cluster.network.torus_dims;
+  if (cluster.network.topology != Topology::kTorus || dims.empty()) return std::nullopt;
+  TorusAllReducePlan plan;
+  plan.nodes = ranks_by_node(ranks, cluster);
+  if (plan.nodes.size() < 2) return std::nullopt;
+  std::vector<std::vector<int>> coords;
+  for (const auto& node : plan.nodes) {
+    const int n = node_of(node.front(), cluster);
+    if (n < 0 || n >= cluster.nodes) return std::nullopt;
+    coords.push_back(torus_coordinates(n, dims));
+  }
+  std::vector<size_t> spanned;
+  double box = 1;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    std::vector<bool> seen(static_cast<size_t>(dims[d]), false);
+    int distinct = 0;
+    for (const auto& c : coords)
+      if (!seen[static_cast<size_t>(c[d])]) seen[static_cast<size_t>(c[d])] = true, ++distinct;
+    if (distinct == dims[d] && distinct > 1)
+      spanned.push_back(d);
+    else if (distinct != 1)
+      return std::nullopt;  // part of a dimension: its rings would not close on one cable
+    box *= distinct;
+  }
+  if (box != static_cast<double>(plan.nodes.size())) return std::nullopt;
+  std::map<std::vector<int>, size_t> node_at;
+  for (size_t i = 0; i < coords.size(); ++i) node_at[coords[i]] = i;
+  const size_t g = plan.nodes.front().size();
+  for (size_t d : spanned) {
+    plan.sizes.push_back(dims[d]);
+    std::vector<std::vector<Rank>> rings;
+    for (size_t i = 0; i < coords.size(); ++i) {
+      if (coords[i][d] != 0) continue;  // one line per node at coordinate 0 of this dimension
+      std::vector<int> at = coords[i];
+      std::vector<size_t> line;
+      for (int c = 0; c < dims[d]; ++c) {
+        at[d] = c;
+        line.push_back(node_at.at(at));
+      }
+      for (size_t j = 0; j < g; ++j) {
+        std::vector<Rank> ring;
+        for (size_t k : line) ring.push_back(plan.nodes[k][j]);
+        rings.push_back(std::move(ring));
+      }
+    }
+    plan.rings.push_back(std::move(rings));
+  }
+  return plan;
+}
+
+std::vector<std::vector<Rank>> ranks_by_node(const std::vector<Rank>& ranks,
+                                             const ClusterConfig& cluster) {
+  std::vector<int> node_order;
+  std::map<int, std::vector<Rank>> by_node;
+  for (Rank r : ranks) {
+    const int n = node_of(r, cluster);
+    if (!by_node.count(n)) node_order.push_back(n);
+    by_node[n].push_back(r);
+  }
+  std::vector<std::vector<Rank>> out;
+  for (int n : node_order) {
+    if (by_node[n].size() != by_node[node_order.front()].size()) return {};
+    out.push_back(by_node[n]);
+  }
+  return out;
+}
+
+bool nvls_supported(const ClusterConfig& cluster) {
+  return cluster.intra_node.name == "nvswitch-nvlink4" ||
+         cluster.intra_node.name == "nvswitch-nvlink5";
+}
+
+double nvls_efficiency(const ClusterConfig& cluster) {
+  return cluster.intra_node.name == "nvswitch-nvlink5" ? 0.74 : 0.85;
+}
+
+ProtocolEffect protocol_effect(CollectiveProtocol protocol, bool crosses_nodes, bool pcie) {
+  // NCCL hwLat for the ring, LL / LL128 / Simple (us): NVLink 0.6/1.9/3.4, PCIe 1.0/2.5/5.7,
+  // network 2.7/4.0/14.0.
+  static constexpr double kNvlink[3] = {0.6, 1.9, 3.4}, kPci[3] = {1.0, 2.5, 5.7},
+                          kNet[3] = {2.7, 4.0, 14.0};
+  static constexpr double kBandwidth[3] = {0.5, 0.92, 1.0};
+  if (protocol == CollectiveProtocol::kAuto) return {};
+  const int p = protocol == CollectiveProtocol::kLL      ? 0
+                : protocol == CollectiveProtocol::kLL128 ? 1
+                                                         : 2;
+  const double* lat = crosses_nodes ? kNet : pcie ? kPci : kNvlink;
+  return {lat[p] / lat[0], kBandwidth[p]};
+}
+
+namespace {
+// On a torus (no NCCL there: TPU-style pods), the torus all-reduce when its closed form beats the
+// ring's, else the ring; nullopt off a torus or where the torus all-reduce does not apply.
+std::optional<ResolvedCollective> torus_auto(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                                             const ClusterConfig& cluster) {
+  if (op.kind != CollectiveKind::kAllReduce || !torus_all_reduce_plan(ranks, cluster))
+    return std::nullopt;
+  CollectiveOp ring = op, torus = op;
+  ring.algorithm = CollectiveAlgorithm::kRing;
+  torus.algorithm = CollectiveAlgorithm::kHierarchical;
+  const bool faster =
+      collective_time(torus, ranks, cluster) < collective_time(ring, ranks, cluster);
+  return ResolvedCollective{
+      faster ? CollectiveAlgorithm::kHierarchical : CollectiveAlgorithm::kRing,
+      CollectiveProtocol::kAuto};
+}
+
+// The system NCCL's model sees for this group: groups of whole nodes (or inside one node) on the
+// systems core/collectives/nccl_model.h covers; nullopt elsewhere.
+std::optional<NcclSystem> nccl_system_of(const std::vector<Rank>& ranks,
+                                         const ClusterConfig& cluster) {
+  if (ranks.size() < 2) return std::nullopt;
+  const auto nodes = ranks_by_node(ranks, cluster);
+  if (nodes.empty()) return std::nullopt;
+  const bool whole_nodes =
+      nodes.size() == 1 || static_cast<int>(nodes.front().size()) == cluster.gpus_per_node;
+  if (!whole_nodes) return std::nullopt;
+  try {
+    return nccl_system(cluster, static_cast<int>(ranks.size()));
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+}
+
+NcclProtocol nccl_protocol(CollectiveProtocol p) {
+  return p == CollectiveProtocol::kLL      ? NcclProtocol::kLL
+         : p == CollectiveProtocol::kLL128 ? NcclProtocol::kLL128
+                                           : NcclProtocol::kSimple;
+}
+
+// NCCL's cap on a ring's bus bandwidth under `protocol` on `system`; 0 when none.
+BytesPerSecond ring_cap(const std::optional<NcclSystem>& system, CollectiveProtocol protocol) {
+  if (!system || protocol == CollectiveProtocol::kAuto) return BytesPerSecond(0);
+  const double cap_GBps = nccl_ring_bus_bandwidth_cap_GBps(*system, nccl_protocol(protocol));
+  return std::isfinite(cap_GBps) ? BytesPerSecond(cap_GBps * 1e9) : BytesPerSecond(0);
+}
+
+// NCCL's choice restricted to what dtsim builds; nullopt where the model does not apply.
+std::optional<ResolvedCollective> nccl_auto(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                                            const ClusterConfig& cluster) {
+  if (auto torus = torus_auto(op, ranks, cluster)) return torus;
+  if (op.kind != CollectiveKind::kAllReduce) return std::nullopt;
+  const auto system = nccl_system_of(ranks, cluster);
+  if (!system) return std::nullopt;
+  const bool one_node = system->nodes == 1;
+  std::optional<NcclEstimate> best;
+  for (const auto& e : nccl_all_reduce_estimates(*system, op.bytes.value())) {
+    const bool built = e.algorithm == NcclAlgorithm::kRing || e.algorithm == NcclAlgorithm::kTree ||
+                       (e.algorithm == NcclAlgorithm::kNvls && one_node);
+    if (built && (!best || e.time_us < best->time_us)) best = e;
+  }
+  if (!best) return std::nullopt;
+  const Seconds base(nccl_base_latency_us(best->algorithm, best->protocol) * 1e-6);
+  // The tree is modelled without protocol effects (docs/collectives.md), but pays NCCL's base
+  // latency for the protocol NCCL would run it with.
+  if (best->algorithm == NcclAlgorithm::kTree)
+    return ResolvedCollective{CollectiveAlgorithm::kTree, CollectiveProtocol::kAuto, base, {}};
+  const CollectiveProtocol protocol = best->protocol == NcclProtocol::kLL ? CollectiveProtocol::kLL
+                                      : best->protocol == NcclProtocol::kLL128
+                                          ? CollectiveProtocol::kLL128
+                                          : CollectiveProtocol::kSimple;
+  if (best->algorithm == NcclAlgorithm::kNvls)
+    return ResolvedCollective{CollectiveAlgorithm::kNvls, protocol, base, {}};
+  return ResolvedCollective{CollectiveAlgorithm::kRing, protocol, base, ring_cap(system, protocol)};
+}
+}  // namespace
+
+ResolvedCollective resolve_collective(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                                      const ClusterConfig& cluster) {
+  if (op.algorithm == CollectiveAlgorithm::kAuto && op.protocol == CollectiveProtocol::kAuto)
+    if (auto chosen = nccl_auto(op, ranks, cluster)) return *chosen;
+  ResolvedCollective r{resolve_algorithm(op, ranks, cluster), op.protocol, {}, {}};
+  // Protocols shape the ring only; the other algorithms keep their own closed forms.
+  if (r.algorithm != CollectiveAlgorithm::kRing) r.protocol = CollectiveProtocol::kAuto;
+  // A ring with an explicit protocol runs as NCCL's ring: its base latency, and its protocol's
+  // bandwidth cap where NCCL's model covers the system.
+  if (r.protocol != CollectiveProtocol::kAuto) {
+    r.call_latency =
+        Seconds(nccl_base_latency_us(NcclAlgorithm::kRing, nccl_protocol(r.protocol)) * 1e-6);
+    r.bandwidth_cap = ring_cap(nccl_system_of(ranks, cluster), r.protocol);
+  }
+  return r;
+}
+
+CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                                      const ClusterConfig& cluster) {
+  if (op.algorithm == CollectiveAlgorithm::kAuto && op.protocol == CollectiveProtocol::kAuto)
+    if (auto chosen = nccl_auto(op, ranks, cluster)) return chosen->algorithm;
+  if (op.kind != CollectiveKind::kAllReduce) return CollectiveAlgorithm::kRing;
+  switch (op.algorithm) {
+    case CollectiveAlgorithm::kHalvingDoubling:
+      return op.algorithm;
+    case CollectiveAlgorithm::kTree:
+      return ranks_by_node(ranks, cluster).empty() ? CollectiveAlgorithm::kRing : op.algorithm;
+    case CollectiveAlgorithm::kNvls:
+      return nvls_supported(cluster) && ranks_by_node(ranks, cluster).size() == 1
+                 ? op.algorithm
+                 : CollectiveAlgorithm::kRing;
+    case CollectiveAlgorithm::kHierarchical: {
+      const auto nodes = ranks_by_node(ranks, cluster);
+      return nodes.size() > 1 ? op.algorithm : CollectiveAlgorithm::kRing;
+    }
+    default:
+      return CollectiveAlgorithm::kRing;
+  }
+}
+
+namespace {
+
+// Parents of NCCL's two trees over m nodes (src/graph/trees.cc, ncclGetBtree and ncclGetDtree;
+// our reading, written afresh): in the first tree node 0 is the root; any other node x with lowest
+// set bit `bit` hangs below x with that bit cleared and the next one set, or just cleared when
+// that is out of range. The second tree mirrors the first (x -> m-1-x) when m is even and shifts
+// it by one (x -> x+1) when m is odd. -1 marks the root.
+std::vector<int> btree_parents(int m) {
+  std::vector<int> parent(static_cast<size_t>(m), -1);
+  for (int x = 1; x < m; ++x) {
+    const int bit = x & -x;
+    int up = (x ^ bit) | (bit << 1);
+    if (up >= m) up = x ^ bit;
+    parent[static_cast<size_t>(x)] = up;
+  }
+  return parent;
+}
+
+std::array<std::vector<int>, 2> dtree_parents(int m) {
+  const std::vector<int> first = btree_parents(m);
+  std::vector<int> second(static_cast<size_t>(m), -1);
+  for (int x = 0; x < m; ++x) {
+    if (m % 2 == 0) {
+      const int p = first[static_cast<size_t>(m - 1 - x)];
+      second[static_cast<size_t>(x)] = p < 0 ? -1 : m - 1 - p;
+    } else {
+      const int p = first[static_cast<size_t>((x - 1 + m) % m)];
+      second[static_cast<size_t>(x)] = p < 0 ? -1 : (p + 1) % m;
+    }
+  }
+  return {first, second};
+}
+
+int depth_in(const std::vector<int>& parent, int x) {
+  int d = 0;
+  for (int y = parent[static_cast<size_t>(x)]; y >= 0; y = parent[static_cast<size_t>(y)]) ++d;
+  return d;
+}
+
+}  // namespace
+
+Seconds TreePlan::time() const {
+  Seconds total{0}, widest{0};
+  for (size_t p = 0; p < stage_time.size(); ++p) {
+    total += stage_time[p];
+    widest = std::max(widest, stage_gap[p]);
+  }
+  return total + widest * static_cast<double>(chunks - 1);
+}
+
+TreePlan double_binary_tree(const std::vector<Rank>& ranks, const ClusterConfig& cluster,
+                            Bytes bytes) {
+  TreePlan plan;
+  const auto nodes = ranks_by_node(ranks, cluster);
+  if (nodes.empty() || ranks.size() < 2) return plan;
+  const int m = static_cast<int>(nodes.size()), g = static_cast<int>(nodes.front().size());
+  plan.channels = m == 1 ? 1 : g;
+  const auto parents = dtree_parents(m);
+  int node_height = 0;
+  std::array<std::vector<int>, 2> node_depth;
+  for (int t = 0; t < 2; ++t)
+    for (int x = 0; x < m; ++x) {
+      node_depth[static_cast<size_t>(t)].push_back(depth_in(parents[static_cast<size_t>(t)], x));
+      node_height = std::max(node_height, node_depth[static_cast<size_t>(t)].back());
+    }
+  plan.height = node_height + g - 1;
+
+  // Chunks: NCCL's Simple tree chunk is one 512 KiB step of its 4 MiB buffer, halved while the
+  // operation has fewer than 8, 4 and 1 chunks per channel per level of the tree
+  // (src/enqueue.cc). At most 4096 chunks per channel and tree: beyond that chunks grow.
+  const double per_tree = bytes.value() / (2.0 * plan.channels);
+  double chunk = 512 * 1024;
+  const double h = plan.height;
+  while (per_tree / chunk < 8 * h && chunk > 131072) chunk /= 2;
+  while (per_tree / chunk < 4 * h && chunk > 65536) chunk /= 2;
+  while (per_tree / chunk < h && chunk > 32768) chunk /= 2;
+  plan.chunks = static_cast<int>(std::clamp(std::ceil(per_tree / chunk), 1.0, 4096.0));
+  plan.chunk = Bytes(per_tree / plan.chunks);
+
+  // The edges of every channel's two trees.
+  for (int c = 0; c < plan.channels; ++c) {
+    auto at = [&](int node, int j) {
+      return nodes[static_cast<size_t>(node)][static_cast<size_t>((c + j) % g)];
+    };
+    for (int t = 0; t < 2; ++t) {
+      std::vector<TreePlan::Edge> edges;
+      for (int x = 0; x < m; ++x) {
+        const int dn = node_depth[static_cast<size_t>(t)][static_cast<size_t>(x)];
+        const int up = parents[static_cast<size_t>(t)][static_cast<size_t>(x)];
+        if (up >= 0) edges.push_back(TreePlan::Edge{at(up, 0), at(x, 0), dn, false});
+        for (int j = 1; j < g; ++j)
+          edges.push_back(TreePlan::Edge{at(x, j - 1), at(x, j), dn + j, false});
+      }
+      plan.trees.push_back(std::move(edges));
+    }
+  }
+
+  // Links as the SimGrid platform builds them (sim/platform.cc): a GPU's fabric link (both ways)
+  // for flows inside a node, the GPU's NIC (by GPU-NIC affinity) across nodes, and on PCIe nodes
+  // the GPU's link as well. Every edge carries one flow each way per chunk, all in flight at once
+  // in steady state; other GPUs' groups of the same shape share the NICs, as for the ring.
+  const bool pcie = cluster.intra_node.kind == FabricKind::kPcie;
+  const int gpn = cluster.gpus_per_node, nics = std::max(1, cluster.network.nics_per_node);
+  const double gpu_bw = cluster.intra_node.usable_bandwidth().value();
+  const double nic_bw = cluster.network.nic_bandwidth.value() * cluster.network.protocol_efficiency;
+  auto nic_of = [&](Rank r) { return node_of(r, cluster) * nics + (r % gpn) * nics / gpn; };
+  int64_t top = 0;  // the largest GPU rank or NIC index
+  for (Rank r : ranks) top = std::max({top, int64_t{r}, int64_t{nic_of(r)}});
+  std::vector<int> group_on_nic(static_cast<size_t>(top + 1), 0);
+  for (Rank r : ranks) ++group_on_nic[static_cast<size_t>(nic_of(r))];
+  const double gpus_per_nic = std::max(1.0, static_cast<double>(gpn) / nics);
+  // Link id: 4 x (GPU rank or NIC) + 2 x (NIC?) + (incoming?); at most 4 links per route.
+  struct Route {
+    std::array<std::pair<size_t, double>, 4> links;  // (id, seconds per byte per flow)
+    size_t count = 0;
+    void add(int64_t id, double per_byte) { links[count++] = {static_cast<size_t>(id), per_byte}; }
+    auto begin() const { return links.begin(); }
+    auto end() const { return links.begin() + static_cast<std::ptrdiff_t>(count); }
+  };
+  auto links = [&](Rank src, Rank dst) {
+    Route out;
+    const bool across = node_of(src, cluster) != node_of(dst, cluster);
+    if (!across || pcie) {
+      out.add(4 * int64_t{src}, 1 / gpu_bw);
+      out.add(4 * int64_t{dst} + 1, 1 / gpu_bw);
+    }
+    if (across) {
+      const int a = nic_of(src), b = nic_of(dst);
+      out.add(4 * int64_t{a} + 2, gpus_per_nic / group_on_nic[static_cast<size_t>(a)] / nic_bw);
+      out.add(4 * int64_t{b} + 3, gpus_per_nic / group_on_nic[static_cast<size_t>(b)] / nic_bw);
+    }
+    return out;
+  };
+  std::vector<int> flows_on(static_cast<size_t>(4 * (top + 1)), 0);
+  for (const auto& edges : plan.trees)
+    for (const auto& e : edges) {
+      for (const auto& l : links(e.child, e.parent)) ++flows_on[l.first];
+      for (const auto& l : links(e.parent, e.child)) ++flows_on[l.first];
+    }
+  auto busy = [&](Rank src, Rank dst) {
+    double worst = 0;
+    for (const auto& [id, per_byte] : links(src, dst))
+      worst = std::max(worst, flows_on[id] * per_byte);
+    return Seconds(worst * plan.chunk.value());
+  };
+  const Seconds intra_alpha = cluster.intra_node.latency;
+  const Seconds net_alpha = cluster.network.latency + (pcie ? intra_alpha : Seconds(0));
+  for (auto& edges : plan.trees)
+    for (auto& e : edges) {
+      e.across = node_of(e.child, cluster) != node_of(e.parent, cluster);
+      Seconds& worst = e.across ? plan.net_busy : plan.intra_busy;
+      worst = std::max({worst, busy(e.child, e.parent), busy(e.parent, e.child)});
+    }
+  plan.net_alpha = net_alpha;
+  plan.intra_alpha = intra_alpha;
+  // Every stage runs at the pace of the busiest link of the kinds of hop it has.
+  const auto stages = static_cast<size_t>(2 * plan.height);
+  std::vector<Seconds> stage_alpha(stages, Seconds(0));
+  plan.stage_gap.assign(stages, Seconds(0));
+  for (const auto& edges : plan.trees)
+    for (const auto& e : edges)
+      for (size_t p : {static_cast<size_t>(plan.height - e.depth),
+                       static_cast<size_t>(plan.height + e.depth - 1)}) {
+        stage_alpha[p] = std::max(stage_alpha[p], e.across ? net_alpha : intra_alpha);
+        plan.stage_gap[p] = std::max(plan.stage_gap[p], e.across ? plan.net_busy : plan.intra_busy);
+      }
+  for (size_t p = 0; p < stages; ++p) plan.stage_time.push_back(stage_alpha[p] + plan.stage_gap[p]);
+  return plan;
+}
+
+namespace {
+
+// The tree's flows. Chunk fidelity: every chunk on every edge, each direction, as its own flow,
+// started by a pipeline clock of delays (stage p passes chunk j on after w_p and takes chunk j+1
+// b_p after chunk j) and after the flows that bring it its data; contention stretches the flows and
+// so delays what depends on them. Collective fidelity: one flow per edge and direction with all
+// its chunks, all at once, and the rest of the closed form as trailing latency. With merge_pairs
+// the chain flows inside each node are merged per GPU pair (merge_parallel_flows): every ordered
+// pair of neighbours in the channels' chains carries the same number of flows, 2 (g - 1) on g-GPU
+// nodes (2 on one node), so each GPU link keeps its shares in the same proportions and the merge is
+// exact while only this collective uses those links. Flows across nodes stay one per edge: the two
+// trees share some node pairs and not others, and merging those changes how a NIC is shared
+// (+7% at 64 MiB over 32 nodes).
+void tree_flows(const TreePlan& plan, Fidelity fidelity, bool merge_pairs, CollectiveSchedule& s) {
+  const int stages = 2 * plan.height;
+  s.channels = plan.channels;
+  s.steps = stages;
+  if (fidelity == Fidelity::kCollective) {
+    const Bytes all = plan.chunk * static_cast<double>(plan.chunks);
+    Seconds bulk{0};
+    std::vector<Flow> chains;
+    for (const auto& edges : plan.trees)
+      for (const auto& e : edges) {
+        auto& into = e.across ? s.flows : chains;
+        into.push_back(Flow{e.child, e.parent, all, {}, Seconds(0)});
+        into.push_back(Flow{e.parent, e.child, all, {}, Seconds(0)});
+        bulk = std::max(bulk, e.across ? plan.net_alpha + plan.net_busy * plan.chunks
+                                       : plan.intra_alpha + plan.intra_busy * plan.chunks);
+      }
+    if (merge_pairs) merge_parallel_flows(chains);
+    s.flows.insert(s.flows.end(), chains.begin(), chains.end());
+    s.trailing_latency = std::max(Seconds(0), plan.time() - bulk);
+    return;
+  }
+  // Per tree: each rank's parent edge, children, and the index of the last flows per chunk.
+  struct Shape {
+    std::map<Rank, const TreePlan::Edge*> up;  // rank -> its edge to its parent
+    std::map<Rank, std::vector<Rank>> children;
+    Rank root = 0;
+  };
+  std::vector<Shape> shapes(plan.trees.size());
+  // Flows at each stage: (tree, edge, going up).
+  std::vector<std::vector<std::tuple<size_t, const TreePlan::Edge*, bool>>> at_stage(
+      static_cast<size_t>(stages));
+  for (size_t t = 0; t < plan.trees.size(); ++t) {
+    for (const auto& e : plan.trees[t]) {
+      shapes[t].up[e.child] = &e;
+      shapes[t].children[e.parent].push_back(e.child);
+      at_stage[static_cast<size_t>(plan.height - e.depth)].emplace_back(t, &e, true);
+      at_stage[static_cast<size_t>(plan.height + e.depth - 1)].emplace_back(t, &e, false);
+    }
+    for (const auto& e : plan.trees[t])
+      if (!shapes[t].up.count(e.parent)) shapes[t].root = e.parent;
+  }
+  std::vector<int> gap_prev(static_cast<size_t>(stages), -1);
+  for (int j = 0; j < plan.chunks; ++j) {
+    // Flow indices of this chunk: per tree, rank -> up flow and down flow (into the rank).
+    std::vector<std::map<Rank, int>> up_flow(plan.trees.size()), down_flow(plan.trees.size());
+    int arrive_here = -1;
+    for (int p = 0; p < stages; ++p) {
+      const auto up = static_cast<size_t>(p);
+      std::vector<int> clock;
+      if (p > 0) clock.push_back(arrive_here);
+      if (j > 0) clock.push_back(gap_prev[up]);
+      const int arrive = static_cast<int>(s.flows.size());
+      s.flows.push_back(Flow{-1, -1, Bytes(0), clock, plan.stage_time[up]});
+      gap_prev[up] = static_cast<int>(s.flows.size());
+      s.flows.push_back(Flow{-1, -1, Bytes(0), clock, plan.stage_gap[up]});
+      for (const auto& [t, e, going_up] : at_stage[up]) {
+        Flow f{going_up ? e->child : e->parent, going_up ? e->parent : e->child, plan.chunk, clock,
+               Seconds(0)};
+        if (going_up) {
+          for (Rank c : shapes[t].children[e->child]) f.after.push_back(up_flow[t].at(c));
+          up_flow[t][e->child] = static_cast<int>(s.flows.size());
+        } else {
+          if (e->parent == shapes[t].root)
+            for (Rank c : shapes[t].children[e->parent]) f.after.push_back(up_flow[t].at(c));
+          else
+            f.after.push_back(down_flow[t].at(e->parent));
+          down_flow[t][e->child] = static_cast<int>(s.flows.size());
+        }
+        s.flows.push_back(std::move(f));
+      }
+      arrive_here = arrive;
+    }
+  }
+}
+
+}  // namespace
+
+double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                        const ClusterConfig& cluster) {
+  const double n = static_cast<double>(ranks.size());
+  if (n <= 1) return 0;
+  const CollectiveAlgorithm algorithm = resolve_algorithm(op, ranks, cluster);
+  if (algorithm == CollectiveAlgorithm::kNvls) return 2 * n;
+  if (algorithm == CollectiveAlgorithm::kTree) {
+    const TreePlan plan = double_binary_tree(ranks, cluster, op.bytes);
+    return plan.chunks * (plan.channels * 4.0 * (n - 1) + 4.0 * plan.height);
+  }
+  if (algorithm == CollectiveAlgorithm::kHalvingDoubling) return (2 * std::log2(n) + 2) * n;
+  if (algorithm == CollectiveAlgorithm::kHierarchical)
+    if (const auto plan = torus_all_reduce_plan(ranks, cluster)) {
+      // Node rings, then every rotation passes each dimension once: 2(k - 1) steps of n flows,
+      // both ways round when k >= 3.
+      const double g = static_cast<double>(plan->nodes.front().size());
+      const double rotations = static_cast<double>(plan->sizes.size());
+      double count = 2 * (g - 1) * n;
+      for (int k : plan->sizes) count += rotations * 2 * (k - 1) * n * (k >= 3 ? 2 : 1);
+      return count;
+    }
+  if (algorithm == CollectiveAlgorithm::kHierarchical) {
+    const double m = static_cast<double>(ranks_by_node(ranks, cluster).size()), g = n / m;
+    return 2 * (g - 1) * n + 2 * (m - 1) * n;
+  }
+  switch (op.kind) {
+    case CollectiveKind::kAllReduce:
+    case CollectiveKind::kBarrier:
+      return 2 * (n - 1) * n * static_cast<double>(ring_channels(ranks, cluster).size());
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+      return (n - 1) * n * static_cast<double>(ring_channels(ranks, cluster).size());
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kReduce:
+      return n - 1;
+    case CollectiveKind::kAllToAll:
+      return (n - 1) * n;
+  }
+  return 0;
+}
+
+namespace {
+
+// Makes every flow of `s` wait for a delay flow placed first: NCCL's per-call latency, paid before
+// any data moves.
+void prepend_delay(CollectiveSchedule& s, Seconds delay) {
+  if (delay.value() <= 0) return;
+  if (s.flows.empty()) {
+    s.trailing_latency += delay;
+    return;
+  }
+  for (auto& f : s.flows) {
+    for (int& a : f.after) ++a;
+    if (f.after.empty()) f.after.push_back(0);
+  }
+  s.flows.insert(s.flows.begin(), Flow{-1, -1, Bytes(0), {}, delay});
+}
+
+CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                                   const ClusterConfig& cluster, Fidelity fidelity,
+                                   bool merge_pairs, const ResolvedCollective& resolved) {
+  CollectiveSchedule s;
+  const int n = static_cast<int>(ranks.size());
+  const LinkCost link = ring_link(ranks, cluster);
+  const Seconds alpha = link.alpha;
+  const CollectiveAlgorithm algorithm = resolved.algorithm;
+  // Ring family: the protocol inflates bytes by beta over the protocol's bandwidth (its factor,
+  // and NCCL's cap) and adds latency per step, which is added once at the end (exact on a
+  // contention-free network).
+  const ProtocolEffect effect =
+      protocol_effect(resolved.protocol, ranks_by_node(ranks, cluster).size() != 1,
+                      cluster.intra_node.kind == FabricKind::kPcie);
+  BytesPerSecond protocol_beta = link.beta * effect.bandwidth_factor;
+  if (resolved.bandwidth_cap.value() > 0)
+    protocol_beta = std::min(protocol_beta, resolved.bandwidth_cap);
+  const double inflate = link.beta / protocol_beta;
+  auto protocol_latency = [&](int steps) { return alpha * (steps * (effect.latency_scale - 1.0)); };
+  if (algorithm == CollectiveAlgorithm::kNvls) {
+    // Up and down flows for every GPU at once, then the second half-hop of latency.
+    const Rank sw = switch_of_node(node_of(ranks.front(), cluster));
+    const Bytes per_link = op.bytes * ((1.0 + 1.0 / n) / nvls_efficiency(cluster));
+    std::vector<int> all;
+    for (Rank r : ranks) {
+      all.push_back(static_cast<int>(s.flows.size()));
+      s.flows.push_back(Flow{r, sw, per_link, {}, Seconds(0)});
+      all.push_back(static_cast<int>(s.flows.size()));
+      s.flows.push_back(Flow{sw, r, per_link, {}, Seconds(0)});
+    }
+    s.flows.push_back(Flow{-1, -1, Bytes(0), all, cluster.intra_node.latency / 2.0});
+    s.steps = 1;
+    return s;
+  }
+  if (algorithm == CollectiveAlgorithm::kTree) {
+    // Not on PCIe nodes, where a GPU's link carries both its chain flows and its network flows:
+    // there the merged chain flows would take fewer shares of the link than the flows they replace.
+    tree_flows(double_binary_tree(ranks, cluster, op.bytes), fidelity,
+               merge_pairs && cluster.intra_node.kind != FabricKind::kPcie, s);
+    return s;
+  }
+  if (algorithm == CollectiveAlgorithm::kHalvingDoubling) {
+    PhasedBuilder b(s.flows, fidelity);
+    halving_doubling(ranks, op.bytes, alpha, b);
+    return s;
+  }
+  if (algorithm == CollectiveAlgorithm::kHierarchical)
+    if (const auto plan = torus_all_reduce_plan(ranks, cluster)) {
+      PhasedBuilder b(s.flows, fidelity);
+      torus_all_reduce(*plan, op.bytes, cluster, b, s.flows, fidelity);
+      return s;
+    }
+  if (algorithm == CollectiveAlgorithm::kHierarchical) {
+    const auto nodes = ranks_by_node(ranks, cluster);
+    const size_t g = nodes.front().size(), m = nodes.size();
+    std::vector<std::vector<Rank>> rails(g);
+    for (const auto& node : nodes)
+      for (size_t j = 0; j < g; ++j) rails[j].push_back(node[j]);
+    const Seconds intra_alpha = ring_link(nodes.front(), cluster).alpha;
+    const Seconds inter_alpha = ring_link(rails.front(), cluster).alpha;
+    PhasedBuilder b(s.flows, fidelity);
+    const double gd = static_cast<double>(g), md = static_cast<double>(m);
+    if (g > 1) b.rings(nodes, static_cast<int>(g - 1), op.bytes / gd, intra_alpha);
+    b.rings(rails, static_cast<int>(2 * (m - 1)), op.bytes / gd / md, inter_alpha);
+    if (g > 1) b.rings(nodes, static_cast<int>(g - 1), op.bytes / gd, intra_alpha);
+    return s;
+  }
+  switch (op.kind) {
+    case CollectiveKind::kAllReduce:
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kBarrier: {
+      const bool all_reduce =
+          op.kind == CollectiveKind::kAllReduce || op.kind == CollectiveKind::kBarrier;
+      s.steps = all_reduce ? 2 * (n - 1) : n - 1;
+      const Bytes total = op.kind == CollectiveKind::kBarrier ? Bytes(0) : op.bytes;
+      const auto channels = ring_channels(ranks, cluster);
+      s.channels = static_cast<int>(channels.size());
+      const Bytes per_channel = total * inflate / static_cast<double>(channels.size());
+      for (const auto& order : channels) {
+        if (fidelity == Fidelity::kChunk)
+          ring_steps(order, s.steps, per_channel / static_cast<double>(n), s.flows);
+        else
+          ring_bulk(order, per_channel * (static_cast<double>(s.steps) / n), s.flows);
+      }
+      if (fidelity == Fidelity::kCollective) {
+        s.trailing_latency = alpha * static_cast<double>(s.steps - 1);
+        if (merge_pairs) merge_parallel_flows(s.flows);
+      }
+      s.trailing_latency += protocol_latency(s.steps);
+      return s;
+    }
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kReduce: {
+      // A chain from the root (broadcast) or to the root (reduce), perfectly pipelined: every link
+      // carries S at once, and the pipeline fill costs (N-2) extra hop latencies.
+      s.steps = n - 1;
+      std::vector<Rank> chain = ranks;
+      auto root = std::find(chain.begin(), chain.end(), op.root);
+      if (root != chain.end()) std::rotate(chain.begin(), root, chain.end());
+      if (op.kind == CollectiveKind::kReduce) std::reverse(chain.begin(), chain.end());
+      for (int i = 0; i + 1 < n; ++i)
+        s.flows.push_back(Flow{chain[static_cast<size_t>(i)],
+                               chain[static_cast<size_t>(i + 1)],
+                               op.bytes * inflate,
+                               {}});
+      s.trailing_latency = alpha * static_cast<double>(n - 2) + protocol_latency(s.steps);
+      return s;
+    }
+    case CollectiveKind::kAllToAll: {
+      // Pairwise exchange: in step k rank i sends its block for rank i+k.
+      s.steps = n - 1;
+      const Bytes block = op.bytes * inflate / static_cast<double>(n);
+      if (fidelity == Fidelity::kChunk) {
+        for (int k = 1; k < n; ++k) {
+          for (int i = 0; i < n; ++i) {
+            Flow f{
+                ranks[static_cast<size_t>(i)], ranks[static_cast<size_t>((i + k) % n)], block, {}};
+            if (k > 1) {
+              const int prev = (k - 2) * n;
+              f.after.push_back(prev + i);                            // its previous send
+              f.after.push_back(prev + ((i - (k - 1)) % n + n) % n);  // its previous receive
+            }
+            s.flows.push_back(std::move(f));
+          }
+        }
+      } else {
+        for (int i = 0; i < n; ++i)
+          for (int k = 1; k < n; ++k)
+            s.flows.push_back(Flow{
+                ranks[static_cast<size_t>(i)], ranks[static_cast<size_t>((i + k) % n)], block, {}});
+        s.trailing_latency = alpha * static_cast<double>(n - 2);
+        if (merge_pairs) merge_parallel_flows(s.flows);
+      }
+      s.trailing_latency += protocol_latency(s.steps);
+      return s;
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                             const ClusterConfig& cluster, Fidelity fidelity, bool merge_pairs) {
+  if (ranks.size() <= 1) return {};
+  const ResolvedCollective resolved = resolve_collective(op, ranks, cluster);
+  CollectiveSchedule s = decompose_flows(op, ranks, cluster, fidelity, merge_pairs, resolved);
+  prepend_delay(s, resolved.call_latency);
+  return s;
+}
+
+}  // namespace dtsim

@@ -1,0 +1,193 @@
+// One decomposition serves every collective: a collective becomes point-to-point flows with
+// dependencies, which any network model (the SimGrid platform, or a closed form) can time.
+//
+// Contract:
+// - Ring algorithms (Patarasuk and Yuan 2009; NCCL's ring): all-reduce is 2(N-1) steps, all-gather
+//   and reduce-scatter N-1 steps; in each step every rank sends one segment (S/N of its channel's
+//   share) to its ring successor, after it has received the previous step's segment and sent its
+//   own previous one. On a contention-free network the critical path is steps x (alpha + S/(N
+//   beta)), which is exactly the alpha-beta formula in core/collectives/cost_model.h.
+// - Multi-node rings use one channel per GPU of the group on a node, each carrying S/channels and
+//   leaving the node through a different GPU's NIC, as NCCL spreads its channels over the NICs.
+//   Ring orders rotate per node so that the GPU leaving a node and the GPU entering the next one
+//   have the same local index (same rail on a rail-optimized network).
+// - Fidelity kChunk emits every step's flows. Fidelity kCollective emits one bulk flow per ring
+//   edge carrying everything that edge moves over the whole collective, all concurrent, plus
+//   (steps - 1) x alpha of latency: N flows instead of steps x N, and concurrent collectives still
+//   share links.
+// - All-reduce also has halving-doubling (Rabenseifner; Thakur, Rabenseifner and Gropp 2005):
+//   log2(p) exchange steps of halving sizes, then the same doubling, with a fold of the n - p
+//   extra ranks before and after when n is not a power of two; and hierarchical: a ring
+//   reduce-scatter inside each node, g concurrent rings across nodes (one per local GPU index, on
+//   that GPU's NIC), and a ring all-gather inside each node, the phases one after another.
+// - NVLS all-reduce (one node): the switch reduces and multicasts; with NCCL's pipelining each GPU
+//   link carries S (1 + 1/n) each way (its data read for reduction plus its chunk stored for
+//   multicast, and the same back), at the NVLS efficiency: alpha + S (1 + 1/n) / (eta beta). beta
+//   is the fabric's usable bandwidth (NCCL's NVLink figure), to which NCCL applies eta as well.
+// - Tree all-reduce: NCCL's double binary tree, below (TreePlan).
+// - Broadcast and reduce are pipelined chains; all-to-all is pairwise exchange (N-1 steps);
+//   barrier is a zero-byte all-reduce.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "core/ir/program.h"
+#include "core/hardware/cluster.h"
+#include "core/base/units.h"
+
+namespace dtsim {
+
+enum class Fidelity { kChunk, kCollective };
+
+struct Flow {
+  Rank src = 0;  // -1 with dst -1: not a transfer but a pure delay of `delay`
+  Rank dst = 0;
+  Bytes bytes{0};
+  std::vector<int> after;  // indices of flows that must finish first
+  Seconds delay{0};
+  bool is_delay() const { return src == -1 && dst == -1; }
+};
+
+// A node's NVSwitch as a flow endpoint (NVLS): rank -2 - node.
+constexpr Rank switch_of_node(int node) {
+  return -2 - node;
+}
+constexpr bool is_switch(Rank r) {
+  return r <= -2;
+}
+
+// NVLS needs NVSwitch with NVLink 4 or later (Hopper, Blackwell).
+bool nvls_supported(const ClusterConfig& cluster);
+// Fraction of link bandwidth NVLS reaches: 0.85 on Hopper, 0.74 on Blackwell (NCCL
+// src/tuning/nvls.cc nvlsEfficiency; docs/evidence/nccl-tuning-model.md).
+double nvls_efficiency(const ClusterConfig& cluster);
+
+struct CollectiveSchedule {
+  std::vector<Flow> flows;
+  Seconds trailing_latency{0};  // added after the flows finish (collective fidelity)
+  int channels = 1;
+  int steps = 0;
+};
+
+// Ring orders, one per channel (see the contract above).
+std::vector<std::vector<Rank>> ring_channels(const std::vector<Rank>& ranks,
+                                             const ClusterConfig& cluster);
+
+// How many flows decompose() would emit at chunk fidelity, without building them.
+double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                        const ClusterConfig& cluster);
+
+// A group's ranks by node: by_node[k][j] is the j-th rank on the k-th node the group touches.
+// Empty when nodes hold different numbers of the group's ranks.
+std::vector<std::vector<Rank>> ranks_by_node(const std::vector<Rank>& ranks,
+                                             const ClusterConfig& cluster);
+
+// The multi-dimensional ring all-reduce on a torus network (topology: torus), as on TPU pods: a
+// ring reduce-scatter inside each node (g ranks), then on the torus, for each dimension in turn, a
+// ring reduce-scatter along that dimension on the data left by the previous one (S/g, then
+// S/(g k0), ...), and the all-gathers back in reverse order, then the node all-gather. It is the
+// hierarchical algorithm with the inter-node ring nested into the torus dimensions, and it runs as
+// `hierarchical` on a torus. To use every cable at once the torus part is split into D concurrent
+// rotations of S/(g D) each, rotation r visiting dimensions r, r+1, ... (mod D), so that at every
+// phase each rotation is on a different dimension; and each ring along a dimension of 3 or more
+// nodes is bidirectional (half the data each way). Applies when the group is whole nodes forming a
+// sub-torus (every dimension spanned entirely or at one coordinate); nullopt otherwise.
+struct TorusAllReducePlan {
+  std::vector<std::vector<Rank>> nodes;  // ranks_by_node
+  std::vector<int> sizes;                // nodes along each spanned dimension (k0, k1, ...)
+  // rings[d]: the rings along spanned dimension d, one per line of nodes and local rank index,
+  // in coordinate order (each hop one cable in the + direction).
+  std::vector<std::vector<std::vector<Rank>>> rings;
+};
+std::optional<TorusAllReducePlan> torus_all_reduce_plan(const std::vector<Rank>& ranks,
+                                                        const ClusterConfig& cluster);
+
+// What a request runs as. Explicit algorithms fall back to the ring where they do not apply.
+// On a torus network, auto runs an all-reduce as the torus all-reduce (hierarchical) when its
+// closed form is faster than the ring's. Algorithm auto follows NCCL's cost model
+// (core/collectives/nccl_model.h) among the algorithms dtsim builds, on systems that model covers (NVSwitch
+// A100/H100/H200 nodes, whole nodes); elsewhere the ring with the pure alpha-beta model.
+//
+// A collective that runs as NCCL would (auto on a system NCCL's model covers, or the ring with an
+// explicit protocol) also pays NCCL's per-call base latency (core/collectives/nccl_model.h
+// nccl_base_latency_us: 6.6-14 us by protocol), once, before its flows; a ring under LL or LL128
+// has its bus bandwidth capped as NCCL caps it (nccl_ring_bus_bandwidth_cap_GBps) where the system
+// is one NCCL's model covers. Explicit algorithms without a protocol stay pure alpha-beta.
+struct ResolvedCollective {
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  CollectiveProtocol protocol = CollectiveProtocol::kAuto;  // kAuto here: no protocol effect
+  Seconds call_latency{0};                                  // NCCL's base latency; 0: none
+  BytesPerSecond bandwidth_cap{0};  // cap on the ring's bus bandwidth (its beta); 0: none
+};
+ResolvedCollective resolve_collective(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                                      const ClusterConfig& cluster);
+CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                                      const ClusterConfig& cluster);
+
+// A protocol's effect on a ring (NCCL src/tuning constants, docs/evidence/nccl-tuning-model.md):
+// per-step latency scales by NCCL's hardware latency for the protocol over its LL latency (the
+// catalog's latencies are NCCL's LL figures), and bandwidth by 0.5 (LL), 0.92 (LL128) or 1.
+struct ProtocolEffect {
+  double latency_scale = 1;
+  double bandwidth_factor = 1;
+};
+ProtocolEffect protocol_effect(CollectiveProtocol protocol, bool crosses_nodes, bool pcie);
+
+// NCCL's double binary tree all-reduce (Sanders, Speck and Traeff 2009, "Two-tree algorithms for
+// full bandwidth broadcast, reduction and scan"; NCCL src/graph/trees.cc, connect.cc):
+// - Over nodes, two binary trees: NCCL's btree (rank 0 the root with one child, the others by
+//   their lowest set bit) and its mirror (even node counts) or its shift by one (odd), so that
+//   most nodes are interior in one tree and a leaf in the other. Each tree carries half the data.
+// - Inside a node, a chain hanging below the node's head GPU (NCCL's TREE pattern). Multi-node
+//   groups with g ranks per node use g channels, channel c with local rank c as head, so every
+//   GPU's NIC carries one channel's tree traffic; one node is one channel, a chain in rank order.
+// - Reduce up, broadcast down, pipelined in K chunks of c = D / K, D = S / (2 channels), with
+//   NCCL's tree chunk size (512 KiB, halved for small sizes as NCCL does for deep trees).
+// - Each tree edge is a pipeline stage: position p = h - d going up, h + d - 1 going down, for an
+//   edge whose child is at depth d of a tree of height h = (g - 1) + ceil(log2 m). Every flow of
+//   a chunk takes at most b = c x max over links of (flows sharing the link in steady state) /
+//   (link bandwidth), taken separately over the hops inside nodes and across them: the pipeline
+//   runs at the pace of its busiest link, as NCCL's does under flow control. A stage passes a chunk
+//   on after w_p = alpha_p + b_p and takes the next one b_p later (alpha_p, b_p: the largest of the
+//   kinds of hop at that stage).
+// - On a contention-free network that gives T = sum_p w_p + (K - 1) max_p b_p (a deterministic
+//   tandem pipeline). The regular cases, h stages each way of alpha + b:
+//   one node of n GPUs: 2(n-1) alpha + (2(n-1) + K - 1) b, with K b = 2S/beta (S/beta at n = 2);
+//   m single-GPU nodes: 2 ceil(log2 m) alpha + (2 ceil(log2 m) + K - 1) b, K b = L S / (2 beta),
+//   L = 2, 3, 4 for m = 2, 3, >= 4 (flows on the busiest NIC: a node interior in one tree and a
+//   leaf in the other has 3 + 1). At large S both tend to 2S/beta, NCCL's algBw = busBw / 2.
+struct TreePlan {
+  struct Edge {
+    Rank parent = 0;
+    Rank child = 0;
+    int depth = 0;        // the child's depth, 1 below the root
+    bool across = false;  // between nodes
+  };
+  std::vector<std::vector<Edge>> trees;  // channels x 2 trees
+  int channels = 1;
+  int height = 0;  // h
+  int chunks = 1;  // K
+  Bytes chunk{0};  // c
+  Seconds intra_alpha{0}, net_alpha{0};
+  Seconds intra_busy{0}, net_busy{0};  // b of the hops inside and across nodes
+  std::vector<Seconds> stage_time;     // w_p, p = 0 .. 2h-1
+  std::vector<Seconds> stage_gap;      // b_p
+  Seconds time() const;                // the closed form above
+};
+// Empty trees when the group is not the same number of ranks on every node.
+TreePlan double_binary_tree(const std::vector<Rank>& ranks, const ClusterConfig& cluster,
+                            Bytes bytes);
+
+// At collective fidelity the ring, all-to-all and tree merge their independent flows that share
+// both endpoints into one flow carrying their bytes (merge_parallel_flows); merge_pairs = false
+// keeps them apart, for tests that check the merge.
+CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                             const ClusterConfig& cluster, Fidelity fidelity,
+                             bool merge_pairs = true);
+
+// Replaces independent flows (no `after`, not delays) that share src and dst by one flow with
+// their bytes, in order of first appearance.
+void merge_parallel_flows(std::vector<Flow>& flows);
+
+}  // namespace dtsim

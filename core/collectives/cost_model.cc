@@ -1,0 +1,179 @@
+#include "core/collectives/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "core/collectives/collective_schedule.h"
+#include "core/hardware/torus.h"
+
+namespace dtsim {
+
+int node_of(Rank r, const ClusterConfig& cluster) {
+  return r / cluster.gpus_per_node;
+}
+
+LinkCost point_to_point_link(Rank a, Rank b, const ClusterConfig& cluster) {
+  // To or from a node's NVSwitch (NVLS): one GPU link, half a GPU-to-GPU hop.
+  if (is_switch(a) || is_switch(b))
+    return {cluster.intra_node.latency / 2.0, cluster.intra_node.usable_bandwidth()};
+  if (node_of(a, cluster) == node_of(b, cluster))
+    return {cluster.intra_node.latency, cluster.intra_node.usable_bandwidth()};
+  const auto& net = cluster.network;
+  // One flow uses one NIC; it is also bounded by the GPU's own fabric link.
+  BytesPerSecond nic = net.nic_bandwidth * net.protocol_efficiency;
+  Seconds latency = net.latency;
+  if (net.topology == Topology::kTorus && !net.torus_dims.empty()) {  // core/hardware/torus.h routes
+    const auto hops = torus_route(node_of(a, cluster), node_of(b, cluster), net.torus_dims);
+    latency += net.torus_hop_latency * (static_cast<double>(std::max<size_t>(hops.size(), 1)) - 1);
+  }
+  return {latency, std::min(nic, cluster.intra_node.usable_bandwidth())};
+}
+
+LinkCost torus_link(int ranks_per_node, const ClusterConfig& cluster) {
+  const auto& net = cluster.network;
+  const double g = std::max(1, ranks_per_node);
+  const double share = std::min(1.0, g / cluster.gpus_per_node);
+  const bool pcie = cluster.intra_node.kind == FabricKind::kPcie;
+  const BytesPerSecond cable = net.nic_bandwidth * (net.protocol_efficiency * share / g);
+  return {net.latency + (pcie ? cluster.intra_node.latency : Seconds(0)),
+          std::min(cable, cluster.intra_node.usable_bandwidth())};
+}
+
+Seconds torus_all_reduce_time(Bytes bytes, const std::vector<Rank>& ranks,
+                              const ClusterConfig& cluster) {
+  const auto plan = torus_all_reduce_plan(ranks, cluster);
+  if (!plan) return Seconds(0);
+  const double g = static_cast<double>(plan->nodes.front().size());
+  const LinkCost intra = ring_link(plan->nodes.front(), cluster);
+  const LinkCost net = torus_link(static_cast<int>(g), cluster);
+  Seconds t(0);
+  if (g > 1) t = 2.0 * (intra.alpha * (g - 1) + bytes * ((g - 1) / g) / intra.beta);
+  const size_t dims = plan->sizes.size();
+  Seconds slowest(0);
+  for (size_t r = 0; r < dims; ++r) {
+    Bytes x = bytes / g / static_cast<double>(dims);
+    Seconds rotation(0);
+    for (size_t i = 0; i < dims; ++i) {
+      const double k = plan->sizes[(r + i) % dims], ways = k >= 3 ? 2 : 1;
+      rotation += 2.0 * (net.alpha * (k - 1) + x * ((k - 1) / k) / (net.beta * ways));
+      x = x / k;
+    }
+    slowest = std::max(slowest, rotation);
+  }
+  return t + slowest;
+}
+
+LinkCost ring_link(const std::vector<Rank>& ranks, const ClusterConfig& cluster) {
+  std::set<int> nodes;
+  for (Rank r : ranks) nodes.insert(node_of(r, cluster));
+  LinkCost intra{cluster.intra_node.latency, cluster.intra_node.usable_bandwidth()};
+  if (nodes.size() <= 1) return intra;
+  // A ring that crosses nodes leaves each node once per channel. Summed over NCCL's channels,
+  // a node sends as many bytes out as one rank sends in total, spread over its NICs. Groups of
+  // the same shape on the other GPUs of the node run at the same time and share the NICs, so a
+  // group with g ranks per node gets g / gpus_per_node of them.
+  const auto& net = cluster.network;
+  double ranks_per_node = static_cast<double>(ranks.size()) / static_cast<double>(nodes.size());
+  double share = std::min(1.0, ranks_per_node / cluster.gpus_per_node);
+  // On a torus a ring leaves each node over one cable (its next node's), whatever nics_per_node.
+  const int ports = net.topology == Topology::kTorus ? 1 : net.nics_per_node;
+  BytesPerSecond node_nics = net.nic_bandwidth * (ports * net.protocol_efficiency);
+  BytesPerSecond inter = node_nics * share;
+  return {std::max(net.latency, intra.alpha), std::min(inter, intra.beta)};
+}
+
+double bus_bandwidth_factor(CollectiveKind kind, int n) {
+  if (n <= 1) return 0;
+  double nn = n;
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return 2.0 * (nn - 1) / nn;
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllToAll:
+      return (nn - 1) / nn;
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kReduce:
+      return 1.0;
+    case CollectiveKind::kBarrier:
+      return 0;
+  }
+  return 1.0;
+}
+
+namespace {
+
+// The collective's time without NCCL's per-call base latency.
+Seconds transfer_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                      const ClusterConfig& cluster, const ResolvedCollective& resolved) {
+  const int n = static_cast<int>(ranks.size());
+  LinkCost link = ring_link(ranks, cluster);
+  const double steps_all_reduce = 2.0 * (n - 1);
+  const CollectiveAlgorithm algorithm = resolved.algorithm;
+  if (algorithm == CollectiveAlgorithm::kNvls)
+    return link.alpha + op.bytes * ((1.0 + 1.0 / n) / nvls_efficiency(cluster)) / link.beta;
+  if (algorithm == CollectiveAlgorithm::kTree)
+    // NCCL's double binary tree, pipelined in chunks (core/collectives/collective_schedule.h, TreePlan):
+    // sum over the 2h stages of (alpha + b) plus (K - 1) times the slowest stage's b.
+    return double_binary_tree(ranks, cluster, op.bytes).time();
+  if (algorithm == CollectiveAlgorithm::kHalvingDoubling) {
+    // Rabenseifner: 2 log2(p) steps moving 2(p-1)/p S, plus a fold in and out of S each when
+    // n is not a power of two (Thakur, Rabenseifner and Gropp 2005, section 4.4).
+    int p = 1, k = 0;
+    while (p * 2 <= n) p *= 2, ++k;
+    const Seconds fold = n > p ? 2.0 * (link.alpha + op.bytes / link.beta) : Seconds(0);
+    return fold + link.alpha * (2.0 * k) + op.bytes * (2.0 * (p - 1) / p) / link.beta;
+  }
+  if (algorithm == CollectiveAlgorithm::kHierarchical && torus_all_reduce_plan(ranks, cluster))
+    return torus_all_reduce_time(op.bytes, ranks, cluster);
+  if (algorithm == CollectiveAlgorithm::kHierarchical) {
+    const auto nodes = ranks_by_node(ranks, cluster);
+    const double g = static_cast<double>(nodes.front().size()),
+                 m = static_cast<double>(nodes.size());
+    std::vector<Rank> rail;
+    for (const auto& node : nodes) rail.push_back(node.front());
+    const LinkCost intra = ring_link(nodes.front(), cluster), inter = ring_link(rail, cluster);
+    const Seconds local = intra.alpha * (g - 1) + op.bytes * ((g - 1) / g) / intra.beta;
+    const Seconds across =
+        inter.alpha * (2 * (m - 1)) + op.bytes / g * (2 * (m - 1) / m) / inter.beta;
+    return (g > 1 ? 2.0 * local : Seconds(0)) + across;
+  }
+  // Ring family: the protocol scales per-step latency and bandwidth.
+  const ProtocolEffect effect =
+      protocol_effect(resolved.protocol, ranks_by_node(ranks, cluster).size() != 1,
+                      cluster.intra_node.kind == FabricKind::kPcie);
+  link.alpha = link.alpha * effect.latency_scale;
+  link.beta = link.beta * effect.bandwidth_factor;
+  if (resolved.bandwidth_cap.value() > 0) link.beta = std::min(link.beta, resolved.bandwidth_cap);
+  switch (op.kind) {
+    case CollectiveKind::kAllReduce:
+      return link.alpha * steps_all_reduce + op.bytes * (2.0 * (n - 1) / n) / link.beta;
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllToAll:
+      return link.alpha * (n - 1.0) + op.bytes * ((n - 1.0) / n) / link.beta;
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kReduce:
+      return link.alpha * (n - 1.0) + op.bytes / link.beta;
+    case CollectiveKind::kBarrier:
+      return link.alpha * steps_all_reduce;
+  }
+  return Seconds(0);
+}
+
+}  // namespace
+
+Seconds collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                        const ClusterConfig& cluster) {
+  if (ranks.size() <= 1) return Seconds(0);
+  const ResolvedCollective resolved = resolve_collective(op, ranks, cluster);
+  return resolved.call_latency + transfer_time(op, ranks, cluster, resolved);
+}
+
+Seconds point_to_point_time(Bytes bytes, Rank a, Rank b, const ClusterConfig& cluster) {
+  LinkCost l = point_to_point_link(a, b, cluster);
+  return l.alpha + bytes / l.beta;
+}
+
+}  // namespace dtsim

@@ -1,0 +1,60 @@
+// Closed-form costs of collectives and point-to-point transfers: the alpha-beta model.
+// (Kernel costs, the roofline, are core/exec/compute_cost.h.)
+//
+// Contract:
+// - collective_time: ring algorithms under the alpha-beta model (reference.md, "Collectives"):
+//   all-reduce 2(N-1)a + 2(N-1)/N S/b; all-gather, reduce-scatter and all-to-all half of that;
+//   broadcast and reduce (N-1)a + S/b (pipelined chain). alpha and beta are those of the ring's
+//   slowest hop (ring_link). No contention: that is the SimGrid executor's job.
+// - Bandwidths inside a node are the fabric's usable bandwidth (line rate x protocol efficiency,
+//   NCCL's link figure for NVLink and PCIe), as across nodes they are the NICs' usable share.
+// - A collective that runs as NCCL would (core/collectives/collective_schedule.h ResolvedCollective) adds
+//   NCCL's per-call base latency to its closed form, and a ring under LL or LL128 has NCCL's
+//   bandwidth cap; explicit algorithms without a protocol are the pure formulas above.
+// - The same functions give the SimGrid executor its host speeds and the differential tests
+//   their oracle, so there is one definition of each cost.
+#pragma once
+
+#include <vector>
+
+#include "core/ir/program.h"
+#include "core/hardware/cluster.h"
+#include "core/base/units.h"
+
+namespace dtsim {
+
+// Node of a global rank: ranks fill nodes in order (rank r is on node r / gpus_per_node).
+int node_of(Rank r, const ClusterConfig& cluster);
+
+// Latency and bandwidth of the slowest hop of a ring over `ranks`.
+struct LinkCost {
+  Seconds alpha{0};
+  BytesPerSecond beta{0};
+};
+LinkCost ring_link(const std::vector<Rank>& ranks, const ClusterConfig& cluster);
+// On a torus, latency + (hops - 1) x torus_hop_latency along the dimension-order route.
+LinkCost point_to_point_link(Rank a, Rank b, const ClusterConfig& cluster);
+// One ring along a torus dimension (core/hardware/torus.h), for a group with `ranks_per_node` ranks on each
+// node: alpha is a one-hop route (plus the PCIe links on PCIe nodes); beta is the cable's share of
+// one of the node's ranks, nic_bandwidth x protocol_efficiency x min(1, g / gpus_per_node) / g (the
+// node's other GPUs run groups of the same shape), at most the GPU's own link.
+LinkCost torus_link(int ranks_per_node, const ClusterConfig& cluster);
+
+// The torus all-reduce (core/collectives/collective_schedule.h) on a contention-free torus: the node phases
+// 2[(g-1) alpha_node + (g-1)/g S/beta_node], plus the slowest rotation: rotation r starts with
+// X = S/(g D) and for its i-th dimension (k nodes, w = 2 ways round when k >= 3, else 1) costs
+// 2[(k-1) alpha + (k-1)/k X_i/(w beta)], with X_{i+1} = X_i / k. Rotations run on different
+// dimensions at every phase when all dimensions are equal; with unequal ones they can meet on a
+// cable, which only the SimGrid engine sees.
+Seconds torus_all_reduce_time(Bytes bytes, const std::vector<Rank>& ranks,
+                              const ClusterConfig& cluster);
+
+Seconds collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                        const ClusterConfig& cluster);
+Seconds point_to_point_time(Bytes bytes, Rank a, Rank b, const ClusterConfig& cluster);
+
+// nccl-tests bus-bandwidth factor (reference.md): 2(n-1)/n for all-reduce, (n-1)/n for
+// all-gather, reduce-scatter and all-to-all, 1 for broadcast and reduce.
+double bus_bandwidth_factor(CollectiveKind kind, int n);
+
+}  // namespace dtsim

@@ -1,0 +1,72 @@
+// NCCL's own cost model for all-reduce (NVIDIA/nccl src/tuning, v2.28-2.30): the latency and
+// bandwidth NCCL predicts for each algorithm and protocol, and the one it picks.
+//
+// Contract:
+// - Follows docs/evidence/nccl-tuning-model.md, which describes the model from NCCL's source
+//   with every constant's file and function. dtsim uses it as the reference its own predictions
+//   are compared with (docs/validation.md), and as the rule `algorithm: auto` will follow.
+// - The topology-search results NCCL would find (channels and per-channel bandwidth per graph)
+//   come from nccl_graphs(), a reduced form of NCCL's search that reproduces the graphs derived
+//   by hand in the note for NVSwitch nodes with and without NICs; other systems are refused.
+// - Times in microseconds, bandwidths in GB/s (decimal), as NCCL computes them.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/hardware/cluster.h"
+
+namespace dtsim {
+
+enum class NcclAlgorithm { kRing, kTree, kNvls, kNvlsTree };
+enum class NcclProtocol { kLL, kLL128, kSimple };
+std::string_view to_string(NcclAlgorithm a);
+std::string_view to_string(NcclProtocol p);
+
+struct NcclGraph {
+  int channels = 0;
+  double bw_intra_GBps = 0;
+  double bw_inter_GBps = 0;
+};
+
+struct NcclSystem {
+  int ranks = 1;
+  int nodes = 1;
+  int compute_capability = 90;  // 80 Ampere, 90 Hopper
+  bool nvlink_intra = true;     // NVLink/NVSwitch inside nodes (else PCIe)
+  NcclGraph ring, tree;
+  std::optional<NcclGraph> nvls;  // NVSwitch multicast (Hopper and later)
+};
+
+struct NcclEstimate {
+  NcclAlgorithm algorithm = NcclAlgorithm::kRing;
+  NcclProtocol protocol = NcclProtocol::kSimple;
+  double latency_us = 0;
+  double algbw_GBps = 0;  // after protocol caps and size-dependent corrections
+  double time_us = 0;
+};
+
+// The graphs NCCL's topology search finds for `ranks` GPUs of this cluster (filling whole
+// nodes). Throws InputError for systems the reduced search does not cover.
+NcclSystem nccl_system(const ClusterConfig& cluster, int ranks);
+
+// Every enabled algorithm and protocol for an all-reduce of `bytes`, in NCCL's order.
+std::vector<NcclEstimate> nccl_all_reduce_estimates(const NcclSystem& system, double bytes);
+
+// The fastest of them (NCCL keeps the first on ties).
+NcclEstimate nccl_all_reduce_choice(const NcclSystem& system, double bytes);
+
+// NCCL's per-call base latency (baseLat in src/tuning/cost_model.cc ncclTunerConstantsDefaults, the
+// same in v2.28 src/graph/tuning.cc), in us: Ring 6.6 / 14.0 / 8.4 and Tree 6.8 / 14.0 / 8.4 for
+// LL / LL128 / Simple, NVLS and NVLS-tree 0. It is paid once per call, on top of the per-step
+// hardware latencies.
+double nccl_base_latency_us(NcclAlgorithm algorithm, NcclProtocol protocol);
+
+// The cap NCCL puts on a ring's bus bandwidth under a protocol (src/tuning/ring.cc), in GB/s: LL at
+// most llMaxBw (141 on one Hopper node, 87.7 on one Ampere node, 39 / 39 / 20.4 on 1 / 2 / 4+
+// nodes' Intel hosts), LL128 at most the ring's channels x perChMaxRingLL128Bw (36.7 Hopper, 20
+// Ampere); infinity for Simple. The protocol's bandwidth factor (0.5, 0.92) comes on top.
+double nccl_ring_bus_bandwidth_cap_GBps(const NcclSystem& system, NcclProtocol protocol);
+
+}  // namespace dtsim

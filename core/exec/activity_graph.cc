@@ -1,0 +1,308 @@
+#include "core/exec/activity_graph.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "core/collectives/cost_model.h"
+#include "core/exec/compute_cost.h"
+#include "core/base/error.h"
+
+namespace dtsim {
+
+int32_t ActivityGraph::add(GraphNode n) {
+  nodes.push_back(std::move(n));
+  return static_cast<int32_t>(nodes.size() - 1);
+}
+
+void ActivityGraph::edge(int32_t from, int32_t to) {
+  nodes[static_cast<size_t>(from)].successors.push_back(to);
+  ++nodes[static_cast<size_t>(to)].predecessors;
+}
+
+namespace {
+
+GraphNode join() {
+  return GraphNode{};
+}
+
+std::string op_name(const Program& p, StreamId s, size_t i) {
+  return "rank " + std::to_string(p.rank) + ", stream '" + p.streams[static_cast<size_t>(s)].name +
+         "', op '" + p.streams[static_cast<size_t>(s)].ops[i].label.name + "'";
+}
+
+struct Shared {
+  int32_t begin;
+  int32_t end;
+  int arrived;
+  int expected;
+  std::string first_op;
+};
+
+// Builds the body of a collective between `begin` and `end`.
+void collective_body(ActivityGraph& g, const CollectiveOp& op, const Group& group,
+                     const Cluster& cluster, CollectiveBody body, int32_t begin,
+                     int32_t end) {
+  if (body == CollectiveBody::kClosedForm) {
+    int32_t d = g.add(GraphNode{
+        GraphNode::Kind::kDelay, 0, 0, collective_time(op, group.ranks, cluster).value(), 0, {}});
+    g.edge(begin, d);
+    g.edge(d, end);
+    return;
+  }
+  add_schedule(
+      g,
+      decompose(op, group.ranks, cluster,
+                body == CollectiveBody::kChunkFlows ? Fidelity::kChunk : Fidelity::kCollective),
+      begin, end);
+}
+
+}  // namespace
+
+void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, int32_t end) {
+  if (s.flows.empty()) {
+    g.edge(begin, end);
+    return;
+  }
+  const int32_t first = static_cast<int32_t>(g.nodes.size());
+  for (const auto& f : s.flows) {
+    if (f.is_delay())
+      g.add(GraphNode{GraphNode::Kind::kDelay, 0, 0, f.delay.value(), 0, {}});
+    else
+      g.add(GraphNode{GraphNode::Kind::kFlow, f.src, f.dst, f.bytes.value(), 0, {}});
+  }
+  std::vector<bool> has_successor(s.flows.size(), false);
+  for (size_t i = 0; i < s.flows.size(); ++i) {
+    if (s.flows[i].after.empty()) g.edge(begin, first + static_cast<int32_t>(i));
+    for (int a : s.flows[i].after) {
+      g.edge(first + a, first + static_cast<int32_t>(i));
+      has_successor[static_cast<size_t>(a)] = true;
+    }
+  }
+  int32_t tail = end;
+  if (s.trailing_latency.value() > 0) {
+    tail = g.add(GraphNode{GraphNode::Kind::kDelay, 0, 0, s.trailing_latency.value(), 0, {}});
+    g.edge(tail, end);
+  }
+  for (size_t i = 0; i < s.flows.size(); ++i)
+    if (!has_successor[i]) g.edge(first + static_cast<int32_t>(i), tail);
+}
+
+ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations,
+                    CollectiveBody body) {
+  ActivityGraph g;
+  g.iterations = iterations;
+  std::map<Rank, bool> simulated;
+  for (const auto& p : job.programs) simulated[p.rank] = true;
+  // The end node of the last op of each (rank, stream), carried across iterations.
+  std::map<std::pair<Rank, StreamId>, int32_t> stream_tail;
+
+  for (int it = 0; it < iterations; ++it) {
+    std::map<std::pair<GroupId, int>, Shared> collectives;
+    std::map<std::tuple<Rank, Rank, int, int>, Shared> p2p;  // (src, dst, tag, seq)
+    // Pass 1: nodes for every op instance; remember where events are recorded.
+    struct Pending {
+      size_t instance;
+      const Program* program;
+      StreamId stream;
+      size_t op_index;
+    };
+    std::vector<Pending> pending;
+    std::map<std::pair<Rank, EventId>, int32_t> event_end;
+    for (const auto& p : job.programs) {
+      std::map<GroupId, int> coll_seq;
+      std::map<std::tuple<Rank, int, bool>, int> p2p_seq;
+      for (size_t s = 0; s < p.streams.size(); ++s) {
+        const auto& ops = p.streams[s].ops;
+        for (size_t i = 0; i < ops.size(); ++i) {
+          const Op& op = ops[i];
+          OpInstance inst{p.rank, static_cast<StreamId>(s), it, static_cast<uint32_t>(i), -1, -1};
+          if (const auto* c = std::get_if<ComputeOp>(&op.body)) {
+            inst.begin = g.add(join());
+            inst.end = g.add(GraphNode{GraphNode::Kind::kCompute,
+                                       p.rank,
+                                       0,
+                                       compute_time(*c, cluster.gpu).value() / cluster.speed_scale(p.rank),
+                                       0,
+                                       {}});
+            g.edge(inst.begin, inst.end);
+          } else if (std::holds_alternative<MemoryOp>(op.body)) {
+            inst.begin = inst.end = g.add(join());
+          } else if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
+            const Group& group = job.group(c->group);
+            auto key = std::make_pair(c->group, coll_seq[c->group]++);
+            auto found = collectives.find(key);
+            if (found == collectives.end()) {
+              int expected = 0;
+              for (Rank r : group.ranks) expected += simulated.count(r) ? 1 : 0;
+              Shared sh{g.add(join()), g.add(join()), 0, expected,
+                        op_name(p, static_cast<StreamId>(s), i)};
+              collective_body(g, *c, group, cluster, body, sh.begin, sh.end);
+              found = collectives.emplace(key, sh).first;
+            }
+            ++found->second.arrived;
+            inst.begin = found->second.begin;
+            inst.end = found->second.end;
+          } else {
+            const bool is_send = std::holds_alternative<SendOp>(op.body);
+            const Rank peer =
+                is_send ? std::get<SendOp>(op.body).peer : std::get<RecvOp>(op.body).peer;
+            const int tag = is_send ? std::get<SendOp>(op.body).tag : std::get<RecvOp>(op.body).tag;
+            const Bytes bytes =
+                is_send ? std::get<SendOp>(op.body).bytes : std::get<RecvOp>(op.body).bytes;
+            const Rank src = is_send ? p.rank : peer, dst = is_send ? peer : p.rank;
+            const int seq = p2p_seq[{peer, tag, is_send}]++;
+            auto key = std::make_tuple(src, dst, tag, seq);
+            auto found = p2p.find(key);
+            if (found == p2p.end()) {
+              Shared sh{g.add(join()), -1, 0, simulated.count(peer) ? 2 : 1,
+                        op_name(p, static_cast<StreamId>(s), i)};
+              if (body == CollectiveBody::kClosedForm)
+                sh.end = g.add(GraphNode{GraphNode::Kind::kDelay,
+                                         0,
+                                         0,
+                                         point_to_point_time(bytes, src, dst, cluster).value(),
+                                         0,
+                                         {}});
+              else
+                sh.end = g.add(GraphNode{GraphNode::Kind::kFlow, src, dst, bytes.value(), 0, {}});
+              g.edge(sh.begin, sh.end);
+              found = p2p.emplace(key, sh).first;
+            }
+            ++found->second.arrived;
+            inst.begin = found->second.begin;
+            inst.end = found->second.end;
+          }
+          if (op.record) event_end[{p.rank, *op.record}] = inst.end;
+          pending.push_back(Pending{g.ops.size(), &p, static_cast<StreamId>(s), i});
+          g.ops.push_back(inst);
+        }
+      }
+    }
+    for (const auto& [key, sh] : collectives)
+      if (sh.arrived != sh.expected)
+        throw RuntimeError("the program cannot finish: a collective is reached by " +
+                           std::to_string(sh.arrived) + " of its " + std::to_string(sh.expected) +
+                           " simulated members (first: " + sh.first_op + ")");
+    for (const auto& [key, sh] : p2p)
+      if (sh.arrived != sh.expected)
+        throw RuntimeError("the program cannot finish: " + sh.first_op +
+                           " has no matching send or receive");
+    // Pass 2: stream order and event waits.
+    for (const auto& pd : pending) {
+      const OpInstance& inst = g.ops[pd.instance];
+      const Op& op = pd.program->streams[static_cast<size_t>(pd.stream)].ops[pd.op_index];
+      auto tail = stream_tail.find({inst.rank, inst.stream});
+      if (tail != stream_tail.end()) g.edge(tail->second, inst.begin);
+      stream_tail[{inst.rank, inst.stream}] = inst.end;
+      for (EventId e : op.waits) {
+        auto producer = event_end.find({inst.rank, e});
+        if (producer == event_end.end())
+          throw RuntimeError(
+              "the program cannot finish: " + op_name(*pd.program, pd.stream, pd.op_index) +
+              " waits for event " + std::to_string(e) + ", which no op records");
+        g.edge(producer->second, inst.begin);
+      }
+    }
+  }
+  return g;
+}
+
+std::vector<double> finish_times_without_contention(const ActivityGraph& g,
+                                                    const Cluster& cluster) {
+  const size_t n = g.nodes.size();
+  std::vector<double> start(n, 0.0), finish(n, 0.0);
+  std::vector<int32_t> waiting(n);
+  std::vector<int32_t> ready;
+  for (size_t i = 0; i < n; ++i) {
+    waiting[i] = g.nodes[i].predecessors;
+    if (waiting[i] == 0) ready.push_back(static_cast<int32_t>(i));
+  }
+  size_t done = 0;
+  while (!ready.empty()) {
+    const int32_t v = ready.back();
+    ready.pop_back();
+    const GraphNode& node = g.nodes[static_cast<size_t>(v)];
+    double duration = 0;
+    switch (node.kind) {
+      case GraphNode::Kind::kJoin:
+        break;
+      case GraphNode::Kind::kCompute:
+      case GraphNode::Kind::kDelay:
+        duration = node.amount;
+        break;
+      case GraphNode::Kind::kFlow:
+        duration = point_to_point_time(Bytes(node.amount), node.rank, node.peer, cluster).value();
+        break;
+    }
+    finish[static_cast<size_t>(v)] = start[static_cast<size_t>(v)] + duration;
+    ++done;
+    for (int32_t s : node.successors) {
+      start[static_cast<size_t>(s)] =
+          std::max(start[static_cast<size_t>(s)], finish[static_cast<size_t>(v)]);
+      if (--waiting[static_cast<size_t>(s)] == 0) ready.push_back(s);
+    }
+  }
+  if (done != n)
+    throw RuntimeError("the program cannot finish: its ops wait on each other in a cycle (" +
+                       std::to_string(n - done) + " activities never become ready)");
+  return finish;
+}
+
+Trace trace_from_times(const ActivityGraph& g, const Job& job, const std::vector<double>& finish,
+                       const std::string& engine) {
+  Trace t;
+  t.engine = engine;
+  t.iterations = g.iterations;
+  t.iteration_end.assign(static_cast<size_t>(g.iterations), Seconds(0));
+  struct MemEvent {
+    double time;
+    size_t order;
+    MemoryCategory category;
+    double bytes;
+  };
+  std::map<Rank, std::vector<MemEvent>> memory;
+  for (size_t k = 0; k < g.ops.size(); ++k) {
+    const OpInstance& inst = g.ops[k];
+    const Program* p = job.program_for(inst.rank);
+    const Op& op = p->streams[static_cast<size_t>(inst.stream)].ops[inst.op_index];
+    const double start = finish[static_cast<size_t>(inst.begin)];
+    const double end = finish[static_cast<size_t>(inst.end)];
+    auto& it_end = t.iteration_end[static_cast<size_t>(inst.iteration)];
+    it_end = std::max(it_end, Seconds(end));
+    if (const auto* m = std::get_if<MemoryOp>(&op.body)) {
+      memory[inst.rank].push_back(MemEvent{start, k, m->category, m->bytes.value()});
+      continue;
+    }
+    SpanKind kind = SpanKind::kCompute;
+    if (std::holds_alternative<CollectiveOp>(op.body)) kind = SpanKind::kCollective;
+    if (std::holds_alternative<SendOp>(op.body)) kind = SpanKind::kSend;
+    if (std::holds_alternative<RecvOp>(op.body)) kind = SpanKind::kRecv;
+    t.spans.push_back(Span{inst.rank, inst.stream, inst.iteration, inst.op_index, kind,
+                           Seconds(start), Seconds(end)});
+  }
+  // Iterations end in order even if a late op of one iteration outlives an early op of the next.
+  for (size_t i = 1; i < t.iteration_end.size(); ++i)
+    t.iteration_end[i] = std::max(t.iteration_end[i], t.iteration_end[i - 1]);
+  for (auto& [rank, events] : memory) {
+    std::stable_sort(events.begin(), events.end(), [](const MemEvent& a, const MemEvent& b) {
+      return std::tie(a.time, a.order) < std::tie(b.time, b.order);
+    });
+    RankMemory rm;
+    rm.rank = rank;
+    std::array<Bytes, kMemoryCategories> live{};
+    Bytes total{0};
+    for (const auto& e : events) {
+      live[static_cast<size_t>(e.category)] += Bytes(e.bytes);
+      total += Bytes(e.bytes);
+      if (total > rm.peak) {
+        rm.peak = total;
+        rm.at_peak = live;
+      }
+    }
+    t.memory.push_back(rm);
+  }
+  return t;
+}
+
+}  // namespace dtsim

@@ -1,0 +1,74 @@
+// Lowering a Job to an activity graph: the one form every timing engine executes.
+//
+// Contract:
+// - Each op instance (op x iteration x simulated rank) becomes a zero-time `begin` join that
+//   waits for the op before it on its stream (across iterations too) and for the events it
+//   waits on, then a body, then an `end` node. A span runs from begin's finish to end's finish.
+// - Bodies: compute -> one Compute node (its duration at the GPU's nominal speed, from the
+//   roofline in core/collectives/cost_model.h); memory -> nothing (the begin join is the moment);
+//   collective -> shared by every simulated member of the group (matched by the order of
+//   collectives on that group), with a body chosen by CollectiveBody: a closed-form Delay
+//   (the analytic engine) or the flows of core/collectives/collective_schedule.h (the SimGrid engine);
+//   send/recv -> a Flow between the pair, shared by both sides (rendezvous).
+// - Engines assign start and finish times to nodes; trace_from_times() turns them into the
+//   Trace, including each rank's memory timeline.
+// - Problems in the Job (an event nobody records, a collective some members never reach, a
+//   cycle) raise RuntimeError naming the op, never a hang.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/collectives/collective_schedule.h"
+#include "core/ir/program.h"
+#include "core/scenario/scenario.h"
+#include "core/ir/trace.h"
+
+namespace dtsim {
+
+enum class CollectiveBody { kClosedForm, kChunkFlows, kCollectiveFlows };
+
+struct GraphNode {
+  enum class Kind : uint8_t { kJoin, kCompute, kFlow, kDelay };
+  Kind kind = Kind::kJoin;
+  Rank rank = 0;      // compute: the GPU; flow: the source
+  Rank peer = 0;      // flow: the destination
+  double amount = 0;  // compute and delay: seconds; flow: bytes
+  int32_t predecessors = 0;
+  std::vector<int32_t> successors;
+};
+
+struct OpInstance {
+  Rank rank = 0;
+  StreamId stream = 0;
+  int iteration = 0;
+  uint32_t op_index = 0;
+  int32_t begin = -1;
+  int32_t end = -1;
+};
+
+struct ActivityGraph {
+  std::vector<GraphNode> nodes;
+  std::vector<OpInstance> ops;
+  int iterations = 1;
+
+  int32_t add(GraphNode n);
+  void edge(int32_t from, int32_t to);
+};
+
+// Adds a collective's schedule between the joins `begin` and `end`: flows that wait for nothing
+// wait for begin, and end waits for the flows nothing waits for, then the trailing latency.
+void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, int32_t end);
+
+ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations,
+                    CollectiveBody body);
+
+// Start-free longest-path times for a graph whose every node has a fixed duration (compute and
+// delay: amount; flow: alpha + bytes / beta of its pair; join: 0). Returns finish times.
+std::vector<double> finish_times_without_contention(const ActivityGraph& g,
+                                                    const Cluster& cluster);
+
+Trace trace_from_times(const ActivityGraph& g, const Job& job, const std::vector<double>& finish,
+                       const std::string& engine);
+
+}  // namespace dtsim

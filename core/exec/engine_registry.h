@@ -1,0 +1,37 @@
+// Engines by name. An engine registers once (a factory and a one-line description) and from then
+// on appears in the scenario schema's `simulate.engine` choices, in `--engine`, in `dtsim --help`
+// and in `dtsim catalog engines`, and the driver can build it: nothing else needs editing.
+//
+// Contract:
+// - register_engine() is safe to call from a static initializer. The built-in engines register
+//   that way from core/exec/register_analytic.cc and sim/register_simgrid.cc, which the
+//   `dtsim_engines` target compiles into every program that links the driver, so no linker ever
+//   drops a registration.
+// - make_engine() builds a fresh Executor for one run from the scenario's settings; an unknown
+//   name is an InputError naming the registered ones.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/exec/executor.h"
+#include "core/scenario/scenario.h"
+
+namespace dtsim {
+
+using EngineFactory = std::function<std::unique_ptr<Executor>(const Scenario&)>;
+
+struct EngineInfo {
+  std::string name;
+  std::string description;
+  EngineFactory make;
+};
+
+// Returns true, so that `static const bool registered = register_engine(...)` registers at load.
+bool register_engine(EngineInfo info);
+std::vector<EngineInfo> registered_engines();
+std::unique_ptr<Executor> make_engine(const std::string& name, const Scenario& scenario);
+
+}  // namespace dtsim

@@ -1,0 +1,711 @@
+// The hardware catalog as data. Every figure names where it comes from in `source`; the
+// efficiency factors are model parameters and name theirs in `efficiency_source`.
+//
+// Conventions used throughout:
+// - Peaks are dense (no structured sparsity). Where a datasheet only prints the sparsity figure,
+//   the entry stores half of it and says so.
+// - HBM capacities: vendors write "80 GB" for what is physically binary-sized HBM (stacks of 8,
+//   16 or 24 GiB), so every HBM capacity here is stored in GiB (80 GB -> 80 GiB). Drivers expose
+//   slightly less after their own reservations; scenarios can override.
+// - Bandwidths are decimal (1 GB/s = 1e9 B/s, 1 TB/s = 1e12 B/s) and per direction, as the
+//   header requires; "bidirectional" vendor figures are halved.
+// - Latencies of intra-node fabrics are NCCL's per-step hardware latencies for the LL protocol
+//   (NVIDIA/nccl src/graph/tuning.cc, quoted in reference.md), so that the collective model
+//   adds NCCL's base latencies on top without double counting.
+#include "core/hardware/catalog.h"
+#include "core/hardware/cluster_config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <span>
+
+namespace dtsim {
+namespace {
+
+using namespace unit_literals;
+
+// The header's default efficiencies, kept in one place so that entries without a calibration
+// source visibly inherit them.
+const GpuSpec kDefaults{};
+
+constexpr const char* kAssumedEfficiency =
+    "assumed default, not yet calibrated: run dtsim calibrate";
+
+// Bekman, "Machine Learning Engineering" (github.com/stas00/ml-engineering),
+// compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS" (MAMF) tables: best mean
+// TFLOP/s of a torch.matmul shape sweep on one device. A GEMM microbenchmark, not a training run.
+constexpr const char* kMamf = "Bekman, ML Engineering, MAMF table";
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  }
+  return true;
+}
+
+template <class Spec>
+const Spec* find_by_name(const std::vector<Spec>& catalog, std::string_view name) {
+  for (const Spec& spec : catalog)
+    if (iequals(spec.name, name)) return &spec;
+  return nullptr;
+}
+
+std::vector<GpuSpec> make_gpu_catalog() {
+  return {
+      GpuSpec{
+          .name = "V100-SXM2-32GB",
+          .vendor = "NVIDIA",
+          // Volta has FP16 tensor cores only: no TF32, BF16 or FP8. FP32 is the CUDA-core rate.
+          .peak = {{DType::kFp32, 15.7_TFLOPS}, {DType::kFp16, 125_TFLOPS}},
+          .memory = 32_GiB,
+          .memory_bandwidth = 900_GBps,
+          .default_intra_node = "nvlink-hybrid-cube-mesh",
+          .source = "NVIDIA Tesla V100 GPU datasheet (2018), SXM2 column: FP16 tensor 125, FP32 "
+                    "15.7 TFLOP/s (no TF32/BF16/FP8 on Volta); 900 GB/s HBM2; 32 GB stored as "
+                    "32 GiB (4 HBM2 stacks of 8 GiB); usual board: DGX-1 hybrid cube-mesh",
+          .gemm_efficiency = kDefaults.gemm_efficiency,
+          .attention_efficiency = kDefaults.attention_efficiency,
+          .memory_efficiency = kDefaults.memory_efficiency,
+          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
+          .efficiency_source = kAssumedEfficiency,
+          // NVIDIA Tesla V100 whitepaper (2017): 80 SMs on the SXM2 part
+          .sm_count = 80,
+      },
+      GpuSpec{
+          .name = "A100-SXM-40GB",
+          .vendor = "NVIDIA",
+          .peak = {{DType::kFp32, 19.5_TFLOPS},
+                   {DType::kTf32, 156_TFLOPS},
+                   {DType::kFp16, 312_TFLOPS},
+                   {DType::kBf16, 312_TFLOPS}},
+          .memory = 40_GiB,
+          .memory_bandwidth = 1555_GBps,
+          .default_intra_node = "nvswitch-nvlink3",
+          .source = "NVIDIA A100 Tensor Core GPU datasheet (2021), SXM 40GB column, dense "
+                    "figures: FP32 19.5, TF32 156, FP16/BF16 312 TFLOP/s (no FP8 on Ampere); "
+                    "1,555 GB/s HBM2; 40 GB stored as 40 GiB (5 HBM2 stacks of 8 GiB)",
+          // The MAMF row says "A100 SXM" without the memory size; GEMM peak does not depend on it.
+          .gemm_efficiency = 0.87,
+          .attention_efficiency = kDefaults.attention_efficiency,
+          .memory_efficiency = kDefaults.memory_efficiency,
+          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
+          .efficiency_source = std::string("gemm: ") + kMamf +
+                               " v2, A100 SXM BF16 271.2 of 312 TFLOP/s (torch 2.6, CUDA 12.6); "
+                               "attention, memory, launch: " +
+                               kAssumedEfficiency,
+          // NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 108 SMs
+          .sm_count = 108,
+      },
+      GpuSpec{
+          .name = "A100-SXM-80GB",
+          .vendor = "NVIDIA",
+          .peak = {{DType::kFp32, 19.5_TFLOPS},
+                   {DType::kTf32, 156_TFLOPS},
+                   {DType::kFp16, 312_TFLOPS},
+                   {DType::kBf16, 312_TFLOPS}},
+          .memory = 80_GiB,
+          .memory_bandwidth = 2039_GBps,
+          .default_intra_node = "nvswitch-nvlink3",
+          .source = "NVIDIA A100 Tensor Core GPU datasheet (2021), SXM 80GB column, dense "
+                    "figures: FP32 19.5, TF32 156, FP16/BF16 312 TFLOP/s (no FP8 on Ampere); "
+                    "2,039 GB/s HBM2e; 80 GB stored as 80 GiB (5 HBM2e stacks of 16 GiB)",
+          .gemm_efficiency = 0.87,
+          .attention_efficiency = kDefaults.attention_efficiency,
+          .memory_efficiency = 0.88,
+          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
+          .efficiency_source =
+              std::string("gemm: ") + kMamf +
+              " v2, A100 SXM BF16 271.2 of 312 TFLOP/s (torch 2.6, CUDA 12.6); memory: streaming "
+              "read kernel at 1.80 of 2.04 TB/s, 88% in Nsight Compute (NVIDIA developer forums, "
+              "'Trouble to Reach Peak Bandwidth of A100'); attention, launch: " +
+              kAssumedEfficiency,
+          // NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 108 SMs
+          .sm_count = 108,
+      },
+      GpuSpec{
+          .name = "H100-SXM",
+          .vendor = "NVIDIA",
+          .peak = {{DType::kFp32, 67_TFLOPS},
+                   {DType::kTf32, 494.5_TFLOPS},
+                   {DType::kFp16, 989.5_TFLOPS},
+                   {DType::kBf16, 989.5_TFLOPS},
+                   {DType::kFp8, 1979_TFLOPS}},
+          .memory = 80_GiB,
+          .memory_bandwidth = BytesPerSecond(3.35e12),
+          .default_intra_node = "nvswitch-nvlink4",
+          .source = "NVIDIA H100 Tensor Core GPU datasheet, SXM5 column, dense (half of the "
+                    "sparsity figure): TF32 494.5, FP16/BF16 989.5, FP8 1979 TFLOP/s; FP32 67 "
+                    "TFLOP/s (CUDA cores); 3.35 TB/s HBM3; 80 GB stored as 80 GiB (5 active HBM3 "
+                    "stacks of 16 GiB)",
+          .gemm_efficiency = 0.80,
+          .attention_efficiency = kDefaults.attention_efficiency,
+          .memory_efficiency = kDefaults.memory_efficiency,
+          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
+          .efficiency_source =
+              std::string("gemm: ") + kMamf +
+              " v2, H100 SXM BF16 794.5 of 989 TFLOP/s (torch 2.7, CUDA 12.6; FP8 reaches only "
+              "1402.6 of 1979 = 0.71); attention, memory, launch: " +
+              kAssumedEfficiency,
+          // NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): 132 SMs (SXM5)
+          .sm_count = 132,
+      },
+      GpuSpec{
+          .name = "H200-SXM",
+          .vendor = "NVIDIA",
+          .peak = {{DType::kFp32, 67_TFLOPS},
+                   {DType::kTf32, 494.5_TFLOPS},
+                   {DType::kFp16, 989.5_TFLOPS},
+                   {DType::kBf16, 989.5_TFLOPS},
+                   {DType::kFp8, 1979_TFLOPS}},
+          .memory = 141_GiB,
+          .memory_bandwidth = BytesPerSecond(4.8e12),
+          .default_intra_node = "nvswitch-nvlink4",
+          .source = "NVIDIA H200 Tensor Core GPU datasheet, SXM column, dense (half of the "
+                    "sparsity figure), compute as H100 SXM5: TF32 494.5, FP16/BF16 989.5, FP8 1979 "
+                    "TFLOP/s, FP32 67; 4.8 TB/s HBM3e; 141 GB stored as 141 GiB like the other "
+                    "HBM entries (6 stacks of 24 GiB = 144 GiB physical)",
+          // Same GH100 die and 700 W limit as H100 SXM; MAMF has no H200 row (its GH200 row runs
+          // at 900 W, so it would flatter the H200).
+          .gemm_efficiency = 0.80,
+          .attention_efficiency = kDefaults.attention_efficiency,
+          .memory_efficiency = kDefaults.memory_efficiency,
+          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
+          .efficiency_source =
+              std::string("gemm: proxy, ") + kMamf +
+              " v2 H100 SXM row (same die and power limit), 794.5 of 989 TFLOP/s; attention, "
+              "memory, launch: " +
+              kAssumedEfficiency,
+          // Same GH100 die as H100 SXM5: 132 SMs (NVIDIA H200 datasheet)
+          .sm_count = 132,
+      },
+      GpuSpec{
+          .name = "MI250X",
+          .vendor = "AMD",
+          // CDNA 2 has no TF32 or FP8. FP32 is the packed-FP32 matrix rate, which is what an
+          // FP32 GEMM on rocBLAS uses.
+          .peak = {{DType::kFp32, 95.7_TFLOPS},
+                   {DType::kFp16, 383_TFLOPS},
+                   {DType::kBf16, 383_TFLOPS}},
+          .memory = 128_GiB,
+          .memory_bandwidth = BytesPerSecond(3.2768e12),
+          .default_intra_node = "infinity-fabric-mi250x",
+          .source = "AMD Instinct MI250X accelerator datasheet (2021): FP16/BF16 383.0, FP32 "
+                    "matrix 95.7 TFLOP/s (no TF32/FP8 on CDNA 2); 3.2 TB/s HBM2e, exactly 3276.8 "
+                    "GB/s (8 stacks x 409.6 GB/s); 128 GB stored as 128 GiB (8 stacks of 16 GiB). "
+                    "Per OAM package of two GCDs: ROCm shows each GCD as a device with half of "
+                    "every figure",
+          .gemm_efficiency = 0.77,
+          .attention_efficiency = kDefaults.attention_efficiency,
+          .memory_efficiency = kDefaults.memory_efficiency,
+          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
+          .efficiency_source = std::string("gemm: ") + kMamf +
+                               " v1, one MI250X GCD BF16 147.0 of 191.5 TFLOP/s (ROCm 6.2; v1 "
+                               "did not flush caches between runs); attention, memory, launch: " +
+                               kAssumedEfficiency,
+      },
+      GpuSpec{
+          .name = "MI300X",
+          .vendor = "AMD",
+          .peak = {{DType::kFp32, 163.4_TFLOPS},
+                   {DType::kTf32, 653.7_TFLOPS},
+                   {DType::kFp16, 1307.4_TFLOPS},
+                   {DType::kBf16, 1307.4_TFLOPS},
+                   {DType::kFp8, 2614.9_TFLOPS}},
+          .memory = 192_GiB,
+          .memory_bandwidth = BytesPerSecond(5.3e12),
+          .default_intra_node = "infinity-fabric",
+          .source = "AMD Instinct MI300X accelerator datasheet, dense (non-sparsity) figures: "
+                    "FP32 matrix 163.4, TF32 653.7, FP16/BF16 1307.4, FP8 2614.9 TFLOP/s; 5.3 TB/s "
+                    "HBM3; 192 GB stored as 192 GiB (8 stacks of 24 GiB)",
+          .gemm_efficiency = 0.51,
+          .attention_efficiency = kDefaults.attention_efficiency,
+          .memory_efficiency = kDefaults.memory_efficiency,
+          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
+          .efficiency_source = std::string("gemm: ") + kMamf +
+                               " v2, MI300X BF16 668.4 of 1307.4 TFLOP/s (torch 2.5.1, ROCm 6.3, "
+                               "PYTORCH_TUNABLEOP_ENABLED=1); attention, memory, launch: " +
+                               kAssumedEfficiency,
+      },
+      GpuSpec{
+          .name = "Gaudi2",
+          .vendor = "Intel",
+          // FP32, TF32 and FP16 matrix modes exist but Intel publishes no peak for them, so they
+          // are absent and peak_for() falls back.
+          .peak = {{DType::kBf16, 432_TFLOPS}, {DType::kFp8, 865_TFLOPS}},
+          .memory = 96_GiB,
+          .memory_bandwidth = BytesPerSecond(2.4576e12),
+          .default_intra_node = "gaudi2-roce-mesh",
+          .source = "Habana Gaudi2 white paper (May 2022) and Intel Gaudi2 specifications: MME "
+                    "BF16 432 (1650 MHz x 2 MMEs x 256x256 FMA x 2), FP8 865 TFLOP/s; FP32/TF32/"
+                    "FP16 peaks unpublished; 2.46 TB/s HBM2e (6 stacks x 409.6 GB/s); 96 GB stored "
+                    "as 96 GiB (6 stacks of 16 GiB)",
+          .gemm_efficiency = 0.99,
+          .attention_efficiency = kDefaults.attention_efficiency,
+          .memory_efficiency = kDefaults.memory_efficiency,
+          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
+          .efficiency_source = std::string("gemm: ") + kMamf +
+                               " v1, Gaudi2 BF16 429.3 of 432 TFLOP/s (Gaudi software 1.15, "
+                               "measured by Intel; v1 did not flush caches); attention, memory, "
+                               "launch: " +
+                               kAssumedEfficiency,
+      },
+      GpuSpec{
+          .name = "TPU-v4",
+          .vendor = "Google",
+          .peak = {{DType::kBf16, 275_TFLOPS}},
+          .memory = 32_GiB,
+          .memory_bandwidth = 1200_GBps,
+          .default_intra_node = "ici-v4",
+          .source = "Google Cloud TPU v4 documentation, system architecture table: 275 TFLOP/s "
+                    "BF16 per chip (no other matrix peak published); 32 GiB HBM2 at 1200 GBps",
+          .gemm_efficiency = kDefaults.gemm_efficiency,
+          .attention_efficiency = kDefaults.attention_efficiency,
+          .memory_efficiency = kDefaults.memory_efficiency,
+          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
+          .efficiency_source = kAssumedEfficiency,
+      },
+      GpuSpec{
+          .name = "TPU-v5p",
+          .vendor = "Google",
+          .peak = {{DType::kBf16, 459_TFLOPS}, {DType::kFp8, 459_TFLOPS}},
+          .memory = 95_GiB,
+          .memory_bandwidth = 2765_GBps,
+          .default_intra_node = "ici-v5p",
+          .source = "Google Cloud TPU v5p documentation, key specifications table: 459 TFLOP/s "
+                    "BF16 and 459 FP8 per chip; 95 GiB HBM2e at 2765 GBps",
+          .gemm_efficiency = kDefaults.gemm_efficiency,
+          .attention_efficiency = kDefaults.attention_efficiency,
+          .memory_efficiency = kDefaults.memory_efficiency,
+          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
+          .efficiency_source = kAssumedEfficiency,
+      },
+  };
+}
+
+// NCCL's per-step Ring LL hardware latencies (reference.md, "Hardware latency per step").
+constexpr Seconds kNcclNvlinkLatency = 0.6_us;
+constexpr Seconds kNcclPcieLatency = 1.0_us;
+constexpr Seconds kNcclNetworkLatency = 2.7_us;
+
+// NCCL's link bandwidths over the line rate (docs/evidence/nccl-tuning-model.md section 3): NCCL's
+// topology search counts an NVLink at SM70/SM80 20, SM90 20.6 and SM100 40.1 GB/s
+// (src/graph/topo.h), against 25 GB/s per direction (50 on NVLink 5), and a PCIe link at
+// width x kvDictPciGen / 80 GB/s (src/graph/topo.cc: x16 Gen3 12, Gen4 24, Gen5 48), against
+// 128b/130b line rates of 15.75, 31.5 and 63 GB/s. These are the bandwidths NCCL's cost model and
+// algorithm choice use, so dtsim's transfers and NCCL's model see the same link.
+constexpr double kNvlinkSm70Efficiency = 20.0 / 25.0;
+constexpr double kNvlinkSm80Efficiency = 20.0 / 25.0;
+constexpr double kNvlinkSm90Efficiency = 20.6 / 25.0;
+constexpr double kNvlinkSm100Efficiency = 40.1 / 50.0;
+constexpr double kPcieEfficiency = 12.0 / 15.75;
+
+std::vector<IntraNodeFabricSpec> make_fabric_catalog() {
+  return {
+      IntraNodeFabricSpec{
+          .name = "nvswitch-nvlink2",
+          .kind = FabricKind::kSwitch,
+          .per_gpu_bandwidth = 150_GBps,
+          .latency = kNcclNvlinkLatency,
+          .protocol_efficiency = kNvlinkSm70Efficiency,
+          .source = "NVIDIA DGX-2 / Tesla V100 (Volta) architecture whitepaper: 6 NVLink2 links "
+                    "per GPU x 25 GB/s per direction = 150 GB/s, all GPUs reach each other at full "
+                    "rate through NVSwitch; latency: NCCL NVLink LL per-step 0.6 us; efficiency "
+                    "0.80: NCCL counts 20 GB/s per NVLink on SM70 (src/graph/topo.h "
+                    "SM70_NVLINK_BW) of the 25 GB/s line rate",
+      },
+      IntraNodeFabricSpec{
+          .name = "nvswitch-nvlink3",
+          .kind = FabricKind::kSwitch,
+          .per_gpu_bandwidth = 300_GBps,
+          .latency = kNcclNvlinkLatency,
+          .protocol_efficiency = kNvlinkSm80Efficiency,
+          .source = "NVIDIA A100 datasheet / DGX A100: 12 NVLink3 links x 25 GB/s per direction = "
+                    "300 GB/s (600 GB/s bidirectional) through NVSwitch; latency: NCCL NVLink LL "
+                    "per-step 0.6 us; efficiency 0.80: NCCL counts 20 GB/s per NVLink on SM80 "
+                    "(src/graph/topo.h SM80_NVLINK_BW) of the 25 GB/s line rate",
+      },
+      IntraNodeFabricSpec{
+          .name = "nvswitch-nvlink4",
+          .kind = FabricKind::kSwitch,
+          .per_gpu_bandwidth = 450_GBps,
+          .latency = kNcclNvlinkLatency,
+          .protocol_efficiency = kNvlinkSm90Efficiency,
+          .source = "NVIDIA H100/H200 datasheets / DGX H100: 18 NVLink4 links x 25 GB/s per "
+                    "direction = 450 GB/s (900 GB/s bidirectional) through NVSwitch; latency: NCCL "
+                    "NVLink LL per-step 0.6 us; efficiency 0.824: NCCL counts 20.6 GB/s per NVLink "
+                    "on SM90 (src/graph/topo.h SM90_NVLINK_BW) of the 25 GB/s line rate",
+      },
+      IntraNodeFabricSpec{
+          .name = "nvswitch-nvlink5",
+          .kind = FabricKind::kSwitch,
+          .per_gpu_bandwidth = 900_GBps,
+          .latency = kNcclNvlinkLatency,
+          .protocol_efficiency = kNvlinkSm100Efficiency,
+          .source = "NVIDIA DGX B200 / Blackwell datasheet: 18 NVLink5 links x 50 GB/s per "
+                    "direction = 900 GB/s (1.8 TB/s bidirectional) through NVSwitch; latency: NCCL "
+                    "NVLink LL per-step 0.6 us; efficiency 0.802: NCCL counts 40.1 GB/s per NVLink "
+                    "on SM100 (src/graph/topo.h SM100_NVLINK_BW, v2.28) of the 50 GB/s line rate",
+      },
+      IntraNodeFabricSpec{
+          .name = "nvlink-hybrid-cube-mesh",
+          .kind = FabricKind::kMesh,
+          .per_gpu_bandwidth = 150_GBps,
+          .latency = kNcclNvlinkLatency,
+          .protocol_efficiency = kNvlinkSm70Efficiency,
+          .source = "NVIDIA DGX-1 with Tesla V100 system architecture whitepaper: 6 NVLink2 links "
+                    "per GPU x 25 GB/s per direction = 150 GB/s injection; each GPU links directly "
+                    "to only 4 of its 7 peers (some over doubled links), the others are relayed, "
+                    "so one pair sees 25-50 GB/s; latency: NCCL NVLink LL per-step 0.6 us; "
+                    "efficiency 0.80: NCCL counts 20 GB/s per NVLink on SM70 (src/graph/topo.h "
+                    "SM70_NVLINK_BW) of the 25 GB/s line rate",
+      },
+      IntraNodeFabricSpec{
+          .name = "nvlink-ring",
+          .kind = FabricKind::kRing,
+          .per_gpu_bandwidth = 100_GBps,
+          .latency = kNcclNvlinkLatency,
+          .protocol_efficiency = kNvlinkSm80Efficiency,
+          .source =
+              "A modelling configuration, not one product: each GPU links to its two ring "
+              "neighbours with 2 NVLink3 links each, 4 x 25 GB/s per direction (per-link rate "
+              "from the NVIDIA A100 datasheet) = 100 GB/s injection; non-neighbours are "
+              "relayed; latency: NCCL NVLink LL per-step 0.6 us; efficiency 0.80: NCCL counts 20 "
+              "GB/s per NVLink on SM80 (src/graph/topo.h SM80_NVLINK_BW) of the 25 GB/s line rate",
+      },
+      IntraNodeFabricSpec{
+          .name = "infinity-fabric",
+          .kind = FabricKind::kMesh,
+          .per_gpu_bandwidth = 448_GBps,
+          .latency = kNcclNvlinkLatency,
+          .protocol_efficiency = 1.0,
+          .source = "AMD Instinct MI300X datasheet / platform brief: 7 Infinity Fabric links per "
+                    "GPU at 128 GB/s bidirectional (64 GB/s per direction) = 448 GB/s injection, "
+                    "fully connected 8-GPU mesh so one pair sees 64 GB/s; latency: assumed equal "
+                    "to NCCL's NVLink LL per-step 0.6 us (no RCCL figure found); efficiency 1: no "
+                    "RCCL per-link figure taken, line rate used",
+      },
+      IntraNodeFabricSpec{
+          .name = "infinity-fabric-mi250x",
+          .kind = FabricKind::kMesh,
+          .per_gpu_bandwidth = 400_GBps,
+          .latency = kNcclNvlinkLatency,
+          .protocol_efficiency = 1.0,
+          .source =
+              "AMD Instinct MI250X datasheet and ROCm 'MI250 microarchitecture' page: 8 "
+              "external Infinity Fabric links per package, each 16 lanes at 25 GT/s = 50 GB/s "
+              "per direction, = 400 GB/s per package (the two GCDs inside a package share 4 "
+              "more links, 200 GB/s); links to peers vary by board; latency: assumed equal to "
+              "NCCL's NVLink LL per-step 0.6 us; efficiency 1: no RCCL per-link figure taken, line "
+              "rate used",
+      },
+      IntraNodeFabricSpec{
+          .name = "pcie-gen3",
+          .kind = FabricKind::kPcie,
+          .per_gpu_bandwidth = BytesPerSecond(15.75e9),
+          .latency = kNcclPcieLatency,
+          .protocol_efficiency = kPcieEfficiency,
+          .source =
+              "PCI Express Base Specification 3.0: x16 at 8 GT/s per lane, 128b/130b "
+              "encoding = 15.75 GB/s per direction before packet overhead; latency: NCCL PCIe LL "
+              "per-step 1.0 us; efficiency 0.762: NCCL counts x16 Gen3 as 16 lanes x 60 (x100 "
+              "Mb/s, kvDictPciGen in src/graph/topo.cc) / 80 = 12 GB/s of the 15.75 GB/s line rate",
+      },
+      IntraNodeFabricSpec{
+          .name = "pcie-gen4",
+          .kind = FabricKind::kPcie,
+          .per_gpu_bandwidth = BytesPerSecond(31.5e9),
+          .latency = kNcclPcieLatency,
+          .protocol_efficiency = kPcieEfficiency,
+          .source =
+              "PCI Express Base Specification 4.0: x16 at 16 GT/s per lane, 128b/130b "
+              "encoding = 31.5 GB/s per direction before packet overhead; latency: NCCL PCIe "
+              "LL per-step 1.0 us; efficiency 0.762: NCCL counts x16 Gen4 as 16 lanes x 120 (x100 "
+              "Mb/s, kvDictPciGen in src/graph/topo.cc) / 80 = 24 GB/s of the 31.5 GB/s line rate",
+      },
+      IntraNodeFabricSpec{
+          .name = "pcie-gen5",
+          .kind = FabricKind::kPcie,
+          .per_gpu_bandwidth = BytesPerSecond(63.0e9),
+          .latency = kNcclPcieLatency,
+          .protocol_efficiency = kPcieEfficiency,
+          .source =
+              "PCI Express Base Specification 5.0: x16 at 32 GT/s per lane, 128b/130b "
+              "encoding = 63.0 GB/s per direction before packet overhead; latency: NCCL PCIe "
+              "LL per-step 1.0 us; efficiency 0.762: NCCL counts x16 Gen5 as 16 lanes x 240 (x100 "
+              "Mb/s, kvDictPciGen in src/graph/topo.cc) / 80 = 48 GB/s of the 63.0 GB/s line rate",
+      },
+      IntraNodeFabricSpec{
+          .name = "ici-v4",
+          .kind = FabricKind::kMesh,
+          .per_gpu_bandwidth = 300_GBps,
+          .latency = kNcclNvlinkLatency,
+          .protocol_efficiency = 1.0,
+          .source =
+              "Google Cloud TPU v4 docs and Jouppi et al., 'TPU v4: An Optically Reconfigurable "
+              "Supercomputer', ISCA 2023: 3D torus (modelled as a mesh), 6 ICI links per chip at "
+              "400 Gb/s = 50 GB/s per direction each = 300 GB/s; latency: assumed equal to NCCL's "
+              "NVLink LL per-step 0.6 us (no public per-hop ICI figure found); efficiency 1: no "
+              "public figure, line rate used",
+      },
+      IntraNodeFabricSpec{
+          .name = "ici-v5p",
+          .kind = FabricKind::kMesh,
+          .per_gpu_bandwidth = 600_GBps,
+          .latency = kNcclNvlinkLatency,
+          .protocol_efficiency = 1.0,
+          .source = "Google Cloud TPU v5p documentation: 1200 GBps bidirectional ICI per chip "
+                    "(4800 Gbps per direction) = 600 GB/s per direction, 3D torus (modelled as a "
+                    "mesh); latency: assumed equal to NCCL's NVLink LL per-step 0.6 us (no public "
+                    "per-hop ICI figure found); efficiency 1: no public figure, line rate used",
+      },
+      IntraNodeFabricSpec{
+          .name = "gaudi2-roce-mesh",
+          .kind = FabricKind::kMesh,
+          .per_gpu_bandwidth = BytesPerSecond(262.5e9),
+          .latency = kNcclNetworkLatency,
+          .protocol_efficiency = 0.90,
+          .source =
+              "Habana Gaudi2 white paper (May 2022): 24 on-chip 100 GbE RoCE v2 ports, 21 "
+              "wired all-to-all inside an 8-card server (3 per peer, 37.5 GB/s per pair) and "
+              "3 for scale-out: 21 x 12.5 GB/s = 262.5 GB/s per direction; latency: assumed "
+              "equal to NCCL's network LL per-step 2.7 us (links are RoCE); efficiency 0.90: the "
+              "RoCE v2 network entries' usable share (header bytes per 4096-byte payload)",
+      },
+  };
+}
+
+// Usable share of line rate. NCCL reaches 90-95% of an InfiniBand port (reference.md); 0.92 is
+// inside that range. RoCE v2 carries about 56 more header bytes per 4096-byte payload than IB
+// (Ethernet + IP + UDP headers, FCS, preamble and gap), about 1.4% less goodput, hence 0.90.
+constexpr double kIbEfficiency = 0.92;
+constexpr double kRoceEfficiency = 0.90;
+// An Ethernet cut-through switch hop takes about 0.4-0.6 us against under 0.1 us for an IB
+// switch; RoCE's per-step latency adds that difference to NCCL's network figure.
+constexpr Seconds kRoceLatency = 3.2_us;
+// Kernel TCP/IP costs roughly 10-30 us one way per small message; 20 us is the middle.
+constexpr Seconds kTcpLatency = 20_us;
+
+constexpr const char* kIbLatencySource = "latency: NCCL network LL per-step 2.7 us";
+constexpr const char* kIbEfficiencySource =
+    "efficiency 0.92: NCCL's usable share of an IB port is 90-95% (reference.md)";
+constexpr const char* kRoceLatencySource =
+    "latency 3.2 us: NCCL network LL per-step 2.7 us + 0.5 us assumed for the slower Ethernet "
+    "switch hop";
+constexpr const char* kRoceEfficiencySource =
+    "efficiency 0.90: IB's 0.92 less ~1.4% extra RoCE v2 header bytes per 4096-byte payload";
+constexpr const char* kTcpLatencySource =
+    "latency 20 us: assumed, kernel TCP/IP stack costs ~10-30 us one way";
+
+std::string network_source(const char* rate, const char* latency, const char* efficiency) {
+  return std::string(rate) + "; " + latency + "; " + efficiency;
+}
+
+std::vector<NetworkSpec> make_network_catalog() {
+  return {
+      NetworkSpec{
+          .name = "ib-edr",
+          .kind = NetworkKind::kInfiniBand,
+          .port_bandwidth = 100_Gbps,
+          .latency = kNcclNetworkLatency,
+          .protocol_efficiency = kIbEfficiency,
+          .source = network_source("InfiniBand Trade Association roadmap: EDR 4x = 100 Gb/s",
+                                   kIbLatencySource, kIbEfficiencySource),
+      },
+      NetworkSpec{
+          .name = "ib-hdr",
+          .kind = NetworkKind::kInfiniBand,
+          .port_bandwidth = 200_Gbps,
+          .latency = kNcclNetworkLatency,
+          .protocol_efficiency = kIbEfficiency,
+          .source = network_source("InfiniBand Trade Association roadmap: HDR 4x = 200 Gb/s",
+                                   kIbLatencySource, kIbEfficiencySource),
+      },
+      NetworkSpec{
+          .name = "ib-ndr",
+          .kind = NetworkKind::kInfiniBand,
+          .port_bandwidth = 400_Gbps,
+          .latency = kNcclNetworkLatency,
+          .protocol_efficiency = kIbEfficiency,
+          .source = network_source("InfiniBand Trade Association roadmap: NDR 4x = 400 Gb/s",
+                                   kIbLatencySource, kIbEfficiencySource),
+      },
+      NetworkSpec{
+          .name = "ib-xdr",
+          .kind = NetworkKind::kInfiniBand,
+          .port_bandwidth = 800_Gbps,
+          .latency = kNcclNetworkLatency,
+          .protocol_efficiency = kIbEfficiency,
+          .source = network_source("InfiniBand Trade Association roadmap: XDR 4x = 800 Gb/s",
+                                   kIbLatencySource, kIbEfficiencySource),
+      },
+      NetworkSpec{
+          .name = "roce-100g",
+          .kind = NetworkKind::kRoCE,
+          .port_bandwidth = 100_Gbps,
+          .latency = kRoceLatency,
+          .protocol_efficiency = kRoceEfficiency,
+          .source = network_source("IEEE 802.3 100GBASE Ethernet line rate, RoCE v2",
+                                   kRoceLatencySource, kRoceEfficiencySource),
+      },
+      NetworkSpec{
+          .name = "roce-200g",
+          .kind = NetworkKind::kRoCE,
+          .port_bandwidth = 200_Gbps,
+          .latency = kRoceLatency,
+          .protocol_efficiency = kRoceEfficiency,
+          .source = network_source("IEEE 802.3 200GBASE Ethernet line rate, RoCE v2",
+                                   kRoceLatencySource, kRoceEfficiencySource),
+      },
+      NetworkSpec{
+          .name = "roce-400g",
+          .kind = NetworkKind::kRoCE,
+          .port_bandwidth = 400_Gbps,
+          .latency = kRoceLatency,
+          .protocol_efficiency = kRoceEfficiency,
+          .source = network_source("IEEE 802.3 400GBASE Ethernet line rate, RoCE v2",
+                                   kRoceLatencySource, kRoceEfficiencySource),
+      },
+      // TCP efficiencies are assumed: 1500-byte frames cap goodput near 94% (90 header bytes per
+      // 1448-byte segment), and host copies fall further behind as the line rate grows.
+      NetworkSpec{
+          .name = "eth-10g",
+          .kind = NetworkKind::kEthernet,
+          .port_bandwidth = 10_Gbps,
+          .latency = kTcpLatency,
+          .protocol_efficiency = 0.90,
+          .source = network_source("IEEE 802.3 10GBASE Ethernet line rate, TCP sockets",
+                                   kTcpLatencySource,
+                                   "efficiency 0.90: assumed, below the ~94% goodput cap of "
+                                   "1500-byte frames"),
+      },
+      NetworkSpec{
+          .name = "eth-25g",
+          .kind = NetworkKind::kEthernet,
+          .port_bandwidth = 25_Gbps,
+          .latency = kTcpLatency,
+          .protocol_efficiency = 0.85,
+          .source = network_source("IEEE 802.3 25GBASE Ethernet line rate, TCP sockets",
+                                   kTcpLatencySource,
+                                   "efficiency 0.85: assumed, below the ~94% goodput cap of "
+                                   "1500-byte frames, host copies start to limit"),
+      },
+      NetworkSpec{
+          .name = "eth-100g",
+          .kind = NetworkKind::kEthernet,
+          .port_bandwidth = 100_Gbps,
+          .latency = kTcpLatency,
+          .protocol_efficiency = 0.70,
+          .source = network_source("IEEE 802.3 100GBASE Ethernet line rate, TCP sockets",
+                                   kTcpLatencySource,
+                                   "efficiency 0.70: assumed, host copies and socket threads "
+                                   "limit TCP well below line rate at 100 Gb/s"),
+      },
+  };
+}
+
+// The formats that stand in for an absent one, in order of preference. After these, peak_for()
+// takes the lowest peak the device has, which is the conservative choice.
+std::span<const DType> fallbacks_for(DType t) {
+  static constexpr DType kForFp8[] = {DType::kBf16, DType::kFp16};
+  static constexpr DType kForBf16[] = {DType::kFp16};
+  static constexpr DType kForFp16[] = {DType::kBf16};
+  static constexpr DType kForTf32[] = {DType::kFp32};
+  switch (t) {
+    case DType::kFp8:
+      return kForFp8;
+    case DType::kBf16:
+      return kForBf16;
+    case DType::kFp16:
+      return kForFp16;
+    case DType::kTf32:
+      return kForTf32;
+    case DType::kFp32:
+      return {};
+  }
+  return {};
+}
+
+}  // namespace
+
+FlopsPerSecond GpuSpec::peak_for(DType t) const {
+  if (auto it = peak.find(t); it != peak.end()) return it->second;
+  for (DType f : fallbacks_for(t))
+    if (auto it = peak.find(f); it != peak.end()) return it->second;
+  // Every catalog entry has at least one peak; a user-defined GPU without any is rejected by
+  // scenario validation, so 0 is only reachable from a hand-built GpuSpec.
+  if (peak.empty()) return FlopsPerSecond(0);
+  return std::min_element(peak.begin(), peak.end(),
+                          [](const auto& a, const auto& b) { return a.second < b.second; })
+      ->second;
+}
+
+const std::vector<GpuSpec>& gpu_catalog() {
+  static const std::vector<GpuSpec> catalog = make_gpu_catalog();
+  return catalog;
+}
+
+const std::vector<IntraNodeFabricSpec>& fabric_catalog() {
+  static const std::vector<IntraNodeFabricSpec> catalog = make_fabric_catalog();
+  return catalog;
+}
+
+const std::vector<NetworkSpec>& network_catalog() {
+  static const std::vector<NetworkSpec> catalog = make_network_catalog();
+  return catalog;
+}
+
+const GpuSpec* find_gpu(std::string_view name) {
+  return find_by_name(gpu_catalog(), name);
+}
+
+const IntraNodeFabricSpec* find_fabric(std::string_view name) {
+  return find_by_name(fabric_catalog(), name);
+}
+
+const NetworkSpec* find_network(std::string_view name) {
+  return find_by_name(network_catalog(), name);
+}
+
+std::string_view to_string(FabricKind k) {
+  switch (k) {
+    case FabricKind::kSwitch:
+      return "switch";
+    case FabricKind::kMesh:
+      return "mesh";
+    case FabricKind::kRing:
+      return "ring";
+    case FabricKind::kPcie:
+      return "pcie";
+  }
+  return "switch";
+}
+
+std::string_view to_string(NetworkKind k) {
+  switch (k) {
+    case NetworkKind::kInfiniBand:
+      return "infiniband";
+    case NetworkKind::kRoCE:
+      return "roce";
+    case NetworkKind::kEthernet:
+      return "ethernet";
+  }
+  return "infiniband";
+}
+
+std::string_view to_string(Topology t) {
+  switch (t) {
+    case Topology::kStar:
+      return "star";
+    case Topology::kFatTree:
+      return "fat-tree";
+    case Topology::kRailOptimized:
+      return "rail-optimized";
+    case Topology::kTorus:
+      return "torus";
+  }
+  return "?";
+}
+}  // namespace dtsim

@@ -1,0 +1,88 @@
+// The hardware catalog: GPUs, intra-node fabrics and networks, each figure with its source.
+//
+// Contract:
+// - Every numeric field is in base units (FLOP/s, bytes, bytes/s, seconds) and every catalog
+//   entry carries a `source` naming the spec sheet or paper it comes from; docs/hardware.md is
+//   generated from this catalog (`dtsim catalog gpus --markdown`) and checked by a test.
+// - Bandwidths are per direction unless a name says otherwise.
+// - Efficiency factors (fraction of peak a kernel class reaches) are model parameters, not
+//   vendor figures; their source is stated separately and `dtsim calibrate` replaces them.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/base/dtype.h"
+#include "core/base/units.h"
+
+namespace dtsim {
+
+struct GpuSpec {
+  std::string name;                      // "H100-SXM"
+  std::string vendor;                    // "NVIDIA", "AMD", "Intel", "Google"
+  std::map<DType, FlopsPerSecond> peak;  // dense tensor-core peak per dtype; absent = unsupported
+  Bytes memory{0};                       // device memory capacity
+  BytesPerSecond memory_bandwidth{0};    // device memory bandwidth
+  std::string default_intra_node;        // fabric of this GPU's usual board ("nvswitch-nvlink4")
+  std::string source;                    // where the figures come from
+  // Model parameters (not vendor figures): achieved fraction of peak for large GEMMs and for
+  // attention kernels, and the fraction of memory bandwidth reached by streaming kernels.
+  double gemm_efficiency = 0.75;
+  double attention_efficiency = 0.5;
+  double memory_efficiency = 0.85;
+  Seconds kernel_launch_overhead{5e-6};
+  std::string efficiency_source;
+  // Streaming multiprocessors, for the GEMM wave-quantization model (core/collectives/cost_model.h); 0 where
+  // the model does not apply (non-NVIDIA devices, or unknown).
+  int sm_count = 0;
+
+  // Peak for a dtype; falls back to the nearest supported format (fp8 -> bf16 -> fp16, tf32 ->
+  // fp32) so that a scenario never divides by zero; `supports(dtype)` tells the truth.
+  FlopsPerSecond peak_for(DType t) const;
+  bool supports(DType t) const { return peak.count(t) != 0; }
+};
+
+enum class FabricKind { kSwitch, kMesh, kRing, kPcie };
+
+// The links between GPUs inside one node.
+struct IntraNodeFabricSpec {
+  std::string name;  // "nvswitch-nvlink4", "pcie-gen5"
+  FabricKind kind = FabricKind::kSwitch;
+  BytesPerSecond per_gpu_bandwidth{0};  // one GPU's injection bandwidth, per direction (line rate)
+  Seconds latency{0};                   // one hop, GPU to GPU
+  // Usable fraction of line rate for bulk transfers: for NVLink and PCIe, NCCL's own link figure
+  // (src/graph/topo.h, topo.cc) over the line rate. Every transfer inside a node runs at
+  // usable_bandwidth(); per_gpu_bandwidth stays the vendor figure.
+  double protocol_efficiency = 1.0;
+  std::string source;
+
+  BytesPerSecond usable_bandwidth() const { return per_gpu_bandwidth * protocol_efficiency; }
+};
+
+enum class NetworkKind { kInfiniBand, kRoCE, kEthernet };
+
+// A network port technology between nodes.
+struct NetworkSpec {
+  std::string name;  // "ib-ndr", "roce-400g", "eth-100g"
+  NetworkKind kind = NetworkKind::kInfiniBand;
+  BytesPerSecond port_bandwidth{0};  // line rate of one port, per direction
+  Seconds latency{0};                // end-to-end small-message latency across one switch
+  double protocol_efficiency = 1.0;  // usable fraction of line rate for bulk transfers
+  std::string source;
+};
+
+const std::vector<GpuSpec>& gpu_catalog();
+const std::vector<IntraNodeFabricSpec>& fabric_catalog();
+const std::vector<NetworkSpec>& network_catalog();
+
+// Case-insensitive look-ups; nullptr when absent.
+const GpuSpec* find_gpu(std::string_view name);
+const IntraNodeFabricSpec* find_fabric(std::string_view name);
+const NetworkSpec* find_network(std::string_view name);
+
+std::string_view to_string(FabricKind k);
+std::string_view to_string(NetworkKind k);
+
+}  // namespace dtsim

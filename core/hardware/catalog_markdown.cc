@@ -1,0 +1,151 @@
+#include "core/hardware/catalog_markdown.h"
+
+#include <cstdio>
+#include <string_view>
+#include <vector>
+
+#include "core/hardware/catalog.h"
+
+namespace dtsim {
+namespace {
+
+// A number with at most `decimals` decimals and no trailing zeros ("989.5", "312", "0.92").
+// snprintf in the "C" locale, which a library never changes, keeps the output deterministic.
+std::string number(double value, int decimals) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+  std::string text(buffer);
+  if (text.find('.') != std::string::npos) {
+    while (text.back() == '0') text.pop_back();
+    if (text.back() == '.') text.pop_back();
+  }
+  return text;
+}
+
+// Table cells must not contain a bare '|' or a line break.
+std::string cell(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string row(const std::vector<std::string>& cells) {
+  std::string out = "|";
+  for (const std::string& c : cells) out += " " + c + " |";
+  return out + "\n";
+}
+
+std::string header(const std::vector<std::string>& titles) {
+  std::string separator = "|";
+  for (size_t i = 0; i < titles.size(); ++i) separator += "---|";
+  return row(titles) + separator + "\n";
+}
+
+std::string tflops(const GpuSpec& gpu, DType t) {
+  if (!gpu.supports(t)) return "-";
+  return number(gpu.peak.at(t).value() / 1e12, 1);
+}
+
+std::string gb_per_s(BytesPerSecond r) {
+  return number(r.value() / 1e9, 3);
+}
+
+std::string microseconds(Seconds t) {
+  return number(t.value() / 1e-6, 2);
+}
+
+}  // namespace
+
+std::string render_gpu_catalog_markdown() {
+  std::string out =
+      "## GPUs\n\n"
+      "Dense peaks (no sparsity); \"-\" marks a format the device lacks or whose peak the vendor "
+      "does not publish (the simulator then falls back as GpuSpec::peak_for documents). Memory "
+      "capacities are binary (GiB): vendors' \"80 GB\" of HBM is stored as 80 GiB.\n\n";
+  out += header({"GPU", "Vendor", "FP32 (TFLOP/s)", "TF32 (TFLOP/s)", "FP16 (TFLOP/s)",
+                 "BF16 (TFLOP/s)", "FP8 (TFLOP/s)", "Memory (GiB)", "Memory bandwidth (GB/s)",
+                 "Intra-node fabric", "Source"});
+  for (const GpuSpec& gpu : gpu_catalog()) {
+    out += row({cell(gpu.name), cell(gpu.vendor), tflops(gpu, DType::kFp32),
+                tflops(gpu, DType::kTf32), tflops(gpu, DType::kFp16), tflops(gpu, DType::kBf16),
+                tflops(gpu, DType::kFp8), number(gpu.memory.value() / (1024.0 * 1024 * 1024), 2),
+                gb_per_s(gpu.memory_bandwidth), cell(gpu.default_intra_node), cell(gpu.source)});
+  }
+  out +=
+      "\nEfficiency factors are model parameters, not vendor figures: the achieved fraction of "
+      "peak for large GEMMs and for attention kernels, the fraction of memory bandwidth that "
+      "streaming kernels reach, and the fixed cost of one kernel launch. `dtsim calibrate` "
+      "replaces them with measurements. The SM count (a vendor figure) drives GEMM tile and wave "
+      "quantization (docs/models.md).\n\n";
+  out += header({"GPU", "GEMM efficiency (fraction)", "Attention efficiency (fraction)",
+                 "Memory efficiency (fraction)", "Kernel launch overhead (us)", "SMs",
+                 "Efficiency source"});
+  for (const GpuSpec& gpu : gpu_catalog()) {
+    out += row({cell(gpu.name), number(gpu.gemm_efficiency, 3), number(gpu.attention_efficiency, 3),
+                number(gpu.memory_efficiency, 3), microseconds(gpu.kernel_launch_overhead),
+                gpu.sm_count > 0 ? std::to_string(gpu.sm_count) : std::string("-"),
+                cell(gpu.efficiency_source)});
+  }
+  return out;
+}
+
+std::string render_fabric_catalog_markdown() {
+  std::string out =
+      "## Intra-node fabrics\n\n"
+      "Per-GPU bandwidth is one GPU's injection line rate per direction; on a mesh a single pair "
+      "of GPUs sees less. Transfers run at the usable bandwidth, line rate x protocol efficiency "
+      "(for NVLink and PCIe, the link bandwidth NCCL's topology search counts). Latency is one "
+      "GPU-to-GPU hop.\n\n";
+  out += header({"Fabric", "Kind", "Per-GPU bandwidth (GB/s, per direction)",
+                 "Protocol efficiency (fraction)", "Usable bandwidth (GB/s)",
+                 "Latency per hop (us)", "Source"});
+  for (const IntraNodeFabricSpec& fabric : fabric_catalog()) {
+    out += row({cell(fabric.name), std::string(to_string(fabric.kind)),
+                gb_per_s(fabric.per_gpu_bandwidth), number(fabric.protocol_efficiency, 3),
+                gb_per_s(fabric.usable_bandwidth()), microseconds(fabric.latency),
+                cell(fabric.source)});
+  }
+  return out;
+}
+
+std::string render_network_catalog_markdown() {
+  std::string out =
+      "## Networks\n\n"
+      "Line rate of one port per direction, and the usable share of it for bulk transfers "
+      "(usable bandwidth = line rate x protocol efficiency).\n\n";
+  out +=
+      header({"Network", "Kind", "Port line rate (Gb/s)", "Port line rate (GB/s)", "Latency (us)",
+              "Protocol efficiency (fraction)", "Usable bandwidth (GB/s)", "Source"});
+  for (const NetworkSpec& network : network_catalog()) {
+    out +=
+        row({cell(network.name), std::string(to_string(network.kind)),
+             number(network.port_bandwidth.value() * 8 / 1e9, 2), gb_per_s(network.port_bandwidth),
+             microseconds(network.latency), number(network.protocol_efficiency, 3),
+             gb_per_s(network.port_bandwidth * network.protocol_efficiency), cell(network.source)});
+  }
+  return out;
+}
+
+std::string render_hardware_catalog_markdown() {
+  std::string out =
+      "# Hardware catalog\n\n"
+      "This file is generated by `dtsim catalog hardware --markdown` from the catalog in "
+      "core/hardware/catalog.cc and checked by a test, so edit the catalog, not this file. Bandwidths are "
+      "decimal (1 GB/s = 10^9 bytes/s) and per direction; every row names its source.\n\n";
+  out += render_gpu_catalog_markdown();
+  out += "\n";
+  out += render_fabric_catalog_markdown();
+  out += "\n";
+  out += render_network_catalog_markdown();
+  return out;
+}
+
+}  // namespace dtsim

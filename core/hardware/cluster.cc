@@ -1,0 +1,41 @@
+#include "core/hardware/cluster.h"
+
+#include <algorithm>
+
+#include "core/hardware/torus.h"
+
+namespace dtsim {
+
+Cluster::Cluster(ClusterConfig config) : ClusterConfig(std::move(config)) {
+  nics_ = std::max(1, network.nics_per_node);
+  usable_nic_ = network.nic_bandwidth * network.protocol_efficiency;
+  nodes_per_leaf_ = std::max(1, network.nodes_per_leaf);
+  leaves_per_pod_ = std::max(1, network.leaves_per_pod);
+  const bool rails = network.topology == Topology::kRailOptimized;
+  leaves_ = network.topology == Topology::kFatTree && nodes > nodes_per_leaf_;
+  groups_ = rails ? nics_ : leaves_ ? (nodes + nodes_per_leaf_ - 1) / nodes_per_leaf_ : 1;
+  has_pods_ = leaves_ && network.levels >= 3 && groups_ > leaves_per_pod_;
+  pods_ = has_pods_ ? (groups_ + leaves_per_pod_ - 1) / leaves_per_pod_ : 1;
+}
+
+int Cluster::network_group(Rank r) const {
+  if (network.topology == Topology::kRailOptimized) return local_nic_of(r);
+  return leaves_ ? node_of(r) / nodes_per_leaf_ : 0;
+}
+
+int Cluster::pod_of(Rank r) const {
+  return has_pods_ ? network_group(r) / leaves_per_pod_ : 0;
+}
+
+std::vector<int> Cluster::torus_coordinates_of(int node) const {
+  if (network.topology != Topology::kTorus || network.torus_dims.empty()) return {};
+  return torus_coordinates(node, network.torus_dims);
+}
+
+Cluster Cluster::with_speed_scale(std::vector<double> speed) const {
+  Cluster c = *this;
+  c.speed_ = std::move(speed);
+  return c;
+}
+
+}  // namespace dtsim

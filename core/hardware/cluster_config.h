@@ -1,0 +1,48 @@
+// The cluster a scenario describes, as configured: the GPU, the fabric inside a node and the
+// network between nodes, with every figure in base units. Built by the scenario loader from
+// catalog entries and overrides; the resolved view the cost models use is core/hardware/cluster.h.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/base/error.h"
+#include "core/base/units.h"
+#include "core/hardware/catalog.h"
+
+namespace dtsim {
+
+enum class Topology { kStar, kFatTree, kRailOptimized, kTorus };
+std::string_view to_string(Topology t);
+
+struct NetworkConfig {
+  std::string preset;  // catalog entry the defaults came from ("ib-hdr")
+  NetworkKind kind = NetworkKind::kInfiniBand;
+  Topology topology = Topology::kFatTree;
+  BytesPerSecond nic_bandwidth{0};  // per NIC, per direction
+  int nics_per_node = 1;
+  Seconds latency{0};
+  double oversubscription = 1.0;
+  double protocol_efficiency = 1.0;
+  int nodes_per_leaf = 4;  // fat-tree leaf size; 32 NICs per 64-port leaf by default
+  int levels = 2;          // fat-tree switch levels
+  int leaves_per_pod = 16;
+  double pod_oversubscription = 1.0;
+  // Torus (topology: torus, core/hardware/torus.h): nodes per dimension, their product is `nodes`.
+  std::vector<int> torus_dims;
+  Seconds torus_hop_latency{0};  // added per hop beyond the first; default: latency
+};
+
+struct ClusterConfig {
+  GpuSpec gpu;
+  SourceLocation gpu_where;
+  int nodes = 1;
+  int gpus_per_node = 1;
+  IntraNodeFabricSpec intra_node;
+  NetworkConfig network;
+
+  int total_gpus() const { return nodes * gpus_per_node; }
+};
+
+}  // namespace dtsim

@@ -1,0 +1,151 @@
+// The Program IR: what one rank does in one training step (design.md section 2).
+//
+// Contract:
+// - A Program is a list of Streams. Ops on one stream run in order, as on a CUDA stream; ops on
+//   different streams run concurrently. An op may wait on Events recorded by ops on other
+//   streams (cudaEventRecord / cudaStreamWaitEvent). An op records its event when it ends.
+// - Ops: Compute, Collective, Send, Recv, Memory. Every op carries a Label (name, layer,
+//   micro-batch, phase) so traces explain themselves.
+// - Programs are plain values: no SimGrid, CUDA or Qt types. Every executor (analytic, SimGrid,
+//   CUDA+NCCL, MPI+Eigen) runs the same Program.
+// - A Job holds the Programs of the ranks that are simulated and the communication Groups with
+//   all their members. Ranks without a Program are assumed to behave like the simulated member
+//   of their group (symmetry folding, design.md section 8): identical data-parallel replicas need
+//   not all be built. A collective completes when every member that has a Program reaches it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/base/dtype.h"
+#include "core/base/ids.h"
+#include "core/ir/model_graph.h"
+#include "core/base/units.h"
+
+namespace dtsim {
+
+
+enum class Phase { kForward, kBackward, kRecompute, kGradientSync, kOptimizer, kPipeline, kOther };
+std::string_view to_string(Phase p);
+
+struct Label {
+  std::string name;      // "block.3.qkv", "grad_bucket.2"
+  int layer = -1;        // index into the ModelGraph's layers, or -1
+  int micro_batch = -1;  // -1 when not per micro-batch
+  Phase phase = Phase::kOther;
+};
+
+struct ComputeOp {
+  KernelKind kind = KernelKind::kGemm;
+  Flops flops{0};
+  Bytes bytes{0};  // device-memory traffic
+  DType dtype = DType::kBf16;
+  GemmShape shape{};  // when known, the cost model applies wave quantization
+};
+
+enum class CollectiveKind {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kReduce,
+  kAllToAll,
+  kBarrier
+};
+std::string_view to_string(CollectiveKind k);
+// The collective a layer graph's communication kernel (core/ir/model_graph.h) stands for.
+CollectiveKind collective_kind(CommPattern pattern);
+
+// kHalvingDoubling: recursive halving/doubling (Rabenseifner); kHierarchical: intra-node
+// reduce-scatter, inter-node all-reduce, intra-node all-gather. Both are built for all-reduce;
+// other collectives use the ring.
+// kNvls: NVSwitch in-network reduction (NVLink SHARP, Hopper and later), one node.
+// kTree: NCCL's double binary tree over nodes with a chain inside each node, pipelined in chunks
+// (all-reduce; core/collectives/collective_schedule.h, TreePlan).
+// NCCL's protocols (reference.md): LL and LL128 trade bandwidth for lower per-step latency.
+// kAuto: with algorithm auto, NCCL's choice; with an explicit algorithm, the pure alpha-beta model.
+enum class CollectiveProtocol { kAuto, kLL, kLL128, kSimple };
+std::string_view to_string(CollectiveProtocol p);  // "auto", "LL", "LL128", "Simple"
+
+enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHalvingDoubling, kHierarchical, kNvls };
+std::string_view to_string(
+    CollectiveAlgorithm a);  // "auto", "ring", "tree", "halving-doubling", "hierarchical", "nvls"
+
+struct CollectiveOp {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  GroupId group = 0;
+  // The operation's size in the nccl-tests sense: the full buffer for all-reduce, broadcast and
+  // reduce; the full gathered array for all-gather and reduce-scatter.
+  Bytes bytes{0};
+  DType dtype = DType::kBf16;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
+  Rank root = 0;  // broadcast and reduce
+  CollectiveProtocol protocol = CollectiveProtocol::kAuto;
+};
+
+struct SendOp {
+  Rank peer = 0;
+  Bytes bytes{0};
+  int tag = 0;
+};
+
+struct RecvOp {
+  Rank peer = 0;
+  Bytes bytes{0};
+  int tag = 0;
+};
+
+enum class MemoryCategory { kWeights, kGradients, kOptimizer, kActivations, kBuffers };
+constexpr int kMemoryCategories = 5;
+std::string_view to_string(MemoryCategory c);
+
+struct MemoryOp {
+  MemoryCategory category = MemoryCategory::kBuffers;
+  Bytes bytes{0};  // positive allocates, negative frees
+};
+
+using OpBody = std::variant<ComputeOp, CollectiveOp, SendOp, RecvOp, MemoryOp>;
+
+struct Op {
+  OpBody body;
+  Label label;
+  std::vector<EventId> waits;     // events that must be recorded before this op starts
+  std::optional<EventId> record;  // recorded when this op ends
+};
+
+struct Stream {
+  std::string name;  // "compute", "grad_comm"
+  std::vector<Op> ops;
+};
+
+struct Program {
+  Rank rank = 0;
+  std::vector<Stream> streams;
+  int num_events = 0;
+
+  StreamId add_stream(std::string name);
+  EventId new_event() { return num_events++; }
+  // Appends an op to a stream and returns a reference to it (valid until the next append).
+  Op& append(StreamId stream, OpBody body, Label label);
+  size_t op_count() const;
+};
+
+struct Group {
+  GroupId id = 0;
+  std::string name;  // "dp", "tp", "pp", "world"
+  std::vector<Rank> ranks;
+};
+
+struct Job {
+  int world_size = 1;
+  std::vector<Program> programs;  // the simulated ranks (see the symmetry note above)
+  std::vector<Group> groups;
+
+  const Group& group(GroupId id) const { return groups.at(static_cast<size_t>(id)); }
+  const Program* program_for(Rank r) const;
+};
+
+}  // namespace dtsim

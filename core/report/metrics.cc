@@ -1,0 +1,178 @@
+#include "core/report/metrics.h"
+
+#include <algorithm>
+#include <map>
+
+namespace dtsim {
+namespace {
+
+using Interval = std::pair<double, double>;
+
+// Merges intervals into a sorted, disjoint list.
+std::vector<Interval> merge(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<Interval> out;
+  for (const auto& iv : v) {
+    if (iv.second <= iv.first) continue;
+    if (!out.empty() && iv.first <= out.back().second)
+      out.back().second = std::max(out.back().second, iv.second);
+    else
+      out.push_back(iv);
+  }
+  return out;
+}
+
+double length(const std::vector<Interval>& v) {
+  double t = 0;
+  for (const auto& iv : v) t += iv.second - iv.first;
+  return t;
+}
+
+// Length of a minus the parts covered by b (both merged).
+double length_outside(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  double t = 0;
+  size_t j = 0;
+  for (const auto& iv : a) {
+    double cur = iv.first;
+    while (j < b.size() && b[j].second <= cur) ++j;
+    size_t k = j;
+    while (k < b.size() && b[k].first < iv.second) {
+      if (b[k].first > cur) t += b[k].first - cur;
+      cur = std::max(cur, b[k].second);
+      ++k;
+    }
+    if (cur < iv.second) t += iv.second - cur;
+  }
+  return t;
+}
+
+std::vector<Interval> unite(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::vector<Interval> all = a;
+  all.insert(all.end(), b.begin(), b.end());
+  return merge(std::move(all));
+}
+
+}  // namespace
+
+Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& job,
+                        const Trace& trace) {
+  Results r;
+  r.engine = trace.engine;
+  r.scenario = sc.name;
+  r.gpus = sc.cluster.total_gpus();
+  r.data_parallel = sc.parallelism.data.value;
+  {
+    const auto& par = sc.parallelism;
+    std::string p;
+    auto add = [&p](const std::string& part) { p += (p.empty() ? "" : " x ") + part; };
+    if (par.tensor.value > 1)
+      add("TP " + std::to_string(par.tensor.value) + (par.sequence_parallel ? " (SP)" : ""));
+    if (par.context.value > 1) add("CP " + std::to_string(par.context.value));
+    if (par.pipeline.value > 1)
+      add("PP " + std::to_string(par.pipeline.value) + " (" + std::string(to_string(par.schedule)) +
+          (par.schedule == Schedule::kInterleaved ? ", v " + std::to_string(par.virtual_stages)
+                                                  : std::string()) +
+          ")");
+    add("DP " + std::to_string(par.data.value));
+    if (par.expert.value > 1) p += ", EP " + std::to_string(par.expert.value);
+    if (par.zero_stage > 0) p += ", ZeRO-" + std::to_string(par.zero_stage);
+    r.parallelism = p;
+  }
+  r.micro_batches = sc.micro_batches();
+  r.global_batch_size = sc.training.global_batch_size.value;
+  r.iterations = trace.iterations;
+  r.gpu = sc.cluster.gpu.name;
+  r.precision = std::string(to_string(sc.training.precision));
+
+  const double iterations = std::max(1, trace.iterations);
+  const double total_time = trace.makespan().value();
+  r.step_time_s = total_time / iterations;
+  if (r.step_time_s > 0) {
+    r.samples_per_s = static_cast<double>(r.global_batch_size) / r.step_time_s;
+    r.tokens_per_s = r.samples_per_s * static_cast<double>(model.tokens_per_sample());
+  }
+
+  // FLOPs. Model FLOPs per step cover the whole global batch.
+  r.parameters = model.parameters();
+  r.model_flops_per_step = model.model_flops_per_micro_batch().value() *
+                           static_cast<double>(r.micro_batches) * r.data_parallel;
+  // Hardware FLOPs: what the simulated programs execute, scaled to all GPUs (each simulated
+  // rank stands for world_size / programs ranks).
+  double program_flops = 0;
+  for (const auto& p : job.programs)
+    for (const auto& s : p.streams)
+      for (const auto& op : s.ops)
+        if (const auto* c = std::get_if<ComputeOp>(&op.body))
+          if (c->kind == KernelKind::kGemm || c->kind == KernelKind::kAttention)
+            program_flops += c->flops.value();
+  const double flops_per_gpu = job.programs.empty() ? 0 : program_flops / job.programs.size();
+  r.hardware_flops_per_step = flops_per_gpu * r.gpus;
+  const double peak = sc.cluster.gpu.peak_for(sc.training.precision).value();
+  if (r.step_time_s > 0) {
+    r.model_tflops_per_gpu = r.model_flops_per_step / r.gpus / r.step_time_s / 1e12;
+    r.hardware_tflops_per_gpu = flops_per_gpu / r.step_time_s / 1e12;
+    if (peak > 0) {
+      r.mfu = r.model_tflops_per_gpu * 1e12 / peak;
+      r.hfu = r.hardware_tflops_per_gpu * 1e12 / peak;
+    }
+  }
+
+  // Breakdown on the rank that finishes last.
+  std::map<Rank, double> rank_end;
+  for (const auto& s : trace.spans) rank_end[s.rank] = std::max(rank_end[s.rank], s.end.value());
+  Rank critical = 0;
+  double latest = -1;
+  for (const auto& [rank, end] : rank_end)
+    if (end > latest) {
+      latest = end;
+      critical = rank;
+    }
+  std::vector<Interval> compute, collective, p2p;
+  for (const auto& s : trace.spans) {
+    if (s.rank != critical) continue;
+    Interval iv{s.start.value(), s.end.value()};
+    switch (s.kind) {
+      case SpanKind::kCompute:
+        compute.push_back(iv);
+        break;
+      case SpanKind::kCollective:
+        collective.push_back(iv);
+        break;
+      case SpanKind::kSend:
+      case SpanKind::kRecv:
+        p2p.push_back(iv);
+        break;
+    }
+  }
+  compute = merge(std::move(compute));
+  collective = merge(std::move(collective));
+  p2p = merge(std::move(p2p));
+  const double compute_t = length(compute);
+  const double exposed_comm = length_outside(collective, compute);
+  // Pipeline bubble: on a pipelined job, the critical rank's time outside compute and
+  // collectives, which it spends waiting for (or moving) a neighbour stage's activations and
+  // gradients; Narayanan et al. 2021's t_pb. Without a pipeline idle time stays in `other`.
+  const bool pipelined = !p2p.empty();
+  const double busy = length(unite(compute, collective));
+  const double bubble = pipelined ? std::max(0.0, total_time - busy) : 0.0;
+  r.breakdown_s.compute = compute_t / iterations;
+  r.breakdown_s.exposed_communication = exposed_comm / iterations;
+  r.breakdown_s.pipeline_bubble = bubble / iterations;
+  r.breakdown_s.straggler_wait = 0;
+  r.breakdown_s.other =
+      std::max(0.0, r.step_time_s - r.breakdown_s.compute - r.breakdown_s.exposed_communication -
+                        r.breakdown_s.pipeline_bubble);
+
+  // Memory: the worst simulated rank.
+  for (const auto& m : trace.memory) {
+    if (m.peak.value() >= r.peak_bytes_per_gpu) {
+      r.peak_bytes_per_gpu = m.peak.value();
+      for (size_t c = 0; c < m.at_peak.size(); ++c) r.per_category_bytes[c] = m.at_peak[c].value();
+    }
+  }
+  r.capacity_bytes = sc.cluster.gpu.memory.value();
+  r.fits = r.peak_bytes_per_gpu <= r.capacity_bytes;
+  return r;
+}
+
+}  // namespace dtsim

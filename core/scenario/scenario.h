@@ -1,0 +1,137 @@
+// The scenario: one training job on one cluster, as typed values with units checked.
+//
+// Contract (design.md section 4):
+// - load_scenario() reads a YAML file, applies `--set key.path=value` overrides, validates every
+//   key against scenario_schema() and reports all problems at once as an InputError whose
+//   diagnostics name FILE:LINE:COL and the key path. It never crashes on any input.
+// - Keys for features that later work will build are accepted by the schema; a value that asks
+//   for one (tensor > 1, stragglers, ...) is a "not supported yet" diagnostic, never silence.
+// - Catalog names (GPUs, fabrics, networks) are resolved here; the model section is kept as
+//   located raw values and resolved by models/ (core does not know the architectures).
+// - Cross-key checks that need the model (TP divides heads, ...) live in core/feasibility.h.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/base/dtype.h"
+#include "core/base/error.h"
+#include "core/hardware/catalog.h"
+#include "core/hardware/cluster_config.h"
+#include "core/scenario/engine_choices.h"
+#include "core/scenario/schema.h"
+#include "core/base/units.h"
+
+namespace dtsim {
+
+template <class T>
+struct Located {
+  Located(T v = T{}, SourceLocation w = {}) : value(std::move(v)), where(std::move(w)) {}
+  T value;
+  SourceLocation where;  // unknown when the value is a default
+};
+
+enum class Schedule { kGpipe, k1F1B, kInterleaved, kPipeDreamAsync };
+enum class Recompute { kNone, kSelective, kFull };
+enum class Optimizer { kAdam, kSgd, kAdafactor };
+
+std::string_view to_string(Schedule s);
+std::string_view to_string(Recompute r);
+std::string_view to_string(Optimizer o);
+
+// Model keys as written, with locations, for models/ to resolve (preset + overrides).
+struct ModelSection {
+  EntryMap entries;  // "model.preset", "model.hidden_size", ... as validated
+  std::optional<Located<std::string>> preset;
+  std::optional<Located<std::string>> family;
+};
+
+// Parallel dimensions, for rank placement (core/strategy/layout.h).
+enum class ParallelDim { kTensor = 0, kContext = 1, kPipeline = 2, kData = 3 };
+// Innermost first: TP inside a node, then context, pipeline and data parallel.
+inline constexpr std::array<ParallelDim, 4> kDefaultPlacementOrder{
+    ParallelDim::kTensor, ParallelDim::kContext, ParallelDim::kPipeline, ParallelDim::kData};
+// Parses "tp-cp-pp-dp" (any permutation, innermost first); false on anything else.
+bool parse_placement_order(const std::string& text, std::array<ParallelDim, 4>* order);
+std::string to_string(const std::array<ParallelDim, 4>& order);  // "tp-cp-pp-dp"
+
+struct ParallelismConfig {
+  Located<int> tensor{1};
+  Located<int> pipeline{1};
+  Located<int> data{1};  // resolved from "auto" by load_scenario
+  bool data_auto = true;
+  Located<int> context{1};
+  Located<int> expert{1};
+  bool sequence_parallel = false;
+  Schedule schedule = Schedule::k1F1B;
+  int virtual_stages = 1;
+  int zero_stage = 0;
+  std::vector<int64_t> layers_per_stage;
+  bool tp_comm_overlap = false;
+  bool pipeline_scatter_gather = false;
+  std::array<ParallelDim, 4> placement_order = kDefaultPlacementOrder;
+};
+
+struct TrainingConfig {
+  Located<int64_t> global_batch_size{1};
+  Located<int64_t> micro_batch_size{1};
+  DType precision = DType::kBf16;
+  Recompute recompute = Recompute::kNone;
+  Optimizer optimizer = Optimizer::kAdam;
+  Bytes gradient_bucket{25.0 * 1024 * 1024};
+  Bytes first_gradient_bucket{1.0 * 1024 * 1024};
+  bool overlap_grad_reduce = true;
+  bool flash_attention = false;
+  // CUDA context, library workspaces and allocator slack held outside the modelled tensors.
+  Bytes runtime_reserve{1024.0 * 1024 * 1024};
+  std::string sync = "synchronous";
+  std::string compression = "none";
+};
+
+struct SimulateConfig {
+  std::string engine = "simgrid";  // a registered engine (core/scenario/engine_choices.h)
+  std::string fidelity = "auto";
+  bool symmetry_folding = true;  // "auto"; false for "off"
+  int iterations = 1;
+  uint64_t seed = 0;
+};
+
+struct Scenario {
+  std::string file;  // path it was loaded from ("<string>" for in-memory text)
+  std::string name;
+  std::string description;
+  ClusterConfig cluster;
+  ModelSection model;
+  ParallelismConfig parallelism;
+  TrainingConfig training;
+  SimulateConfig simulate;
+  EntryMap entries;  // every validated key, for reports and for later features
+
+  // Micro-batches per pipeline per step: B / (b * d) (Narayanan et al. 2021 notation m).
+  int64_t micro_batches() const;
+};
+
+// The schema of scenario files; the single source of truth for keys, types and defaults.
+const SchemaNode& scenario_schema();
+
+// One --set override, "cluster.nodes=16".
+struct Override {
+  std::string text;
+};
+
+// A check that needs more than core knows (models/ checks the model section and the parallel
+// sizes against the architecture); it adds diagnostics to the sink or throws InputError.
+using CrossCheck = std::function<void(const Scenario&, DiagnosticSink&)>;
+
+// Throws InputError listing every problem, the cross-check's included.
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides = {},
+                       const CrossCheck& check = {});
+Scenario load_scenario_text(const std::string& yaml_text, const std::string& name = "<string>",
+                            const std::vector<Override>& overrides = {},
+                            const CrossCheck& check = {});
+
+}  // namespace dtsim

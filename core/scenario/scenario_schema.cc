@@ -1,0 +1,350 @@
+// The scenario schema (design.md section 4): every key, its type, default and meaning.
+// docs/scenario-reference.md is generated from this table and checked by a test.
+#include <string>
+
+#include "core/hardware/catalog.h"
+#include "core/scenario/scenario.h"
+
+namespace dtsim {
+namespace {
+
+SchemaNode leaf(std::string key, ValueType type, std::string doc, std::string def = "") {
+  SchemaNode n;
+  n.key = std::move(key);
+  n.type = type;
+  n.doc = std::move(doc);
+  n.default_text = std::move(def);
+  return n;
+}
+
+SchemaNode count(std::string key, std::string doc, std::string def, double min, double max) {
+  SchemaNode n = leaf(std::move(key), ValueType::kCount, std::move(doc), std::move(def));
+  n.min = min;
+  n.max = max;
+  return n;
+}
+
+SchemaNode choice(std::string key, std::vector<std::string> choices, std::string doc,
+                  std::string def) {
+  SchemaNode n = leaf(std::move(key), ValueType::kEnum, std::move(doc), std::move(def));
+  n.choices = std::move(choices);
+  return n;
+}
+
+SchemaNode section(std::string key, std::string doc, std::vector<SchemaNode> children) {
+  SchemaNode n = leaf(std::move(key), ValueType::kMap, std::move(doc));
+  n.children = std::move(children);
+  return n;
+}
+
+SchemaNode positive(SchemaNode n, double max) {
+  n.positive = true;
+  n.max = max;
+  return n;
+}
+
+// "not supported yet" unless the value equals the one that is built.
+template <class T>
+std::function<std::optional<std::string>(const Value&)> only(T built, std::string why) {
+  return [built, why](const Value& v) -> std::optional<std::string> {
+    if (const T* x = std::get_if<T>(&v); x && *x == built) return std::nullopt;
+    return why;
+  };
+}
+
+std::function<std::optional<std::string>(const Value&)> only_empty(std::string why) {
+  return [why](const Value& v) -> std::optional<std::string> {
+    if (const auto* s = std::get_if<std::string>(&v); s && s->empty()) return std::nullopt;
+    return why;
+  };
+}
+
+SchemaNode build_schema() {
+  // Limits that catch absurd input (1e30 GPUs) while leaving room for any real cluster.
+  constexpr double kMaxNodes = 1e6, kMaxGpusPerNode = 1024, kMaxDegree = 1e7;
+
+  SchemaNode gpu =
+      leaf("gpu", ValueType::kNameOrMap,
+           "GPU model: a catalog name (dtsim catalog gpus) or an inline spec", "H100-SXM");
+  gpu.catalog = [] {
+    std::vector<std::string> names;
+    for (const auto& g : gpu_catalog()) names.push_back(g.name);
+    return names;
+  };
+  {
+    SchemaNode peak = section("peak", "dense peak compute per dtype", {});
+    for (const char* dt : {"fp32", "tf32", "fp16", "bf16", "fp8"})
+      peak.children.push_back(positive(
+          leaf(dt, ValueType::kFlopRate, std::string("dense ") + dt + " peak, e.g. 312TFLOPS"),
+          1e21));
+    gpu.children = {
+        leaf("name", ValueType::kString, "display name of the inline GPU", "custom-gpu"),
+        leaf("base", ValueType::kString,
+             "catalog GPU whose figures the inline spec starts from (fields below override)"),
+        peak,
+        positive(leaf("memory", ValueType::kBytes, "device memory capacity, e.g. 80GiB"), 1e15),
+        positive(leaf("memory_bandwidth", ValueType::kBandwidth,
+                      "device memory bandwidth, e.g. 3.35TBps"),
+                 1e15),
+        positive(leaf("gemm_efficiency", ValueType::kNumber,
+                      "achieved fraction of peak for large GEMMs (0-1]"),
+                 1),
+        positive(leaf("attention_efficiency", ValueType::kNumber,
+                      "achieved fraction of peak for attention kernels (0-1]"),
+                 1),
+        positive(leaf("memory_efficiency", ValueType::kNumber,
+                      "achieved fraction of memory bandwidth for streaming kernels (0-1]"),
+                 1),
+        leaf("kernel_launch_overhead", ValueType::kDuration, "fixed cost per kernel, e.g. 5us"),
+        count("sm_count", "streaming multiprocessors, for GEMM wave quantization (0: off)",
+              "from base, else 0", 0, 1e5),
+    };
+  }
+
+  SchemaNode intra = leaf("intra_node", ValueType::kNameOrMap,
+                          "links between the GPUs of a node: nvswitch (the GPU's NVLink "
+                          "generation), nvlink-hybrid-cube-mesh, nvlink-ring, pcie, a fabric "
+                          "catalog name, or an inline spec",
+                          "nvswitch");
+  intra.choices = {"nvswitch", "nvlink-hybrid-cube-mesh", "nvlink-ring", "pcie"};
+  intra.catalog = [] {
+    std::vector<std::string> names;
+    for (const auto& f : fabric_catalog()) names.push_back(f.name);
+    return names;
+  };
+  intra.children = {
+      leaf("name", ValueType::kString, "display name of the inline fabric", "custom-fabric"),
+      choice("kind", {"switch", "mesh", "ring", "pcie"}, "how the GPUs are connected", "switch"),
+      positive(leaf("bandwidth", ValueType::kBandwidth,
+                    "one GPU's injection bandwidth per direction, e.g. 450GBps"),
+               1e15),
+      leaf("latency", ValueType::kDuration, "one GPU-to-GPU hop, e.g. 1us", "1us"),
+      positive(leaf("protocol_efficiency", ValueType::kNumber,
+                    "usable fraction of bandwidth for bulk transfers (0-1]; the catalog's NVLink "
+                    "and PCIe fabrics use NCCL's link figures, e.g. 0.824 on NVLink 4",
+                    "1"),
+               1),
+  };
+
+  SchemaNode net_preset = leaf("preset", ValueType::kEnum,
+                               "network catalog entry whose figures are the defaults "
+                               "(dtsim catalog networks)",
+                               "ib-ndr");
+  net_preset.catalog = [] {
+    std::vector<std::string> names;
+    for (const auto& n : network_catalog()) names.push_back(n.name);
+    return names;
+  };
+
+  SchemaNode topology = choice("topology", {"fat-tree", "rail-optimized", "torus", "star"},
+                               "inter-node topology", "fat-tree");
+  SchemaNode torus_dims = leaf(
+      "torus_dims", ValueType::kCountList,
+      "nodes along each dimension of a torus (topology: torus), 1 to 3 of them, e.g. [4, 4, 4]; "
+      "their product must equal nodes. Each node has a cable to its + and - neighbour in every "
+      "dimension (wrap-around), each at nic_bandwidth x protocol_efficiency per direction; "
+      "routes are dimension-ordered, the shorter way round",
+      "near-cube: the smallest largest dimension, then the fewest (16 -> [4, 4], 64 -> [4, 4, 4])");
+  torus_dims.min = 1;
+  torus_dims.max = kMaxNodes;
+  SchemaNode network = section(
+      "network", "the network between nodes",
+      {net_preset,
+       choice("kind", {"infiniband", "roce", "ethernet"}, "transport (defaults from the preset)",
+              "from preset"),
+       topology,
+       positive(leaf("nic_bandwidth", ValueType::kBandwidth, "line rate of one NIC per direction",
+                     "from preset"),
+                1e15),
+       count("nics_per_node", "NICs per node (a torus node has 2 cables per dimension instead)",
+             "gpus_per_node", 1, 64),
+       leaf("latency", ValueType::kDuration, "end-to-end small-message latency between nodes",
+            "from preset"),
+       count("nodes_per_leaf",
+             "nodes under one leaf switch of a fat-tree (64-port switches with "
+             "half their ports down: 32 NICs per leaf)",
+             "32 / nics_per_node", 1, 1e6),
+       count("levels", "switch levels of a fat-tree: 2 (leaf, spine) or 3 (leaf, pod spine, core)",
+             "2", 2, 3),
+       count("leaves_per_pod", "leaf switches per pod of a three-level fat-tree", "16", 1, 1e6),
+       positive(leaf("pod_oversubscription", ValueType::kNumber,
+                     "downlink:uplink ratio of a pod's uplinks (three-level fat-tree)", "1"),
+                1024),
+       positive(leaf("oversubscription", ValueType::kNumber,
+                     "downlink:uplink ratio at the first switch level above the leaves", "1"),
+                1024),
+       torus_dims,
+       leaf("torus_hop_latency", ValueType::kDuration,
+            "torus: latency each hop adds beyond the first (a route of h hops takes latency + "
+            "(h - 1) x torus_hop_latency)",
+            "latency"),
+       positive(leaf("protocol_efficiency", ValueType::kNumber,
+                     "usable fraction of line rate for bulk transfers (0-1]", "from preset"),
+                1)});
+
+  SchemaNode cluster = section(
+      "cluster", "the machines",
+      {gpu, count("nodes", "number of nodes", "1", 1, kMaxNodes),
+       count("gpus_per_node", "GPUs in each node", "8", 1, kMaxGpusPerNode), intra, network});
+
+  SchemaNode model_preset = leaf("preset", ValueType::kString,
+                                 "model preset (dtsim catalog models); fields below override it");
+  SchemaNode model = section(
+      "model", "the network being trained: a preset, or a family with its fields",
+      {model_preset,
+       choice("family", {"gpt", "llama", "moe", "bert", "resnet", "vgg", "inception", "mlp"},
+              "architecture family for a custom model", "from preset"),
+       count("num_layers", "transformer blocks (or CNN depth where the family has variants)",
+             "from preset", 1, 1e5),
+       count("hidden_size", "hidden dimension h", "from preset", 1, 1e7),
+       count("num_attention_heads", "attention heads a", "from preset", 1, 1e6),
+       count("num_query_groups", "key/value head groups for GQA (= heads for MHA)", "heads", 1,
+             1e6),
+       count("ffn_hidden_size", "MLP inner dimension", "4 x hidden (gpt)", 1, 1e8),
+       count("seq_length", "tokens per sample s", "from preset", 1, 1e8),
+       count("vocab_size", "vocabulary size V", "from preset", 1, 1e8),
+       count("num_experts", "experts per MoE layer", "from preset", 1, 1e5),
+       count("top_k", "experts each token is routed to", "from preset", 1, 1e5),
+       choice("activation", {"gelu", "swiglu"}, "MLP activation", "from preset"),
+       count("image_size", "input image side in pixels (CNNs)", "from preset", 1, 1e5),
+       count("num_classes", "output classes (CNNs, MLP)", "from preset", 1, 1e8),
+       leaf("mlp_widths", ValueType::kCountList, "layer widths of an MLP, input first",
+            "from preset")});
+
+  auto tp = count("tensor", "tensor-parallel size t (Megatron-LM: divides the heads and the node)",
+                  "1", 1, kMaxDegree);
+  auto pp = count("pipeline", "pipeline-parallel size p", "1", 1, kMaxDegree);
+  auto dp = leaf("data", ValueType::kCountOrAuto,
+                 "data-parallel size d; auto = GPUs / (t x p x context)", "auto");
+  dp.min = 1;
+  dp.max = kMaxDegree * 100;
+  auto cp = count("context",
+                  "context-parallel size: each rank holds seq_length / context tokens and "
+                  "all-gathers the other keys and values",
+                  "1", 1, kMaxDegree);
+  auto ep = count("expert",
+                  "expert-parallel size for MoE models: each rank holds num_experts / expert "
+                  "experts; carved out of the data-parallel ranks (divides data)",
+                  "1", 1, kMaxDegree);
+  auto sp = leaf("sequence_parallel", ValueType::kBool,
+                 "Megatron sequence parallelism: norms and dropouts split over the TP group, "
+                 "all-reduces become reduce-scatter + all-gather",
+                 "false");
+  auto schedule = choice("schedule", {"gpipe", "1f1b", "interleaved", "pipedream-async"},
+                         "pipeline schedule (matters when pipeline > 1)", "1f1b");
+  schedule.unsupported = [](const Value& v) -> std::optional<std::string> {
+    if (const auto* x = std::get_if<std::string>(&v); x && *x == "pipedream-async")
+      return "the asynchronous PipeDream schedule is not built yet; use gpipe, 1f1b or "
+             "interleaved";
+    return std::nullopt;
+  };
+  auto vs =
+      count("virtual_stages", "model chunks per device for schedule: interleaved (Megatron-LM's v)",
+            "1", 1, 1e4);
+  auto zero =
+      count("zero_stage", "ZeRO stage: 0 none, 1 optimizer, 2 + gradients, 3 + weights (FSDP)", "0",
+            0, 3);
+  auto lps = leaf("layers_per_stage", ValueType::kCountList,
+                  "transformer blocks per pipeline stage (per model chunk when interleaved), "
+                  "first stage first",
+                  "even split");
+  auto tpo = leaf("tp_comm_overlap", ValueType::kBool,
+                  "overlap each TP collective with the GEMM it feeds or drains (Transformer "
+                  "Engine userbuffers; needs sequence_parallel)",
+                  "false");
+  auto psg = leaf("pipeline_scatter_gather", ValueType::kBool,
+                  "send 1/t of each activation between stages and all-gather it over the TP "
+                  "group on arrival (Narayanan et al. 2021, section 4.1)",
+                  "false");
+  auto order = leaf("order", ValueType::kString,
+                    "rank placement, innermost dimension first: a permutation of tp, cp, pp, dp "
+                    "joined by '-'",
+                    "tp-cp-pp-dp");
+  SchemaNode parallelism =
+      section("parallelism", "how the job is split over GPUs",
+              {tp, pp, dp, cp, ep, sp, schedule, vs, zero, lps, tpo, psg, order});
+
+  auto sync = choice("sync", {"synchronous", "async", "ssp", "local-sgd"},
+                     "how replicas synchronise", "synchronous");
+  sync.unsupported =
+      only<std::string>("synchronous", "asynchronous training comes in a later issue");
+  auto compression = choice("compression", {"none", "fp16", "int8", "topk", "powersgd"},
+                            "gradient compression", "none");
+  compression.unsupported =
+      only<std::string>("none", "gradient compression comes in a later issue");
+  SchemaNode training = section(
+      "training", "the optimisation step",
+      {count("global_batch_size", "samples per optimizer step B", "micro_batch_size x data", 1,
+             1e12),
+       count("micro_batch_size", "samples per micro-batch b", "1", 1, 1e9),
+       choice("precision", {"fp32", "tf32", "fp16", "bf16", "fp8"},
+              "compute precision (mixed precision keeps fp32 master weights)", "bf16"),
+       choice("recompute", {"none", "selective", "full"}, "activation recomputation", "none"),
+       leaf("runtime_reserve", ValueType::kBytes,
+            "device memory held outside the modelled tensors: CUDA context, cuBLAS and NCCL "
+            "workspaces, caching-allocator slack (an assumption until dtsim calibrate measures "
+            "it)",
+            "1GiB"),
+       leaf("flash_attention", ValueType::kBool,
+            "fused FlashAttention kernels (no a x s^2 scores stored or streamed); off gives "
+            "Megatron-LM's unfused attention, which Korthikanti et al.'s formulas describe",
+            "false"),
+       choice("optimizer", {"adam", "sgd", "adafactor"}, "optimizer", "adam"),
+       positive(leaf("gradient_bucket", ValueType::kBytes,
+                     "gradient all-reduce bucket size (PyTorch DDP default)", "25MiB"),
+                1e15),
+       positive(leaf("first_gradient_bucket", ValueType::kBytes,
+                     "size of the first bucket (PyTorch DDP uses 1 MiB)", "1MiB"),
+                1e15),
+       leaf("overlap_grad_reduce", ValueType::kBool,
+            "overlap gradient all-reduce with the rest of backward", "true"),
+       sync, compression});
+
+  auto stragglers = leaf("stragglers", ValueType::kFreeform,
+                         "slow ranks, e.g. [{ranks: [3], slowdown: 1.3}]", "[]");
+  stragglers.unsupported = only_empty("stragglers come with the stragglers-and-failures issue");
+  auto failures =
+      leaf("failures", ValueType::kFreeform, "failure model, e.g. {gpu_mtbf: 50000h}", "{}");
+  failures.unsupported = only_empty("failures come with the stragglers-and-failures issue");
+  auto checkpoint = leaf("checkpoint", ValueType::kFreeform,
+                         "checkpointing, e.g. {interval: 30min, write_bandwidth: 2TBps}", "{}");
+  checkpoint.unsupported = only_empty("checkpointing comes with the stragglers-and-failures issue");
+
+  auto engine = choice("engine", {},
+                       "executor, one of the registered engines (`dtsim catalog engines` "
+                       "describes each): simgrid, the discrete-event simulator (contention, "
+                       "topology), and analytic, the closed form (instant, no contention)",
+                       "simgrid");
+  engine.catalog = engine_choices;
+  auto fidelity = choice("fidelity", {"auto", "chunk", "collective"},
+                         "SimGrid granularity: chunk = every ring step is a flow; collective = one "
+                         "bulk flow per ring edge; auto = chunk while the run has at most 500k "
+                         "chunk-level flows (design.md section 8)",
+                         "auto");
+  SchemaNode simulate =
+      section("simulate", "how to run the prediction",
+              {engine, fidelity,
+               choice("symmetry_folding", {"auto", "off"},
+                      "simulate one tensor- and context-parallel rank per stage and stand it for "
+                      "the others: auto does so where that is exact (every GPU has its own NIC, "
+                      "NVSwitch or NVLink inside nodes, a non-blocking switched network), off "
+                      "simulates them all",
+                      "auto"),
+               count("iterations", "training steps to simulate", "1", 1, 1e6),
+               count("seed", "random seed (same seed, same output)", "0", 0, 9e15)});
+
+  return section(
+      "", "a dtsim scenario",
+      {leaf("name", ValueType::kString, "scenario name, shown in reports", "the file name"),
+       leaf("description", ValueType::kString, "free text", ""), cluster, model, parallelism,
+       training, stragglers, failures, checkpoint, simulate});
+}
+
+}  // namespace
+
+const SchemaNode& scenario_schema() {
+  static const SchemaNode schema = build_schema();
+  return schema;
+}
+
+}  // namespace dtsim

@@ -1,0 +1,98 @@
+// A small schema language for YAML configuration, and the validator that checks a YAML tree
+// against it.
+//
+// Contract:
+// - A Schema is a tree of SchemaNodes (maps with named children, and typed scalars). The
+//   scenario format (core/scenario/scenario_schema.cc) is one such tree; docs/scenario-reference.md is
+//   rendered from it, so documentation and parser cannot drift apart.
+// - validate() walks a YAML document and reports every problem in one pass (unknown keys with a
+//   "did you mean", wrong types, values without units, out-of-range numbers, features that are
+//   not supported yet). It returns a flat map from dotted key path to a typed, located value.
+// - Values are parsed with the one unit parser in core/base/units.h.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/base/error.h"
+#include "core/base/units.h"
+
+namespace YAML {
+class Node;
+}
+
+namespace dtsim {
+
+enum class ValueType {
+  kMap,          // a mapping with fixed, named children
+  kString,       // free text
+  kEnum,         // one of a fixed list of words
+  kCount,        // a whole number within [min, max]
+  kCountOrAuto,  // a whole number, or the word "auto"
+  kNumber,       // a real number within [min, max]
+  kBool,         // true or false
+  kBytes,        // a size with a byte unit
+  kBandwidth,    // bits/s or bytes/s
+  kDuration,     // a time with a unit
+  kFlopRate,     // FLOP/s
+  kCountList,    // a list of whole numbers
+  kFreeform,     // a list or map kept as YAML text, for features defined by later work
+  kNameOrMap,    // a catalog name (choices) or an inline map (children)
+};
+
+// A validated scalar. kCountOrAuto stores "auto" as the string; kFreeform stores the YAML text
+// ("" when empty or null); kNameOrMap given as a name stores the name.
+using Value = std::variant<bool, int64_t, double, std::string, Bytes, BytesPerSecond, Seconds,
+                           FlopsPerSecond, std::vector<int64_t>>;
+
+struct SchemaNode {
+  std::string key;
+  ValueType type = ValueType::kString;
+  std::string doc;           // one sentence for the reference, with units
+  std::string default_text;  // as a user would write it; "" = no default (required or optional)
+  std::vector<std::string> choices;                   // kEnum; documented names for kNameOrMap
+  std::function<std::vector<std::string>()> catalog;  // extra valid names for kNameOrMap
+  double min = 0;                    // inclusive lower bound for numbers and counts (and >0 sizes)
+  double max = 1e18;                 // inclusive upper bound
+  bool positive = false;             // sizes, rates and durations must be > 0
+  std::vector<SchemaNode> children;  // kMap and kNameOrMap
+  // Returns a reason when a syntactically valid value asks for a feature that is not built yet.
+  std::function<std::optional<std::string>(const Value&)> unsupported;
+
+  const SchemaNode* child(const std::string& name) const;
+  // Every valid word: `choices`, then the names `catalog` supplies now (read at each call, so
+  // that names registered at run time, such as engines, are included).
+  std::vector<std::string> all_choices() const;
+};
+
+struct Entry {
+  Value value;
+  SourceLocation where;
+  const SchemaNode* schema = nullptr;
+};
+
+// Dotted path ("cluster.network.latency") to value.
+using EntryMap = std::map<std::string, Entry>;
+
+// Validates `node` (the document root, or the value of one --set override) against `schema`
+// at `path`, adding values to `out` and problems to `sink`. `file` names the source in
+// diagnostics; `fixed_location`, when known, replaces YAML marks (for --set overrides).
+void validate(const YAML::Node& node, const SchemaNode& schema, const std::string& path,
+              const std::string& file, const SourceLocation& fixed_location, EntryMap& out,
+              DiagnosticSink& sink);
+
+// The node at a dotted path, or nullptr. Descends through kMap and kNameOrMap children.
+const SchemaNode* find_schema_node(const SchemaNode& root, const std::string& path);
+
+// Closest names within an edit distance that suggests a typo; "" when none is close.
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
+
+// A human phrase for what a type expects ("a whole number", "a size such as 80GiB").
+std::string describe(const SchemaNode& node);
+
+}  // namespace dtsim

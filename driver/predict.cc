@@ -1,0 +1,54 @@
+#include "driver/predict.h"
+
+#include "core/base/error.h"
+#include "core/exec/engine_registry.h"
+#include "core/strategy/strategy.h"
+#include "models/scenario_model.h"
+
+namespace dtsim::driver {
+
+Scenario load(const std::string& path, const std::vector<std::string>& overrides) {
+  std::vector<Override> texts;
+  for (const auto& o : overrides) texts.push_back(Override{o});
+  return load_scenario(path, texts, models::check_scenario);
+}
+
+Plan plan_scenario(Scenario scenario) {
+  models::ScenarioGraphs graphs = models::graphs_from_scenario(scenario);
+  Job job = build_job(graphs.shard, scenario);
+  Cluster cluster(scenario.cluster);
+  return Plan{std::move(scenario), std::move(graphs.whole), std::move(cluster), std::move(job)};
+}
+
+RunOptions run_options(const Scenario& scenario) {
+  RunOptions options;
+  options.iterations = scenario.simulate.iterations;
+  options.seed = scenario.simulate.seed;
+  return options;
+}
+
+Prediction predict(Scenario scenario) {
+  return predict(plan_scenario(std::move(scenario)));
+}
+
+Prediction predict(Plan plan) {
+  double ops = 0;
+  for (const auto& p : plan.job.programs) ops += static_cast<double>(p.op_count());
+  const double total = ops * plan.scenario.simulate.iterations;
+  if (total > 2 * kMaxOpsPerStep && plan.scenario.simulate.iterations > 1)
+    throw InputError(Diagnostic{plan.scenario.entries.count("simulate.iterations")
+                                    ? plan.scenario.entries.at("simulate.iterations").where
+                                    : SourceLocation{},
+                                "simulate.iterations",
+                                std::to_string(plan.scenario.simulate.iterations) +
+                                    " iterations of " + std::to_string(static_cast<int64_t>(ops)) +
+                                    " ops are too many to simulate; steps repeat "
+                                    "identically without failures, so use fewer iterations"});
+  auto executor = make_engine(plan.scenario.simulate.engine, plan.scenario);
+  Trace trace = executor->run(plan.job, plan.cluster, run_options(plan.scenario));
+  Results results = compute_results(plan.scenario, plan.model, plan.job, trace);
+  return Prediction{std::move(plan.scenario), std::move(plan.model), std::move(plan.cluster),
+                    std::move(plan.job), std::move(trace), std::move(results)};
+}
+
+}  // namespace dtsim::driver

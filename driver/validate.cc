@@ -1,0 +1,147 @@
+#include "driver/validate.h"
+
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "core/base/error.h"
+#include "core/collectives/collective_schedule.h"
+#include "core/exec/analytic_executor.h"
+#include "core/strategy/layout.h"
+
+namespace dtsim::driver {
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string rank_list(const std::vector<Rank>& ranks) {
+  if (ranks.empty()) return "[]";
+  if (ranks.size() <= 8) {
+    std::string s = "[";
+    for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+    return s + "]";
+  }
+  return "[" + std::to_string(ranks.front()) + ", " + std::to_string(ranks[1]) + ", ..., " +
+         std::to_string(ranks.back()) + "] (" + std::to_string(ranks.size()) + " ranks)";
+}
+
+}  // namespace
+
+void validate(const Plan& plan, std::ostream& out) {
+  const Scenario& s = plan.scenario;
+  const Cluster& c = plan.cluster;
+  out << "scenario " << s.name << " (" << s.file << "): OK so far\n";
+  out << "  cluster      " << c.nodes << " nodes x " << c.gpus_per_node << " " << c.gpu.name
+      << " = " << c.total_gpus() << " GPUs\n";
+  out << "  GPU          " << format_flop_rate(c.gpu.peak_for(s.training.precision)) << " dense "
+      << to_string(s.training.precision) << ", " << format_bytes(c.gpu.memory) << ", "
+      << format_bandwidth(c.gpu.memory_bandwidth) << " memory bandwidth\n";
+  out << "  intra-node   " << c.intra_node.name << ": "
+      << format_bandwidth(c.intra_node.per_gpu_bandwidth) << " per GPU per direction ("
+      << format_bandwidth(c.intra_node.usable_bandwidth()) << " usable), "
+      << format_duration(c.intra_node.latency) << " per hop\n";
+  out << "  network      " << c.network.preset << " (" << to_string(c.network.kind) << ", "
+      << to_string(c.network.topology) << "): " << c.network.nics_per_node << " x "
+      << fmt("%.0f Gb/s", c.network.nic_bandwidth.value() * 8 / 1e9) << " per node, "
+      << format_duration(c.network.latency) << ", oversubscription " << c.network.oversubscription
+      << ":1\n";
+  out << "  model        " << plan.model.name << ": "
+      << fmt("%.3f B", plan.model.parameters() / 1e9) << " parameters, " << plan.model.layers.size()
+      << " layers\n";
+  const auto& par = s.parallelism;
+  out << "  parallelism  tensor " << par.tensor.value
+      << (par.sequence_parallel ? " (sequence parallel)" : "") << ", context " << par.context.value
+      << ", pipeline " << par.pipeline.value;
+  if (par.pipeline.value > 1)
+    out << " (" << to_string(par.schedule)
+        << (par.schedule == Schedule::kInterleaved
+                ? ", " + std::to_string(par.virtual_stages) + " chunks per GPU"
+                : std::string())
+        << ")";
+  out << ", data " << par.data.value << (par.data_auto ? " (auto)" : "") << ", expert "
+      << par.expert.value << ", ZeRO stage " << par.zero_stage << "; " << s.micro_batches()
+      << " micro-batches of " << s.training.micro_batch_size.value << " per replica per step\n";
+  out << "  placement    order " << to_string(par.placement_order)
+      << " (innermost first); rank r runs on node r / " << c.gpus_per_node << ", GPU r % "
+      << c.gpus_per_node << "; simulated ranks: " << plan.job.programs.size() << " of "
+      << c.total_gpus() << " (the rest folded by symmetry)\n";
+  if (par.pipeline.value > 1) {
+    const RankLayout layout = layout_from_scenario(s);
+    out << "    pipeline stages of replica 0 (tensor rank 0):";
+    for (int stage = 0; stage < par.pipeline.value; ++stage)
+      out << (stage ? " ->" : "") << " " << layout.rank(0, 0, stage, 0);
+    out << "\n";
+  }
+  std::map<std::string, int> shown;
+  for (const auto& g : plan.job.groups) {
+    // One example of each kind of group that communicates (groups of one rank never do).
+    if (g.ranks.size() <= 1 || shown.count(g.name)) continue;
+    // The collectives this group runs, with the algorithm and protocol auto resolves them to.
+    std::map<std::string, int> seen;
+    for (const auto& p : plan.job.programs)
+      for (const auto& st : p.streams)
+        for (const auto& op : st.ops)
+          if (const auto* col = std::get_if<CollectiveOp>(&op.body); col && col->group == g.id) {
+            const ResolvedCollective r = resolve_collective(*col, g.ranks, c);
+            const std::string how = std::string(to_string(col->kind)) + " " +
+                                    format_bytes(col->bytes) + ": " +
+                                    std::string(to_string(r.algorithm)) +
+                                    (r.protocol == CollectiveProtocol::kAuto
+                                         ? std::string()
+                                         : "/" + std::string(to_string(r.protocol)));
+            ++seen[how];
+          }
+    if (seen.empty()) continue;
+    shown[g.name] = 1;
+    std::set<int> nodes;
+    for (Rank rank : g.ranks) nodes.insert(c.node_of(rank));
+    out << "    group " << g.name << ": " << rank_list(g.ranks) << ", spans " << nodes.size()
+        << " node(s)\n";
+    for (const auto& [how, count] : seen) out << "      " << count << " x " << how << "\n";
+  }
+  // Memory: the analytic executor's timeline gives the peak and what is live at it.
+  AnalyticExecutor exec;
+  Trace t = exec.run(plan.job, c, RunOptions{});
+  Results r = compute_results(s, plan.model, plan.job, t);
+  out << "  memory per GPU at peak:\n";
+  size_t largest = 0;
+  for (size_t k = 0; k < r.per_category_bytes.size(); ++k) {
+    std::string name(to_string(static_cast<MemoryCategory>(k)));
+    name.resize(12, ' ');
+    out << "    " << name << " " << format_bytes(Bytes(r.per_category_bytes[k])) << "\n";
+    if (r.per_category_bytes[k] > r.per_category_bytes[largest]) largest = k;
+  }
+  out << "    total        " << format_bytes(Bytes(r.peak_bytes_per_gpu)) << " of "
+      << format_bytes(Bytes(r.capacity_bytes)) << (r.fits ? " (fits)" : " (does not fit)") << "\n";
+  if (!r.fits) {
+    const std::string cat(to_string(static_cast<MemoryCategory>(largest)));
+    // What shrinks the category that overflows most.
+    std::string remedy;
+    if (static_cast<MemoryCategory>(largest) == MemoryCategory::kActivations)
+      remedy = std::string(s.training.flash_attention ? "" : "Turn on training.flash_attention, ") +
+               (s.training.flash_attention ? "Use" : "use") +
+               " training.recompute: selective or full, a smaller training.micro_batch_size, or "
+               "more tensor (with sequence_parallel), context or pipeline parallelism";
+    else if (static_cast<MemoryCategory>(largest) == MemoryCategory::kBuffers)
+      remedy = "Lower training.gradient_bucket or training.runtime_reserve";
+    else
+      remedy =
+          "Shard the model state: parallelism.zero_stage (1 optimizer, 2 + gradients, 3 + "
+          "weights), or more tensor or pipeline parallelism; or choose a GPU with more "
+          "memory";
+    throw InputError(Diagnostic{
+        c.gpu_where.known() ? c.gpu_where : SourceLocation{s.file, 0, 0}, "memory",
+        "the job needs " + format_bytes(Bytes(r.peak_bytes_per_gpu)) + " per GPU but " +
+            c.gpu.name + " has " + format_bytes(Bytes(r.capacity_bytes)) + " (short by " +
+            format_bytes(Bytes(r.peak_bytes_per_gpu - r.capacity_bytes)) +
+            "); the largest category is " + cat + " at " +
+            format_bytes(Bytes(r.per_category_bytes[largest])) + ". " + remedy});
+  }
+  out << "valid: " << s.name << " can run\n";
+}
+
+}  // namespace dtsim::driver
