@@ -46,26 +46,34 @@ else
   echo "setup: all ${#packages[@]} Debian packages already installed"
 fi
 
-configure() {  # dir, extra cmake args...
+configure() {  # dir, extra cmake args... (warnings are errors here and in CI: DTSIM_WERROR)
   local dir=$1
   shift
   if [[ ! -f $dir/build.ninja ]]; then
-    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDTSIM_WERROR=ON "$@"
   fi
 }
 
 configure "$build"
-echo "setup: building in $build with $jobs jobs"
-cmake --build "$build" --parallel "$jobs"
-
 if [[ $mode == run ]]; then
+  # Running needs only the dtsim command, not the test suite.
+  echo "setup: building dtsim in $build with $jobs jobs"
+  cmake --build "$build" --parallel "$jobs" --target dtsim
   echo "setup: running dtsim simulate scenarios/default.yaml"
   "$build/cli/dtsim" simulate scenarios/default.yaml
   exit 0
 fi
 
+echo "setup: building everything in $build with $jobs jobs"
+cmake --build "$build" --parallel "$jobs"
 echo "setup: running the test suite"
 (cd "$build" && ctest --output-on-failure --parallel "$jobs" --label-exclude slow)
+
+# A plain Release build of the command (-O3), as a user would make it: it must compile.
+release=${build}-release
+configure "$release" -DCMAKE_BUILD_TYPE=Release -DDTSIM_BUILD_TESTS=OFF
+echo "setup: building dtsim in the Release configuration in $release"
+cmake --build "$release" --parallel "$jobs" --target dtsim
 
 if [[ ${DTSIM_SKIP_SANITIZE:-0} != 1 ]]; then
   # The bad-input corpus again, with AddressSanitizer and UBSan on every dtsim code path it hits.

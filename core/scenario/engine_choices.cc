@@ -1,5 +1,6 @@
 #include "core/scenario/engine_choices.h"
 
+#include <algorithm>
 #include <mutex>
 
 namespace dtsim {
@@ -24,6 +25,9 @@ void add_engine_choice(EngineChoice choice) {
       return;
     }
   list().push_back(std::move(choice));
+  // By name, so that the order never depends on the order static initializers ran in.
+  std::sort(list().begin(), list().end(),
+            [](const EngineChoice& a, const EngineChoice& b) { return a.name < b.name; });
 }
 
 std::vector<EngineChoice> engine_choice_list() {

@@ -16,7 +16,7 @@ struct EngineChoice {
 
 // Adds a name (a second add of the same name replaces its description).
 void add_engine_choice(EngineChoice choice);
-// The names, in the order they were added.
+// The names, sorted.
 std::vector<std::string> engine_choices();
 std::vector<EngineChoice> engine_choice_list();
 
