@@ -32,15 +32,12 @@ sg4::NetZone* star_with_gateway(const std::string& name, sg4::NetZone* parent,
 
 Platform build_platform(const Cluster& c, DType precision) {
   Platform p;
-  const int world = c.total_gpus();
-  const int gpn = c.gpus_per_node;
-  const int nics = std::max(1, c.network.nics_per_node);
+  const int world = c.world_size();
   p.gpu.resize(static_cast<size_t>(world));
   p.nic_local.resize(static_cast<size_t>(world));
   p.nic_pod.resize(static_cast<size_t>(world));
   p.nic_global.resize(static_cast<size_t>(world));
   p.gpu_speed = c.gpu.peak_for(precision).value();
-  p.nodes_per_leaf = std::max(1, c.network.nodes_per_leaf);
 
   auto* root = sg4::create_star_zone("cluster");
   // Timer host for joins and delays: enough cores that concurrent delays never share one.
@@ -55,9 +52,9 @@ Platform build_platform(const Cluster& c, DType precision) {
   // join GPUs of the same node, so one shared center is equivalent to one switch per node, and
   // SimGrid 3.32 builds child zones in time quadratic in their number (2048 node zones: minutes).
   // Usable bandwidth: line rate x the fabric's protocol efficiency (NCCL's NVLink/PCIe figure).
-  const double fabric_bw = c.intra_node.usable_bandwidth().value();
+  const double fabric_bw = c.usable_fabric_bandwidth().value();
   const double hop_latency = c.intra_node.latency.value();
-  const bool pcie = c.intra_node.kind == FabricKind::kPcie;
+  const bool pcie = c.gpus_on_pcie();
   std::vector<sg4::Link*> gpu_link(static_cast<size_t>(world));
   {
     simgrid::kernel::routing::NetPoint* center = nullptr;
@@ -82,12 +79,12 @@ Platform build_platform(const Cluster& c, DType precision) {
     zone->seal();
   }
 
-  if (c.network.topology == Topology::kTorus && c.nodes > 1) {
+  if (c.is_torus()) {
     // Torus: cables between neighbouring nodes at the NIC rate, routes computed per flow.
     TorusZone::Shape shape;
     shape.dims = c.network.torus_dims;
-    shape.gpus_per_node = gpn;
-    shape.cable_bytes_per_s = c.network.nic_bandwidth.value() * c.network.protocol_efficiency;
+    for (Rank r = 0; r < world; ++r) shape.node_of_rank.push_back(c.node_of(r));
+    shape.cable_bytes_per_s = c.usable_nic_bandwidth().value();
     shape.latency_s = c.network.latency.value();
     shape.hop_latency_s = c.network.torus_hop_latency.value();
     std::vector<sg4::SplitDuplexLink*> injection(static_cast<size_t>(world), nullptr);
@@ -97,8 +94,6 @@ Platform build_platform(const Cluster& c, DType precision) {
     const TorusZone* torus =
         TorusZone::create("network-torus", root, shape, p.gpu_speed, injection);
     for (int r = 0; r < world; ++r) p.torus.push_back(torus->endpoint(r));
-    p.group.assign(static_cast<size_t>(world), 0);
-    p.pod.assign(static_cast<size_t>(world), 0);
     root->seal();
     return p;
   }
@@ -112,32 +107,23 @@ Platform build_platform(const Cluster& c, DType precision) {
   // SimGrid 3.32 creates links and hosts in time proportional to the number of zones, so a zone
   // per leaf would make large platforms quadratic (512 leaves: 2 minutes to build).
   const auto& net = c.network;
-  const double nic_bw = net.nic_bandwidth.value() * net.protocol_efficiency;
+  const double nic_bw = c.usable_nic_bandwidth().value();
   const double nic_latency = net.latency.value() / 2;
-  const bool rails = net.topology == Topology::kRailOptimized;
-  const bool leaves = net.topology == Topology::kFatTree && c.nodes > p.nodes_per_leaf;
-  const int groups = rails    ? nics
-                     : leaves ? (c.nodes + p.nodes_per_leaf - 1) / p.nodes_per_leaf
-                              : 1;
-  const int leaves_per_pod = std::max(1, net.leaves_per_pod);
-  const bool pods = leaves && net.levels >= 3 && groups > leaves_per_pod;
-  const int pod_count = pods ? (groups + leaves_per_pod - 1) / leaves_per_pod : 1;
-  p.group.resize(static_cast<size_t>(world));
-  p.pod.resize(static_cast<size_t>(world));
+  const bool rails = c.has_rails();
+  const bool pods = c.has_pods();
+  const int groups = c.network_groups();
+  const int pod_count = c.pods();
   simgrid::kernel::routing::NetPoint* center = nullptr;
   auto* local = star_with_gateway("network-local", root, &center);
   auto* pod_zone = star_with_gateway("network-pod", root, &center);
   auto* global = pods ? star_with_gateway("network-global", root, &center) : nullptr;
   std::vector<sg4::Link*> uplink(static_cast<size_t>(groups), nullptr);
   std::vector<double> pod_injection(static_cast<size_t>(pod_count), 0.0);
-  for (int k = 0; k < groups && (rails || leaves); ++k) {
-    const int nodes_in_group =
-        rails ? c.nodes : std::min(p.nodes_per_leaf, c.nodes - k * p.nodes_per_leaf);
-    const int nics_in_group = rails ? nodes_in_group : nodes_in_group * nics;
-    const double bw = nics_in_group * nic_bw / net.oversubscription;
+  for (int k = 0; k < groups && (rails || c.has_leaves()); ++k) {
+    const double bw = c.nics_in_group(k) * nic_bw / net.oversubscription;
     uplink[static_cast<size_t>(k)] = duplex(
         pod_zone, std::string(rails ? "rail-" : "leaf-") + std::to_string(k) + "-uplink", bw, 0);
-    pod_injection[static_cast<size_t>(pods ? k / leaves_per_pod : 0)] += bw;
+    pod_injection[static_cast<size_t>(c.pod_of_group(k))] += bw;
   }
   std::vector<sg4::Link*> pod_uplink(static_cast<size_t>(pod_count), nullptr);
   for (int k = 0; k < pod_count && pods; ++k)
@@ -151,30 +137,28 @@ Platform build_platform(const Cluster& c, DType precision) {
     h->seal();
     return h;
   };
-  for (int n = 0; n < c.nodes; ++n) {
-    std::vector<sg4::Link*> nic_links;
-    for (int q = 0; q < nics; ++q)
-      nic_links.push_back(
-          duplex(local, "nic-" + std::to_string(n) + "-" + std::to_string(q), nic_bw, nic_latency));
-    for (int i = 0; i < gpn; ++i) {
-      const int r = n * gpn + i;
-      const auto ur = static_cast<size_t>(r);
-      const int q = i * nics / gpn;  // GPU-NIC affinity
-      const int k = rails ? q : leaves ? n / p.nodes_per_leaf : 0;
-      p.group[ur] = k;
-      p.pod[ur] = pods ? k / leaves_per_pod : 0;
-      std::vector<sg4::LinkInRoute> route;
-      if (pcie) route.emplace_back(gpu_link[ur], Direction::UP);  // shared root complex
-      route.emplace_back(nic_links[static_cast<size_t>(q)], Direction::UP);
-      const std::string id = std::to_string(r);
-      p.nic_local[ur] = endpoint(local, "nic-local-" + id, route);
-      if (uplink[static_cast<size_t>(k)])
-        route.emplace_back(uplink[static_cast<size_t>(k)], Direction::UP);
-      p.nic_pod[ur] = endpoint(pod_zone, "nic-pod-" + id, route);
-      if (pods) {
-        route.emplace_back(pod_uplink[static_cast<size_t>(p.pod[ur])], Direction::UP);
-        p.nic_global[ur] = endpoint(global, "nic-global-" + id, route);
-      }
+  // Node by node (ranks fill nodes in order): the node's NIC links, then its GPUs' NIC hosts.
+  std::vector<sg4::Link*> nic_links;
+  for (Rank r = 0; r < world; ++r) {
+    if (c.local_index(r) == 0) {
+      const int n = c.node_of(r);
+      nic_links.clear();
+      for (int q = 0; q < c.nics(); ++q)
+        nic_links.push_back(duplex(local, "nic-" + std::to_string(n) + "-" + std::to_string(q),
+                                   nic_bw, nic_latency));
+    }
+    const auto ur = static_cast<size_t>(r);
+    const auto k = static_cast<size_t>(c.network_group(r));
+    std::vector<sg4::LinkInRoute> route;
+    if (pcie) route.emplace_back(gpu_link[ur], Direction::UP);  // shared root complex
+    route.emplace_back(nic_links[static_cast<size_t>(c.local_nic_of(r))], Direction::UP);
+    const std::string id = std::to_string(r);
+    p.nic_local[ur] = endpoint(local, "nic-local-" + id, route);
+    if (uplink[k]) route.emplace_back(uplink[k], Direction::UP);
+    p.nic_pod[ur] = endpoint(pod_zone, "nic-pod-" + id, route);
+    if (pods) {
+      route.emplace_back(pod_uplink[static_cast<size_t>(c.pod_of(r))], Direction::UP);
+      p.nic_global[ur] = endpoint(global, "nic-global-" + id, route);
     }
   }
   local->seal();

@@ -4,21 +4,23 @@
 // - Every GPU (global rank r) is a SimGrid host `gpu-r`, which runs its kernels and owns its
 //   intra-node link, plus one endpoint on the inter-node network per distance: `nic-local-r` for
 //   flows within its leaf (or rail), `nic-pod-r` to other leaves (or rails) of its pod, and, on a
-//   three-level fat-tree, `nic-global-r` to other pods. The executor picks
-//   the pair by where the two ranks are (endpoints_for), so each route is exactly the links the
-//   traffic crosses; links that several routes really share (a NIC, an uplink, a PCIe GPU link in
-//   front of the NIC) are the same link objects in all of them.
+//   three-level fat-tree, `nic-global-r` to other pods. The executor picks the pair by where the
+//   two endpoints are (hosts_for, from the Cluster's node, leaf or rail and pod), so each route is
+//   exactly the links the traffic crosses; links that several routes really share (a NIC, an
+//   uplink, a PCIe GPU link in front of the NIC) are the same link objects in all of them.
 // - Nodes: each GPU has a split-duplex link to its node's switch at the fabric's per-GPU
 //   bandwidth (NVSwitch: full bisection), half the hop latency in each direction. All GPU hosts
 //   share one star zone, which is equivalent because gpu-to-gpu flows never leave a node.
-// - NICs: nics_per_node split-duplex links per node at nic_bandwidth x protocol_efficiency; GPU
-//   i uses NIC i x nics / gpus (GPU-NIC affinity). Half the network latency on each side.
+// - NICs: nics_per_node split-duplex links per node at Cluster::usable_nic_bandwidth; each GPU
+//   uses its NIC by the Cluster's GPU-NIC affinity (local_nic_of). Half the network latency on
+//   each side.
 // - Topology: star (one non-blocking switch); fat-tree (leaf zones of nodes_per_leaf nodes whose
 //   aggregated uplink carries their NIC bandwidth / oversubscription;
 //   cluster.network.nodes_per_leaf, by default 32 NICs per leaf as on 64-port NDR switches with
 //   half their ports down; with levels: 3, leaves_per_pod leaves share a pod whose uplink carries
 //   their uplinks' bandwidth / pod_oversubscription); rail-optimized (rail zone k holds NIC k of
-//   every node; rails meet at a spine through uplinks / oversubscription); torus (sim/torus_zone.h:
+//   every node; rails meet at a spine through uplinks / oversubscription). The grouping is the
+//   Cluster's (network_group, pod_of: core/hardware/cluster.h). Torus (sim/torus_zone.h:
 //   one endpoint `torus-r` per rank, cables between neighbouring nodes, dimension-order routes
 //   computed on demand; the NIC endpoints above are not built).
 // - Compute hosts run at the GPU's dense peak for the training precision; a kernel is an Exec of
@@ -39,26 +41,30 @@ struct Platform {
   std::vector<simgrid::s4u::Host*> nic_local;   // by global rank: flows within its leaf or rail
   std::vector<simgrid::s4u::Host*> nic_pod;     // by global rank: flows to other leaves of its pod
   std::vector<simgrid::s4u::Host*> nic_global;  // by global rank: flows to other pods (3 levels)
-  std::vector<int> group;                       // leaf (fat-tree) or rail of each rank's NIC
-  std::vector<int> pod;                         // pod of each rank (0 without a third level)
   std::vector<simgrid::s4u::Host*> nvswitch;    // by node: the switch as an NVLS endpoint
   std::vector<simgrid::s4u::Host*> torus;       // by global rank (topology: torus), else empty
   simgrid::s4u::Host* timer = nullptr;
   double gpu_speed = 1;  // FLOP/s of every gpu host
-  int nodes_per_leaf = 1;
 };
 
-// The hosts a flow from rank a to rank b uses.
-inline std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*> endpoints_for(const Platform& p, int a,
-                                                                         int b, int gpus_per_node) {
-  // NVLS flows reach the node's switch: ranks -2 - node (core/collectives/collective_schedule.h).
-  if (a <= -2) return {p.nvswitch[static_cast<size_t>(-2 - a)], p.gpu[static_cast<size_t>(b)]};
-  if (b <= -2) return {p.gpu[static_cast<size_t>(a)], p.nvswitch[static_cast<size_t>(-2 - b)]};
-  const auto ua = static_cast<size_t>(a), ub = static_cast<size_t>(b);
-  if (a / gpus_per_node == b / gpus_per_node) return {p.gpu[ua], p.gpu[ub]};
+// The hosts a flow from endpoint a to endpoint b uses: the GPU hosts inside a node (a switch is
+// its node's nvswitch host, reached over the GPU's own link), else the NIC hosts for the
+// distance between the two GPUs' leaves (or rails) and pods, or their torus hosts.
+inline std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*> hosts_for(const Platform& p, Endpoint a,
+                                                                     Endpoint b,
+                                                                     const Cluster& cluster) {
+  auto inside = [&](Endpoint e) {
+    return e.is_switch() ? p.nvswitch[static_cast<size_t>(e.node())]
+                         : p.gpu[static_cast<size_t>(e.rank())];
+  };
+  if (a.is_switch() || b.is_switch() || cluster.node_of(a) == cluster.node_of(b))
+    return {inside(a), inside(b)};
+  const Rank ra = a.rank(), rb = b.rank();
+  const auto ua = static_cast<size_t>(ra), ub = static_cast<size_t>(rb);
   if (!p.torus.empty()) return {p.torus[ua], p.torus[ub]};
-  if (p.group[ua] == p.group[ub]) return {p.nic_local[ua], p.nic_local[ub]};
-  if (p.pod[ua] == p.pod[ub]) return {p.nic_pod[ua], p.nic_pod[ub]};
+  if (cluster.network_group(ra) == cluster.network_group(rb))
+    return {p.nic_local[ua], p.nic_local[ub]};
+  if (cluster.pod_of(ra) == cluster.pod_of(rb)) return {p.nic_pod[ua], p.nic_pod[ub]};
   return {p.nic_global[ua], p.nic_global[ub]};
 }
 

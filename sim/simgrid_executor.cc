@@ -86,7 +86,7 @@ class LazyRunner {
   // GPU host runs one stream's kernels back to back and nothing can start in between.
   std::vector<int32_t> compute_run(int32_t v) const {
     std::vector<int32_t> run{v};
-    const Rank rank = g_.nodes[static_cast<size_t>(v)].rank;
+    const Rank gpu = g_.nodes[static_cast<size_t>(v)].gpu();
     int32_t cur = v;
     while (true) {
       const GraphNode& c = g_.nodes[static_cast<size_t>(cur)];
@@ -100,7 +100,7 @@ class LazyRunner {
         next = j.successors[0];
       }
       const GraphNode& n = g_.nodes[static_cast<size_t>(next)];
-      if (n.kind != GraphNode::Kind::kCompute || n.predecessors != 1 || n.rank != rank ||
+      if (n.kind != GraphNode::Kind::kCompute || n.predecessors != 1 || n.gpu() != gpu ||
           joins.empty() || g_.nodes[static_cast<size_t>(joins.back())].successors[0] != next)
         break;
       run.insert(run.end(), joins.begin(), joins.end());
@@ -114,7 +114,7 @@ class LazyRunner {
     const GraphNode& node = g_.nodes[static_cast<size_t>(v)];
     auto& held = holder_[static_cast<size_t>(v)];
     if (node.kind == GraphNode::Kind::kFlow) {
-      const auto [src, dst] = endpoints_for(p_, node.rank, node.peer, cluster_.gpus_per_node);
+      const auto [src, dst] = hosts_for(p_, node.src, node.dst, cluster_);
       auto c = sg4::Comm::sendto_init(src, dst);
       adopted_[static_cast<size_t>(v)] = maestro_.adopt(*c);
       c->set_payload_size(static_cast<uint64_t>(std::llround(node.amount)));
@@ -132,7 +132,7 @@ class LazyRunner {
             seconds += g_.nodes[static_cast<size_t>(u)].amount;
         if (run.size() > 1) runs_[v] = Run{sg4::Engine::get_clock(), std::move(run)};
         e->set_flops_amount(seconds * p_.gpu_speed)
-            ->set_host(p_.gpu[static_cast<size_t>(node.rank)]);
+            ->set_host(p_.gpu[static_cast<size_t>(node.gpu())]);
       } else
         e->set_flops_amount(node.amount)->set_host(p_.timer);
       tag(*e, v);

@@ -35,7 +35,7 @@ TorusZone* TorusZone::create(const std::string& name, sg4::NetZone* parent, cons
       }
       zone->cable_.push_back(cable);
     }
-  const int world = nodes * shape.gpus_per_node;
+  const int world = static_cast<int>(shape.node_of_rank.size());
   zone->injection_ = injection;
   zone->injection_.resize(static_cast<size_t>(world), nullptr);
   for (int r = 0; r < world; ++r) {
@@ -59,8 +59,9 @@ void TorusZone::get_local_route(const NetPoint* src, const NetPoint* dst,
     *latency += link->get_latency();
   };
   if (sg4::SplitDuplexLink* in = injection_[static_cast<size_t>(a)]) add(in->get_link_up());
-  const int gpn = shape_.gpus_per_node;
-  const std::vector<TorusHop> hops = torus_route(a / gpn, b / gpn, shape_.dims);
+  const std::vector<TorusHop> hops =
+      torus_route(shape_.node_of_rank[static_cast<size_t>(a)],
+                  shape_.node_of_rank[static_cast<size_t>(b)], shape_.dims);
   const size_t dims = shape_.dims.size();
   for (const TorusHop& hop : hops) {
     sg4::SplitDuplexLink* cable =

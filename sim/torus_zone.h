@@ -26,11 +26,11 @@ namespace dtsim::sim {
 class TorusZone final : public simgrid::kernel::routing::NetZoneImpl {
  public:
   struct Shape {
-    std::vector<int> dims;  // nodes per dimension
-    int gpus_per_node = 1;
-    double cable_bytes_per_s = 1;  // per direction
-    double latency_s = 0;          // a one-hop route
-    double hop_latency_s = 0;      // each further hop
+    std::vector<int> dims;          // nodes per dimension
+    std::vector<int> node_of_rank;  // by rank: its node (Cluster::node_of); one host per rank
+    double cable_bytes_per_s = 1;   // per direction
+    double latency_s = 0;           // a one-hop route
+    double hop_latency_s = 0;       // each further hop
   };
 
   // Creates the zone under `parent`, its hosts and its cables. `injection[r]` is rank r's link in

@@ -4,7 +4,8 @@
 // They are plain integers: a rank is also an index into per-rank tables (the Cluster, the
 // platform), and a group, event or stream id is an index into its Job's or Program's list.
 // Endpoints that are not GPUs (a switch, a NIC, a pure delay) are never encoded as ranks; they
-// have their own type (core/collectives/collective_schedule.h, Endpoint).
+// have their own type (core/hardware/endpoint.h; a delay is a kind of Flow,
+// core/collectives/collective_schedule.h).
 #pragma once
 
 #include <cstdint>

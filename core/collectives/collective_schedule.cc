@@ -14,7 +14,7 @@
 namespace dtsim {
 
 std::vector<std::vector<Rank>> ring_channels(const std::vector<Rank>& ranks,
-                                             const ClusterConfig& cluster) {
+                                             const Cluster& cluster) {
   const auto nodes = ranks_by_node(ranks, cluster);
   if (nodes.size() <= 1) return {ranks};  // one node, or irregular groups: one ring in rank order
   const int g = static_cast<int>(nodes.front().size());
@@ -40,7 +40,8 @@ void ring_steps(const std::vector<Rank>& order, int steps, Bytes segment,
   auto index = [&](int step, int i) { return base + step * n + i; };
   for (int k = 0; k < steps; ++k) {
     for (int i = 0; i < n; ++i) {
-      Flow f{order[static_cast<size_t>(i)], order[static_cast<size_t>((i + 1) % n)], segment, {}};
+      Flow f = Flow::between(order[static_cast<size_t>(i)], order[static_cast<size_t>((i + 1) % n)],
+                             segment);
       if (k > 0) {
         f.after.push_back(index(k - 1, (i - 1 + n) % n));  // the segment it forwards arrived
         f.after.push_back(index(k - 1, i));                // its previous send is done
@@ -53,7 +54,8 @@ void ring_steps(const std::vector<Rank>& order, int steps, Bytes segment,
 // One bulk flow per ring edge with everything that edge moves.
 void ring_bulk(const std::vector<Rank>& order, Bytes per_edge, std::vector<Flow>& flows) {
   const size_t n = order.size();
-  for (size_t i = 0; i < n; ++i) flows.push_back(Flow{order[i], order[(i + 1) % n], per_edge, {}});
+  for (size_t i = 0; i < n; ++i)
+    flows.push_back(Flow::between(order[i], order[(i + 1) % n], per_edge));
 }
 
 }  // namespace
@@ -66,14 +68,19 @@ void ring_bulk(const std::vector<Rank>& order, Bytes per_edge, std::vector<Flow>
 // of the same size, so that each link's shares keep their proportions; a merged group next to
 // other flows on a link gets one share where its flows had several.
 void merge_parallel_flows(std::vector<Flow>& flows) {
-  std::map<std::pair<Rank, Rank>, size_t> first;
+  std::map<std::pair<Endpoint, Endpoint>, size_t> first;
   std::vector<Flow> merged;
   for (auto& f : flows) {
-    auto [it, inserted] = first.emplace(std::make_pair(f.src, f.dst), merged.size());
+    if (f.is_delay() || !f.after.empty()) {
+      merged.push_back(std::move(f));
+      continue;
+    }
+    const Transfer& t = f.transfer();
+    auto [it, inserted] = first.emplace(std::make_pair(t.src, t.dst), merged.size());
     if (inserted)
       merged.push_back(std::move(f));
     else
-      merged[it->second].bytes += f.bytes;
+      merged[it->second].transfer().bytes += t.bytes;
   }
   flows = std::move(merged);
 }
@@ -105,11 +112,8 @@ class PhasedBuilder {
         const int base = static_cast<int>(flows_.size());
         for (int k = 0; k < steps; ++k)
           for (int i = 0; i < n; ++i) {
-            Flow f{order[static_cast<size_t>(i)],
-                   order[static_cast<size_t>((i + 1) % n)],
-                   segment,
-                   {},
-                   Seconds(0)};
+            Flow f = Flow::between(order[static_cast<size_t>(i)],
+                                   order[static_cast<size_t>((i + 1) % n)], segment);
             if (k == 0)
               f.after = barrier_;
             else {
@@ -141,11 +145,13 @@ class PhasedBuilder {
     }
     std::vector<int> now;
     for (const auto& [src, dst, bytes] : transfers) {
-      Flow f{src, dst, bytes, {}, Seconds(0)};
+      Flow f = Flow::between(src, dst, bytes);
       // Chunk fidelity: a rank's step waits for its own previous send and receive.
+      const Endpoint self = Endpoint::gpu(src);
       for (int prev : barrier_) {
         const Flow& p = flows_[static_cast<size_t>(prev)];
-        if (p.is_delay() || p.src == src || p.dst == src) f.after.push_back(prev);
+        if (p.is_delay() || p.transfer().src == self || p.transfer().dst == self)
+          f.after.push_back(prev);
       }
       if (f.after.empty()) f.after = start_;
       now.push_back(static_cast<int>(flows_.size()));
@@ -178,10 +184,10 @@ class PhasedBuilder {
     std::vector<int> now;
     for (const auto& pair : order) {
       now.push_back(static_cast<int>(flows_.size()));
-      flows_.push_back(Flow{pair.first, pair.second, merged[pair], barrier_, Seconds(0)});
+      flows_.push_back(Flow::between(pair.first, pair.second, merged[pair], barrier_));
     }
     if (extra_latency.value() > 0) {
-      flows_.push_back(Flow{-1, -1, Bytes(0), now, extra_latency});
+      flows_.push_back(Flow::delay_of(extra_latency, now));
       now = {static_cast<int>(flows_.size()) - 1};
     }
     barrier_ = now;
@@ -243,7 +249,7 @@ std::vector<std::vector<Rank>> torus_ring_orders(const std::vector<std::vector<R
 
 // The torus all-reduce (see torus_all_reduce_plan in the header): node reduce-scatter, D
 // concurrent rotations over the torus dimensions, node all-gather.
-void torus_all_reduce(const TorusAllReducePlan& plan, Bytes s, const ClusterConfig& cluster,
+void torus_all_reduce(const TorusAllReducePlan& plan, Bytes s, const Cluster& cluster,
                       PhasedBuilder& b, std::vector<Flow>& flows, Fidelity fidelity) {
   const size_t g = plan.nodes.front().size();
   const double gd = static_cast<double>(g);
@@ -284,15 +290,15 @@ void torus_all_reduce(const TorusAllReducePlan& plan, Bytes s, const ClusterConf
 }  // namespace
 
 std::optional<TorusAllReducePlan> torus_all_reduce_plan(const std::vector<Rank>& ranks,
-                                                        const ClusterConfig& cluster) {
+                                                        const Cluster& cluster) {
   const auto& dims = cluster.network.torus_dims;
-  if (cluster.network.topology != Topology::kTorus || dims.empty()) return std::nullopt;
+  if (!cluster.is_torus()) return std::nullopt;
   TorusAllReducePlan plan;
   plan.nodes = ranks_by_node(ranks, cluster);
   if (plan.nodes.size() < 2) return std::nullopt;
   std::vector<std::vector<int>> coords;
   for (const auto& node : plan.nodes) {
-    const int n = node_of(node.front(), cluster);
+    const int n = cluster.node_of(node.front());
     if (n < 0 || n >= cluster.nodes) return std::nullopt;
     coords.push_back(torus_coordinates(n, dims));
   }
@@ -336,11 +342,11 @@ std::optional<TorusAllReducePlan> torus_all_reduce_plan(const std::vector<Rank>&
 }
 
 std::vector<std::vector<Rank>> ranks_by_node(const std::vector<Rank>& ranks,
-                                             const ClusterConfig& cluster) {
+                                             const Cluster& cluster) {
   std::vector<int> node_order;
   std::map<int, std::vector<Rank>> by_node;
   for (Rank r : ranks) {
-    const int n = node_of(r, cluster);
+    const int n = cluster.node_of(r);
     if (!by_node.count(n)) node_order.push_back(n);
     by_node[n].push_back(r);
   }
@@ -352,12 +358,12 @@ std::vector<std::vector<Rank>> ranks_by_node(const std::vector<Rank>& ranks,
   return out;
 }
 
-bool nvls_supported(const ClusterConfig& cluster) {
+bool nvls_supported(const Cluster& cluster) {
   return cluster.intra_node.name == "nvswitch-nvlink4" ||
          cluster.intra_node.name == "nvswitch-nvlink5";
 }
 
-double nvls_efficiency(const ClusterConfig& cluster) {
+double nvls_efficiency(const Cluster& cluster) {
   return cluster.intra_node.name == "nvswitch-nvlink5" ? 0.74 : 0.85;
 }
 
@@ -379,7 +385,7 @@ namespace {
 // On a torus (no NCCL there: TPU-style pods), the torus all-reduce when its closed form beats the
 // ring's, else the ring; nullopt off a torus or where the torus all-reduce does not apply.
 std::optional<ResolvedCollective> torus_auto(const CollectiveOp& op, const std::vector<Rank>& ranks,
-                                             const ClusterConfig& cluster) {
+                                             const Cluster& cluster) {
   if (op.kind != CollectiveKind::kAllReduce || !torus_all_reduce_plan(ranks, cluster))
     return std::nullopt;
   CollectiveOp ring = op, torus = op;
@@ -394,8 +400,7 @@ std::optional<ResolvedCollective> torus_auto(const CollectiveOp& op, const std::
 
 // The system NCCL's model sees for this group: groups of whole nodes (or inside one node) on the
 // systems core/collectives/nccl_model.h covers; nullopt elsewhere.
-std::optional<NcclSystem> nccl_system_of(const std::vector<Rank>& ranks,
-                                         const ClusterConfig& cluster) {
+std::optional<NcclSystem> nccl_system_of(const std::vector<Rank>& ranks, const Cluster& cluster) {
   if (ranks.size() < 2) return std::nullopt;
   const auto nodes = ranks_by_node(ranks, cluster);
   if (nodes.empty()) return std::nullopt;
@@ -424,7 +429,7 @@ BytesPerSecond ring_cap(const std::optional<NcclSystem>& system, CollectiveProto
 
 // NCCL's choice restricted to what dtsim builds; nullopt where the model does not apply.
 std::optional<ResolvedCollective> nccl_auto(const CollectiveOp& op, const std::vector<Rank>& ranks,
-                                            const ClusterConfig& cluster) {
+                                            const Cluster& cluster) {
   if (auto torus = torus_auto(op, ranks, cluster)) return torus;
   if (op.kind != CollectiveKind::kAllReduce) return std::nullopt;
   const auto system = nccl_system_of(ranks, cluster);
@@ -453,7 +458,7 @@ std::optional<ResolvedCollective> nccl_auto(const CollectiveOp& op, const std::v
 }  // namespace
 
 ResolvedCollective resolve_collective(const CollectiveOp& op, const std::vector<Rank>& ranks,
-                                      const ClusterConfig& cluster) {
+                                      const Cluster& cluster) {
   if (op.algorithm == CollectiveAlgorithm::kAuto && op.protocol == CollectiveProtocol::kAuto)
     if (auto chosen = nccl_auto(op, ranks, cluster)) return *chosen;
   ResolvedCollective r{resolve_algorithm(op, ranks, cluster), op.protocol, {}, {}};
@@ -470,7 +475,7 @@ ResolvedCollective resolve_collective(const CollectiveOp& op, const std::vector<
 }
 
 CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<Rank>& ranks,
-                                      const ClusterConfig& cluster) {
+                                      const Cluster& cluster) {
   if (op.algorithm == CollectiveAlgorithm::kAuto && op.protocol == CollectiveProtocol::kAuto)
     if (auto chosen = nccl_auto(op, ranks, cluster)) return chosen->algorithm;
   if (op.kind != CollectiveKind::kAllReduce) return CollectiveAlgorithm::kRing;
@@ -542,8 +547,7 @@ Seconds TreePlan::time() const {
   return total + widest * static_cast<double>(chunks - 1);
 }
 
-TreePlan double_binary_tree(const std::vector<Rank>& ranks, const ClusterConfig& cluster,
-                            Bytes bytes) {
+TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes) {
   TreePlan plan;
   const auto nodes = ranks_by_node(ranks, cluster);
   if (nodes.empty() || ranks.size() < 2) return plan;
@@ -593,16 +597,15 @@ TreePlan double_binary_tree(const std::vector<Rank>& ranks, const ClusterConfig&
   // for flows inside a node, the GPU's NIC (by GPU-NIC affinity) across nodes, and on PCIe nodes
   // the GPU's link as well. Every edge carries one flow each way per chunk, all in flight at once
   // in steady state; other GPUs' groups of the same shape share the NICs, as for the ring.
-  const bool pcie = cluster.intra_node.kind == FabricKind::kPcie;
-  const int gpn = cluster.gpus_per_node, nics = std::max(1, cluster.network.nics_per_node);
-  const double gpu_bw = cluster.intra_node.usable_bandwidth().value();
-  const double nic_bw = cluster.network.nic_bandwidth.value() * cluster.network.protocol_efficiency;
-  auto nic_of = [&](Rank r) { return node_of(r, cluster) * nics + (r % gpn) * nics / gpn; };
+  const bool pcie = cluster.gpus_on_pcie();
+  const double gpu_bw = cluster.usable_fabric_bandwidth().value();
+  const double nic_bw = cluster.usable_nic_bandwidth().value();
   int64_t top = 0;  // the largest GPU rank or NIC index
-  for (Rank r : ranks) top = std::max({top, int64_t{r}, int64_t{nic_of(r)}});
+  for (Rank r : ranks) top = std::max({top, int64_t{r}, int64_t{cluster.nic_of(r)}});
   std::vector<int> group_on_nic(static_cast<size_t>(top + 1), 0);
-  for (Rank r : ranks) ++group_on_nic[static_cast<size_t>(nic_of(r))];
-  const double gpus_per_nic = std::max(1.0, static_cast<double>(gpn) / nics);
+  for (Rank r : ranks) ++group_on_nic[static_cast<size_t>(cluster.nic_of(r))];
+  const double gpus_per_nic =
+      std::max(1.0, static_cast<double>(cluster.gpus_per_node) / cluster.nics());
   // Link id: 4 x (GPU rank or NIC) + 2 x (NIC?) + (incoming?); at most 4 links per route.
   struct Route {
     std::array<std::pair<size_t, double>, 4> links;  // (id, seconds per byte per flow)
@@ -613,13 +616,13 @@ TreePlan double_binary_tree(const std::vector<Rank>& ranks, const ClusterConfig&
   };
   auto links = [&](Rank src, Rank dst) {
     Route out;
-    const bool across = node_of(src, cluster) != node_of(dst, cluster);
+    const bool across = cluster.node_of(src) != cluster.node_of(dst);
     if (!across || pcie) {
       out.add(4 * int64_t{src}, 1 / gpu_bw);
       out.add(4 * int64_t{dst} + 1, 1 / gpu_bw);
     }
     if (across) {
-      const int a = nic_of(src), b = nic_of(dst);
+      const int a = cluster.nic_of(src), b = cluster.nic_of(dst);
       out.add(4 * int64_t{a} + 2, gpus_per_nic / group_on_nic[static_cast<size_t>(a)] / nic_bw);
       out.add(4 * int64_t{b} + 3, gpus_per_nic / group_on_nic[static_cast<size_t>(b)] / nic_bw);
     }
@@ -638,10 +641,10 @@ TreePlan double_binary_tree(const std::vector<Rank>& ranks, const ClusterConfig&
     return Seconds(worst * plan.chunk.value());
   };
   const Seconds intra_alpha = cluster.intra_node.latency;
-  const Seconds net_alpha = cluster.network.latency + (pcie ? intra_alpha : Seconds(0));
+  const Seconds net_alpha = cluster.gpu_network_latency();
   for (auto& edges : plan.trees)
     for (auto& e : edges) {
-      e.across = node_of(e.child, cluster) != node_of(e.parent, cluster);
+      e.across = cluster.node_of(e.child) != cluster.node_of(e.parent);
       Seconds& worst = e.across ? plan.net_busy : plan.intra_busy;
       worst = std::max({worst, busy(e.child, e.parent), busy(e.parent, e.child)});
     }
@@ -686,8 +689,8 @@ void tree_flows(const TreePlan& plan, Fidelity fidelity, bool merge_pairs, Colle
     for (const auto& edges : plan.trees)
       for (const auto& e : edges) {
         auto& into = e.across ? s.flows : chains;
-        into.push_back(Flow{e.child, e.parent, all, {}, Seconds(0)});
-        into.push_back(Flow{e.parent, e.child, all, {}, Seconds(0)});
+        into.push_back(Flow::between(e.child, e.parent, all));
+        into.push_back(Flow::between(e.parent, e.child, all));
         bulk = std::max(bulk, e.across ? plan.net_alpha + plan.net_busy * plan.chunks
                                        : plan.intra_alpha + plan.intra_busy * plan.chunks);
       }
@@ -727,12 +730,12 @@ void tree_flows(const TreePlan& plan, Fidelity fidelity, bool merge_pairs, Colle
       if (p > 0) clock.push_back(arrive_here);
       if (j > 0) clock.push_back(gap_prev[up]);
       const int arrive = static_cast<int>(s.flows.size());
-      s.flows.push_back(Flow{-1, -1, Bytes(0), clock, plan.stage_time[up]});
+      s.flows.push_back(Flow::delay_of(plan.stage_time[up], clock));
       gap_prev[up] = static_cast<int>(s.flows.size());
-      s.flows.push_back(Flow{-1, -1, Bytes(0), clock, plan.stage_gap[up]});
+      s.flows.push_back(Flow::delay_of(plan.stage_gap[up], clock));
       for (const auto& [t, e, going_up] : at_stage[up]) {
-        Flow f{going_up ? e->child : e->parent, going_up ? e->parent : e->child, plan.chunk, clock,
-               Seconds(0)};
+        Flow f = Flow::between(going_up ? e->child : e->parent, going_up ? e->parent : e->child,
+                               plan.chunk, clock);
         if (going_up) {
           for (Rank c : shapes[t].children[e->child]) f.after.push_back(up_flow[t].at(c));
           up_flow[t][e->child] = static_cast<int>(s.flows.size());
@@ -753,7 +756,7 @@ void tree_flows(const TreePlan& plan, Fidelity fidelity, bool merge_pairs, Colle
 }  // namespace
 
 double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
-                        const ClusterConfig& cluster) {
+                        const Cluster& cluster) {
   const double n = static_cast<double>(ranks.size());
   if (n <= 1) return 0;
   const CollectiveAlgorithm algorithm = resolve_algorithm(op, ranks, cluster);
@@ -807,12 +810,12 @@ void prepend_delay(CollectiveSchedule& s, Seconds delay) {
     for (int& a : f.after) ++a;
     if (f.after.empty()) f.after.push_back(0);
   }
-  s.flows.insert(s.flows.begin(), Flow{-1, -1, Bytes(0), {}, delay});
+  s.flows.insert(s.flows.begin(), Flow::delay_of(delay));
 }
 
 CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Rank>& ranks,
-                                   const ClusterConfig& cluster, Fidelity fidelity,
-                                   bool merge_pairs, const ResolvedCollective& resolved) {
+                                   const Cluster& cluster, Fidelity fidelity, bool merge_pairs,
+                                   const ResolvedCollective& resolved) {
   CollectiveSchedule s;
   const int n = static_cast<int>(ranks.size());
   const LinkCost link = ring_link(ranks, cluster);
@@ -821,9 +824,8 @@ CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Ran
   // Ring family: the protocol inflates bytes by beta over the protocol's bandwidth (its factor,
   // and NCCL's cap) and adds latency per step, which is added once at the end (exact on a
   // contention-free network).
-  const ProtocolEffect effect =
-      protocol_effect(resolved.protocol, ranks_by_node(ranks, cluster).size() != 1,
-                      cluster.intra_node.kind == FabricKind::kPcie);
+  const ProtocolEffect effect = protocol_effect(
+      resolved.protocol, ranks_by_node(ranks, cluster).size() != 1, cluster.gpus_on_pcie());
   BytesPerSecond protocol_beta = link.beta * effect.bandwidth_factor;
   if (resolved.bandwidth_cap.value() > 0)
     protocol_beta = std::min(protocol_beta, resolved.bandwidth_cap);
@@ -831,16 +833,16 @@ CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Ran
   auto protocol_latency = [&](int steps) { return alpha * (steps * (effect.latency_scale - 1.0)); };
   if (algorithm == CollectiveAlgorithm::kNvls) {
     // Up and down flows for every GPU at once, then the second half-hop of latency.
-    const Rank sw = switch_of_node(node_of(ranks.front(), cluster));
+    const Endpoint sw = Endpoint::node_switch(cluster.node_of(ranks.front()));
     const Bytes per_link = op.bytes * ((1.0 + 1.0 / n) / nvls_efficiency(cluster));
     std::vector<int> all;
     for (Rank r : ranks) {
       all.push_back(static_cast<int>(s.flows.size()));
-      s.flows.push_back(Flow{r, sw, per_link, {}, Seconds(0)});
+      s.flows.push_back(Flow::transfer(Endpoint::gpu(r), sw, per_link));
       all.push_back(static_cast<int>(s.flows.size()));
-      s.flows.push_back(Flow{sw, r, per_link, {}, Seconds(0)});
+      s.flows.push_back(Flow::transfer(sw, Endpoint::gpu(r), per_link));
     }
-    s.flows.push_back(Flow{-1, -1, Bytes(0), all, cluster.intra_node.latency / 2.0});
+    s.flows.push_back(Flow::delay_of(cluster.intra_node.latency / 2.0, all));
     s.steps = 1;
     return s;
   }
@@ -848,7 +850,7 @@ CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Ran
     // Not on PCIe nodes, where a GPU's link carries both its chain flows and its network flows:
     // there the merged chain flows would take fewer shares of the link than the flows they replace.
     tree_flows(double_binary_tree(ranks, cluster, op.bytes), fidelity,
-               merge_pairs && cluster.intra_node.kind != FabricKind::kPcie, s);
+               merge_pairs && !cluster.gpus_on_pcie(), s);
     return s;
   }
   if (algorithm == CollectiveAlgorithm::kHalvingDoubling) {
@@ -912,10 +914,8 @@ CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Ran
       if (root != chain.end()) std::rotate(chain.begin(), root, chain.end());
       if (op.kind == CollectiveKind::kReduce) std::reverse(chain.begin(), chain.end());
       for (int i = 0; i + 1 < n; ++i)
-        s.flows.push_back(Flow{chain[static_cast<size_t>(i)],
-                               chain[static_cast<size_t>(i + 1)],
-                               op.bytes * inflate,
-                               {}});
+        s.flows.push_back(Flow::between(chain[static_cast<size_t>(i)],
+                                        chain[static_cast<size_t>(i + 1)], op.bytes * inflate));
       s.trailing_latency = alpha * static_cast<double>(n - 2) + protocol_latency(s.steps);
       return s;
     }
@@ -926,8 +926,8 @@ CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Ran
       if (fidelity == Fidelity::kChunk) {
         for (int k = 1; k < n; ++k) {
           for (int i = 0; i < n; ++i) {
-            Flow f{
-                ranks[static_cast<size_t>(i)], ranks[static_cast<size_t>((i + k) % n)], block, {}};
+            Flow f = Flow::between(ranks[static_cast<size_t>(i)],
+                                   ranks[static_cast<size_t>((i + k) % n)], block);
             if (k > 1) {
               const int prev = (k - 2) * n;
               f.after.push_back(prev + i);                            // its previous send
@@ -939,8 +939,8 @@ CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Ran
       } else {
         for (int i = 0; i < n; ++i)
           for (int k = 1; k < n; ++k)
-            s.flows.push_back(Flow{
-                ranks[static_cast<size_t>(i)], ranks[static_cast<size_t>((i + k) % n)], block, {}});
+            s.flows.push_back(Flow::between(ranks[static_cast<size_t>(i)],
+                                            ranks[static_cast<size_t>((i + k) % n)], block));
         s.trailing_latency = alpha * static_cast<double>(n - 2);
         if (merge_pairs) merge_parallel_flows(s.flows);
       }
@@ -954,7 +954,7 @@ CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Ran
 }  // namespace
 
 CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ranks,
-                             const ClusterConfig& cluster, Fidelity fidelity, bool merge_pairs) {
+                             const Cluster& cluster, Fidelity fidelity, bool merge_pairs) {
   if (ranks.size() <= 1) return {};
   const ResolvedCollective resolved = resolve_collective(op, ranks, cluster);
   CollectiveSchedule s = decompose_flows(op, ranks, cluster, fidelity, merge_pairs, resolved);

@@ -20,48 +20,64 @@
 //   extra ranks before and after when n is not a power of two; and hierarchical: a ring
 //   reduce-scatter inside each node, g concurrent rings across nodes (one per local GPU index, on
 //   that GPU's NIC), and a ring all-gather inside each node, the phases one after another.
-// - NVLS all-reduce (one node): the switch reduces and multicasts; with NCCL's pipelining each GPU
-//   link carries S (1 + 1/n) each way (its data read for reduction plus its chunk stored for
-//   multicast, and the same back), at the NVLS efficiency: alpha + S (1 + 1/n) / (eta beta). beta
-//   is the fabric's usable bandwidth (NCCL's NVLink figure), to which NCCL applies eta as well.
+// - NVLS all-reduce (one node): the switch (a flow endpoint, Endpoint::node_switch) reduces and
+//   multicasts; with NCCL's pipelining each GPU link carries S (1 + 1/n) each way (its data read
+//   for reduction plus its chunk stored for multicast, and the same back), at the NVLS
+//   efficiency: alpha + S (1 + 1/n) / (eta beta). beta is the fabric's usable bandwidth (NCCL's
+//   NVLink figure), to which NCCL applies eta as well.
 // - Tree all-reduce: NCCL's double binary tree, below (TreePlan).
 // - Broadcast and reduce are pipelined chains; all-to-all is pairwise exchange (N-1 steps);
 //   barrier is a zero-byte all-reduce.
 #pragma once
 
 #include <optional>
+#include <variant>
 #include <vector>
 
-#include "core/ir/program.h"
-#include "core/hardware/cluster.h"
 #include "core/base/units.h"
+#include "core/hardware/cluster.h"
+#include "core/hardware/endpoint.h"
+#include "core/ir/program.h"
 
 namespace dtsim {
 
 enum class Fidelity { kChunk, kCollective };
 
-struct Flow {
-  Rank src = 0;  // -1 with dst -1: not a transfer but a pure delay of `delay`
-  Rank dst = 0;
+// A transfer of `bytes` from one endpoint to another (core/hardware/endpoint.h).
+struct Transfer {
+  Endpoint src;
+  Endpoint dst;
   Bytes bytes{0};
-  std::vector<int> after;  // indices of flows that must finish first
-  Seconds delay{0};
-  bool is_delay() const { return src == -1 && dst == -1; }
 };
 
-// A node's NVSwitch as a flow endpoint (NVLS): rank -2 - node.
-constexpr Rank switch_of_node(int node) {
-  return -2 - node;
-}
-constexpr bool is_switch(Rank r) {
-  return r <= -2;
-}
+// One step of a schedule: a transfer, or a pure delay (no data moves, only time passes), that
+// starts when the flows it comes `after` have finished.
+struct Flow {
+  std::variant<Transfer, Seconds> body;  // Seconds: a delay of that long
+  std::vector<int> after;                // indices of flows that must finish first
+
+  static Flow transfer(Endpoint src, Endpoint dst, Bytes bytes, std::vector<int> after = {}) {
+    return Flow{Transfer{src, dst, bytes}, std::move(after)};
+  }
+  // A transfer between two GPUs.
+  static Flow between(Rank src, Rank dst, Bytes bytes, std::vector<int> after = {}) {
+    return transfer(Endpoint::gpu(src), Endpoint::gpu(dst), bytes, std::move(after));
+  }
+  static Flow delay_of(Seconds delay, std::vector<int> after = {}) {
+    return Flow{delay, std::move(after)};
+  }
+
+  bool is_delay() const { return std::holds_alternative<Seconds>(body); }
+  const Transfer& transfer() const { return std::get<Transfer>(body); }
+  Transfer& transfer() { return std::get<Transfer>(body); }
+  Seconds delay() const { return std::get<Seconds>(body); }
+};
 
 // NVLS needs NVSwitch with NVLink 4 or later (Hopper, Blackwell).
-bool nvls_supported(const ClusterConfig& cluster);
+bool nvls_supported(const Cluster& cluster);
 // Fraction of link bandwidth NVLS reaches: 0.85 on Hopper, 0.74 on Blackwell (NCCL
 // src/tuning/nvls.cc nvlsEfficiency; docs/evidence/nccl-tuning-model.md).
-double nvls_efficiency(const ClusterConfig& cluster);
+double nvls_efficiency(const Cluster& cluster);
 
 struct CollectiveSchedule {
   std::vector<Flow> flows;
@@ -72,16 +88,16 @@ struct CollectiveSchedule {
 
 // Ring orders, one per channel (see the contract above).
 std::vector<std::vector<Rank>> ring_channels(const std::vector<Rank>& ranks,
-                                             const ClusterConfig& cluster);
+                                             const Cluster& cluster);
 
 // How many flows decompose() would emit at chunk fidelity, without building them.
 double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
-                        const ClusterConfig& cluster);
+                        const Cluster& cluster);
 
 // A group's ranks by node: by_node[k][j] is the j-th rank on the k-th node the group touches.
 // Empty when nodes hold different numbers of the group's ranks.
 std::vector<std::vector<Rank>> ranks_by_node(const std::vector<Rank>& ranks,
-                                             const ClusterConfig& cluster);
+                                             const Cluster& cluster);
 
 // The multi-dimensional ring all-reduce on a torus network (topology: torus), as on TPU pods: a
 // ring reduce-scatter inside each node (g ranks), then on the torus, for each dimension in turn, a
@@ -101,7 +117,7 @@ struct TorusAllReducePlan {
   std::vector<std::vector<std::vector<Rank>>> rings;
 };
 std::optional<TorusAllReducePlan> torus_all_reduce_plan(const std::vector<Rank>& ranks,
-                                                        const ClusterConfig& cluster);
+                                                        const Cluster& cluster);
 
 // What a request runs as. Explicit algorithms fall back to the ring where they do not apply.
 // On a torus network, auto runs an all-reduce as the torus all-reduce (hierarchical) when its
@@ -121,9 +137,9 @@ struct ResolvedCollective {
   BytesPerSecond bandwidth_cap{0};  // cap on the ring's bus bandwidth (its beta); 0: none
 };
 ResolvedCollective resolve_collective(const CollectiveOp& op, const std::vector<Rank>& ranks,
-                                      const ClusterConfig& cluster);
+                                      const Cluster& cluster);
 CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<Rank>& ranks,
-                                      const ClusterConfig& cluster);
+                                      const Cluster& cluster);
 
 // A protocol's effect on a ring (NCCL src/tuning constants, docs/evidence/nccl-tuning-model.md):
 // per-step latency scales by NCCL's hardware latency for the protocol over its LL latency (the
@@ -176,18 +192,16 @@ struct TreePlan {
   Seconds time() const;                // the closed form above
 };
 // Empty trees when the group is not the same number of ranks on every node.
-TreePlan double_binary_tree(const std::vector<Rank>& ranks, const ClusterConfig& cluster,
-                            Bytes bytes);
+TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes);
 
 // At collective fidelity the ring, all-to-all and tree merge their independent flows that share
 // both endpoints into one flow carrying their bytes (merge_parallel_flows); merge_pairs = false
 // keeps them apart, for tests that check the merge.
 CollectiveSchedule decompose(const CollectiveOp& op, const std::vector<Rank>& ranks,
-                             const ClusterConfig& cluster, Fidelity fidelity,
-                             bool merge_pairs = true);
+                             const Cluster& cluster, Fidelity fidelity, bool merge_pairs = true);
 
-// Replaces independent flows (no `after`, not delays) that share src and dst by one flow with
-// their bytes, in order of first appearance.
+// Replaces independent transfers (no `after`) that share src and dst by one flow with their
+// bytes, in order of first appearance; delays and dependent flows stay as they are.
 void merge_parallel_flows(std::vector<Flow>& flows);
 
 }  // namespace dtsim

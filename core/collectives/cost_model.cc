@@ -9,39 +9,39 @@
 
 namespace dtsim {
 
-int node_of(Rank r, const ClusterConfig& cluster) {
-  return r / cluster.gpus_per_node;
+namespace {
+
+// The share of a node's network ports a group with `ranks_per_node` ranks on each node gets:
+// groups of the same shape on the node's other GPUs run at the same time and share the ports.
+double node_port_share(double ranks_per_node, const Cluster& cluster) {
+  return std::min(1.0, ranks_per_node / cluster.gpus_per_node);
 }
 
-LinkCost point_to_point_link(Rank a, Rank b, const ClusterConfig& cluster) {
+}  // namespace
+
+LinkCost point_to_point_link(Endpoint a, Endpoint b, const Cluster& cluster) {
   // To or from a node's NVSwitch (NVLS): one GPU link, half a GPU-to-GPU hop.
-  if (is_switch(a) || is_switch(b))
-    return {cluster.intra_node.latency / 2.0, cluster.intra_node.usable_bandwidth()};
-  if (node_of(a, cluster) == node_of(b, cluster))
-    return {cluster.intra_node.latency, cluster.intra_node.usable_bandwidth()};
+  if (a.is_switch() || b.is_switch())
+    return {cluster.intra_node.latency / 2.0, cluster.usable_fabric_bandwidth()};
+  if (cluster.node_of(a) == cluster.node_of(b))
+    return {cluster.intra_node.latency, cluster.usable_fabric_bandwidth()};
   const auto& net = cluster.network;
   // One flow uses one NIC; it is also bounded by the GPU's own fabric link.
-  BytesPerSecond nic = net.nic_bandwidth * net.protocol_efficiency;
   Seconds latency = net.latency;
-  if (net.topology == Topology::kTorus && !net.torus_dims.empty()) {  // core/hardware/torus.h routes
-    const auto hops = torus_route(node_of(a, cluster), node_of(b, cluster), net.torus_dims);
+  if (cluster.is_torus()) {  // core/hardware/torus.h routes
+    const auto hops = torus_route(cluster.node_of(a), cluster.node_of(b), net.torus_dims);
     latency += net.torus_hop_latency * (static_cast<double>(std::max<size_t>(hops.size(), 1)) - 1);
   }
-  return {latency, std::min(nic, cluster.intra_node.usable_bandwidth())};
+  return {latency, std::min(cluster.usable_nic_bandwidth(), cluster.usable_fabric_bandwidth())};
 }
 
-LinkCost torus_link(int ranks_per_node, const ClusterConfig& cluster) {
-  const auto& net = cluster.network;
+LinkCost torus_link(int ranks_per_node, const Cluster& cluster) {
   const double g = std::max(1, ranks_per_node);
-  const double share = std::min(1.0, g / cluster.gpus_per_node);
-  const bool pcie = cluster.intra_node.kind == FabricKind::kPcie;
-  const BytesPerSecond cable = net.nic_bandwidth * (net.protocol_efficiency * share / g);
-  return {net.latency + (pcie ? cluster.intra_node.latency : Seconds(0)),
-          std::min(cable, cluster.intra_node.usable_bandwidth())};
+  const BytesPerSecond cable = cluster.usable_nic_bandwidth() * (node_port_share(g, cluster) / g);
+  return {cluster.gpu_network_latency(), std::min(cable, cluster.usable_fabric_bandwidth())};
 }
 
-Seconds torus_all_reduce_time(Bytes bytes, const std::vector<Rank>& ranks,
-                              const ClusterConfig& cluster) {
+Seconds torus_all_reduce_time(Bytes bytes, const std::vector<Rank>& ranks, const Cluster& cluster) {
   const auto plan = torus_all_reduce_plan(ranks, cluster);
   if (!plan) return Seconds(0);
   const double g = static_cast<double>(plan->nodes.front().size());
@@ -64,23 +64,21 @@ Seconds torus_all_reduce_time(Bytes bytes, const std::vector<Rank>& ranks,
   return t + slowest;
 }
 
-LinkCost ring_link(const std::vector<Rank>& ranks, const ClusterConfig& cluster) {
+LinkCost ring_link(const std::vector<Rank>& ranks, const Cluster& cluster) {
   std::set<int> nodes;
-  for (Rank r : ranks) nodes.insert(node_of(r, cluster));
-  LinkCost intra{cluster.intra_node.latency, cluster.intra_node.usable_bandwidth()};
+  for (Rank r : ranks) nodes.insert(cluster.node_of(r));
+  LinkCost intra{cluster.intra_node.latency, cluster.usable_fabric_bandwidth()};
   if (nodes.size() <= 1) return intra;
   // A ring that crosses nodes leaves each node once per channel. Summed over NCCL's channels,
-  // a node sends as many bytes out as one rank sends in total, spread over its NICs. Groups of
-  // the same shape on the other GPUs of the node run at the same time and share the NICs, so a
-  // group with g ranks per node gets g / gpus_per_node of them.
-  const auto& net = cluster.network;
-  double ranks_per_node = static_cast<double>(ranks.size()) / static_cast<double>(nodes.size());
-  double share = std::min(1.0, ranks_per_node / cluster.gpus_per_node);
+  // a node sends as many bytes out as one rank sends in total, spread over its NICs, of which a
+  // group with g ranks per node gets g / gpus_per_node (node_port_share).
+  const double ranks_per_node =
+      static_cast<double>(ranks.size()) / static_cast<double>(nodes.size());
   // On a torus a ring leaves each node over one cable (its next node's), whatever nics_per_node.
-  const int ports = net.topology == Topology::kTorus ? 1 : net.nics_per_node;
-  BytesPerSecond node_nics = net.nic_bandwidth * (ports * net.protocol_efficiency);
-  BytesPerSecond inter = node_nics * share;
-  return {std::max(net.latency, intra.alpha), std::min(inter, intra.beta)};
+  const int ports = cluster.is_torus() ? 1 : cluster.nics();
+  const BytesPerSecond node_nics = cluster.usable_nic_bandwidth() * ports;
+  const BytesPerSecond inter = node_nics * node_port_share(ranks_per_node, cluster);
+  return {std::max(cluster.network.latency, intra.alpha), std::min(inter, intra.beta)};
 }
 
 double bus_bandwidth_factor(CollectiveKind kind, int n) {
@@ -106,7 +104,7 @@ namespace {
 
 // The collective's time without NCCL's per-call base latency.
 Seconds transfer_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
-                      const ClusterConfig& cluster, const ResolvedCollective& resolved) {
+                      const Cluster& cluster, const ResolvedCollective& resolved) {
   const int n = static_cast<int>(ranks.size());
   LinkCost link = ring_link(ranks, cluster);
   const double steps_all_reduce = 2.0 * (n - 1);
@@ -140,9 +138,8 @@ Seconds transfer_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
     return (g > 1 ? 2.0 * local : Seconds(0)) + across;
   }
   // Ring family: the protocol scales per-step latency and bandwidth.
-  const ProtocolEffect effect =
-      protocol_effect(resolved.protocol, ranks_by_node(ranks, cluster).size() != 1,
-                      cluster.intra_node.kind == FabricKind::kPcie);
+  const ProtocolEffect effect = protocol_effect(
+      resolved.protocol, ranks_by_node(ranks, cluster).size() != 1, cluster.gpus_on_pcie());
   link.alpha = link.alpha * effect.latency_scale;
   link.beta = link.beta * effect.bandwidth_factor;
   if (resolved.bandwidth_cap.value() > 0) link.beta = std::min(link.beta, resolved.bandwidth_cap);
@@ -165,13 +162,13 @@ Seconds transfer_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
 }  // namespace
 
 Seconds collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
-                        const ClusterConfig& cluster) {
+                        const Cluster& cluster) {
   if (ranks.size() <= 1) return Seconds(0);
   const ResolvedCollective resolved = resolve_collective(op, ranks, cluster);
   return resolved.call_latency + transfer_time(op, ranks, cluster, resolved);
 }
 
-Seconds point_to_point_time(Bytes bytes, Rank a, Rank b, const ClusterConfig& cluster) {
+Seconds point_to_point_time(Bytes bytes, Endpoint a, Endpoint b, const Cluster& cluster) {
   LinkCost l = point_to_point_link(a, b, cluster);
   return l.alpha + bytes / l.beta;
 }

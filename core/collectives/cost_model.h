@@ -7,10 +7,12 @@
 //   broadcast and reduce (N-1)a + S/b (pipelined chain). alpha and beta are those of the ring's
 //   slowest hop (ring_link). No contention: that is the SimGrid executor's job.
 // - Bandwidths inside a node are the fabric's usable bandwidth (line rate x protocol efficiency,
-//   NCCL's link figure for NVLink and PCIe), as across nodes they are the NICs' usable share.
-// - A collective that runs as NCCL would (core/collectives/collective_schedule.h ResolvedCollective) adds
-//   NCCL's per-call base latency to its closed form, and a ring under LL or LL128 has NCCL's
-//   bandwidth cap; explicit algorithms without a protocol are the pure formulas above.
+//   NCCL's link figure for NVLink and PCIe), as across nodes they are the NICs' usable share:
+//   Cluster::usable_fabric_bandwidth and usable_nic_bandwidth (core/hardware/cluster.h).
+// - A collective that runs as NCCL would (core/collectives/collective_schedule.h,
+//   ResolvedCollective) adds NCCL's per-call base latency to its closed form, and a ring under LL
+//   or LL128 has NCCL's bandwidth cap; explicit algorithms without a protocol are the pure
+//   formulas above.
 // - The same functions give the SimGrid executor its host speeds and the differential tests
 //   their oracle, so there is one definition of each cost.
 #pragma once
@@ -23,22 +25,21 @@
 
 namespace dtsim {
 
-// Node of a global rank: ranks fill nodes in order (rank r is on node r / gpus_per_node).
-int node_of(Rank r, const ClusterConfig& cluster);
-
 // Latency and bandwidth of the slowest hop of a ring over `ranks`.
 struct LinkCost {
   Seconds alpha{0};
   BytesPerSecond beta{0};
 };
-LinkCost ring_link(const std::vector<Rank>& ranks, const ClusterConfig& cluster);
-// On a torus, latency + (hops - 1) x torus_hop_latency along the dimension-order route.
-LinkCost point_to_point_link(Rank a, Rank b, const ClusterConfig& cluster);
-// One ring along a torus dimension (core/hardware/torus.h), for a group with `ranks_per_node` ranks on each
-// node: alpha is a one-hop route (plus the PCIe links on PCIe nodes); beta is the cable's share of
-// one of the node's ranks, nic_bandwidth x protocol_efficiency x min(1, g / gpus_per_node) / g (the
-// node's other GPUs run groups of the same shape), at most the GPU's own link.
-LinkCost torus_link(int ranks_per_node, const ClusterConfig& cluster);
+LinkCost ring_link(const std::vector<Rank>& ranks, const Cluster& cluster);
+// One flow between two endpoints: inside a node one fabric hop, to or from a node's switch half of
+// one; across nodes the network, at one NIC's usable rate and at most the GPU's own link. On a
+// torus, latency + (hops - 1) x torus_hop_latency along the dimension-order route.
+LinkCost point_to_point_link(Endpoint a, Endpoint b, const Cluster& cluster);
+// One ring along a torus dimension (core/hardware/torus.h), for a group with `ranks_per_node` ranks
+// on each node: alpha is a one-hop route (Cluster::gpu_network_latency); beta is the cable's share
+// of one of the node's ranks, usable_nic_bandwidth x min(1, g / gpus_per_node) / g (the node's
+// other GPUs run groups of the same shape), at most the GPU's own link.
+LinkCost torus_link(int ranks_per_node, const Cluster& cluster);
 
 // The torus all-reduce (core/collectives/collective_schedule.h) on a contention-free torus: the node phases
 // 2[(g-1) alpha_node + (g-1)/g S/beta_node], plus the slowest rotation: rotation r starts with
@@ -46,12 +47,11 @@ LinkCost torus_link(int ranks_per_node, const ClusterConfig& cluster);
 // 2[(k-1) alpha + (k-1)/k X_i/(w beta)], with X_{i+1} = X_i / k. Rotations run on different
 // dimensions at every phase when all dimensions are equal; with unequal ones they can meet on a
 // cable, which only the SimGrid engine sees.
-Seconds torus_all_reduce_time(Bytes bytes, const std::vector<Rank>& ranks,
-                              const ClusterConfig& cluster);
+Seconds torus_all_reduce_time(Bytes bytes, const std::vector<Rank>& ranks, const Cluster& cluster);
 
 Seconds collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
-                        const ClusterConfig& cluster);
-Seconds point_to_point_time(Bytes bytes, Rank a, Rank b, const ClusterConfig& cluster);
+                        const Cluster& cluster);
+Seconds point_to_point_time(Bytes bytes, Endpoint a, Endpoint b, const Cluster& cluster);
 
 // nccl-tests bus-bandwidth factor (reference.md): 2(n-1)/n for all-reduce, (n-1)/n for
 // all-gather, reduce-scatter and all-to-all, 1 for broadcast and reduce.

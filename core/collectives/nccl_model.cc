@@ -70,7 +70,7 @@ double ladder(const std::vector<double>& speeds, double limit) {
 
 }  // namespace
 
-NcclSystem nccl_system(const ClusterConfig& c, int ranks) {
+NcclSystem nccl_system(const Cluster& c, int ranks) {
   NcclSystem s;
   s.ranks = ranks;
   s.nodes = std::max(1, (ranks + c.gpus_per_node - 1) / c.gpus_per_node);
@@ -105,11 +105,12 @@ NcclSystem nccl_system(const ClusterConfig& c, int ranks) {
     return s;
   }
   // Across nodes a channel is limited by its NIC and the GPU's PCIe link (Gen5 x16: 48 GB/s on
-  // H100, Gen4 x16: 24 on A100; src/graph/topo.cc), one channel per NIC.
+  // H100, Gen4 x16: 24 on A100; src/graph/topo.cc), one channel per NIC. NCCL's search sees the
+  // NIC's line rate, not the usable rate the other models use.
   const double nic = c.network.nic_bandwidth.value() / 1e9;
   const double pcie = hopper ? 48 : 24;
   const double bw = ladder(inter, std::min(nic, pcie));
-  const int channels = std::max(1, c.network.nics_per_node);
+  const int channels = c.nics();
   s.ring = NcclGraph{channels, bw, bw};
   s.tree = NcclGraph{channels, ladder(inter, std::min(2 * bw, 48.0)), bw};  // pass 2 lifts bwIntra
   if (hopper) s.nvls = NcclGraph{8, ladder(intra, nvlink_total / 9), bw};

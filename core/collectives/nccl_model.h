@@ -49,7 +49,7 @@ struct NcclEstimate {
 
 // The graphs NCCL's topology search finds for `ranks` GPUs of this cluster (filling whole
 // nodes). Throws InputError for systems the reduced search does not cover.
-NcclSystem nccl_system(const ClusterConfig& cluster, int ranks);
+NcclSystem nccl_system(const Cluster& cluster, int ranks);
 
 // Every enabled algorithm and protocol for an all-reduce of `bytes`, in NCCL's order.
 std::vector<NcclEstimate> nccl_all_reduce_estimates(const NcclSystem& system, double bytes);

@@ -44,8 +44,7 @@ void collective_body(ActivityGraph& g, const CollectiveOp& op, const Group& grou
                      const Cluster& cluster, CollectiveBody body, int32_t begin,
                      int32_t end) {
   if (body == CollectiveBody::kClosedForm) {
-    int32_t d = g.add(GraphNode{
-        GraphNode::Kind::kDelay, 0, 0, collective_time(op, group.ranks, cluster).value(), 0, {}});
+    int32_t d = g.add(GraphNode::delay(collective_time(op, group.ranks, cluster)));
     g.edge(begin, d);
     g.edge(d, end);
     return;
@@ -67,9 +66,9 @@ void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, 
   const int32_t first = static_cast<int32_t>(g.nodes.size());
   for (const auto& f : s.flows) {
     if (f.is_delay())
-      g.add(GraphNode{GraphNode::Kind::kDelay, 0, 0, f.delay.value(), 0, {}});
+      g.add(GraphNode::delay(f.delay()));
     else
-      g.add(GraphNode{GraphNode::Kind::kFlow, f.src, f.dst, f.bytes.value(), 0, {}});
+      g.add(GraphNode::flow(f.transfer().src, f.transfer().dst, f.transfer().bytes));
   }
   std::vector<bool> has_successor(s.flows.size(), false);
   for (size_t i = 0; i < s.flows.size(); ++i) {
@@ -81,7 +80,7 @@ void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, 
   }
   int32_t tail = end;
   if (s.trailing_latency.value() > 0) {
-    tail = g.add(GraphNode{GraphNode::Kind::kDelay, 0, 0, s.trailing_latency.value(), 0, {}});
+    tail = g.add(GraphNode::delay(s.trailing_latency));
     g.edge(tail, end);
   }
   for (size_t i = 0; i < s.flows.size(); ++i)
@@ -119,12 +118,8 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations,
           OpInstance inst{p.rank, static_cast<StreamId>(s), it, static_cast<uint32_t>(i), -1, -1};
           if (const auto* c = std::get_if<ComputeOp>(&op.body)) {
             inst.begin = g.add(join());
-            inst.end = g.add(GraphNode{GraphNode::Kind::kCompute,
-                                       p.rank,
-                                       0,
-                                       compute_time(*c, cluster.gpu).value() / cluster.speed_scale(p.rank),
-                                       0,
-                                       {}});
+            inst.end = g.add(GraphNode::compute(
+                p.rank, compute_time(*c, cluster.gpu) / cluster.speed_scale(p.rank)));
             g.edge(inst.begin, inst.end);
           } else if (std::holds_alternative<MemoryOp>(op.body)) {
             inst.begin = inst.end = g.add(join());
@@ -157,15 +152,11 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations,
             if (found == p2p.end()) {
               Shared sh{g.add(join()), -1, 0, simulated.count(peer) ? 2 : 1,
                         op_name(p, static_cast<StreamId>(s), i)};
+              const Endpoint from = Endpoint::gpu(src), to = Endpoint::gpu(dst);
               if (body == CollectiveBody::kClosedForm)
-                sh.end = g.add(GraphNode{GraphNode::Kind::kDelay,
-                                         0,
-                                         0,
-                                         point_to_point_time(bytes, src, dst, cluster).value(),
-                                         0,
-                                         {}});
+                sh.end = g.add(GraphNode::delay(point_to_point_time(bytes, from, to, cluster)));
               else
-                sh.end = g.add(GraphNode{GraphNode::Kind::kFlow, src, dst, bytes.value(), 0, {}});
+                sh.end = g.add(GraphNode::flow(from, to, bytes));
               g.edge(sh.begin, sh.end);
               found = p2p.emplace(key, sh).first;
             }
@@ -232,7 +223,7 @@ std::vector<double> finish_times_without_contention(const ActivityGraph& g,
         duration = node.amount;
         break;
       case GraphNode::Kind::kFlow:
-        duration = point_to_point_time(Bytes(node.amount), node.rank, node.peer, cluster).value();
+        duration = point_to_point_time(Bytes(node.amount), node.src, node.dst, cluster).value();
         break;
     }
     finish[static_cast<size_t>(v)] = start[static_cast<size_t>(v)] + duration;

@@ -8,8 +8,10 @@
 //   roofline in core/collectives/cost_model.h); memory -> nothing (the begin join is the moment);
 //   collective -> shared by every simulated member of the group (matched by the order of
 //   collectives on that group), with a body chosen by CollectiveBody: a closed-form Delay
-//   (the analytic engine) or the flows of core/collectives/collective_schedule.h (the SimGrid engine);
-//   send/recv -> a Flow between the pair, shared by both sides (rendezvous).
+//   (the analytic engine) or the flows of core/collectives/collective_schedule.h (the SimGrid
+//   engine); send/recv -> a Flow between the pair, shared by both sides (rendezvous). Flow nodes
+//   name their ends as typed endpoints (core/hardware/endpoint.h): GPUs, or a node's switch for
+//   NVLS.
 // - Engines assign start and finish times to nodes; trace_from_times() turns them into the
 //   Trace, including each rank's memory timeline.
 // - Problems in the Job (an event nobody records, a collective some members never reach, a
@@ -20,9 +22,10 @@
 #include <vector>
 
 #include "core/collectives/collective_schedule.h"
+#include "core/hardware/endpoint.h"
 #include "core/ir/program.h"
-#include "core/scenario/scenario.h"
 #include "core/ir/trace.h"
+#include "core/scenario/scenario.h"
 
 namespace dtsim {
 
@@ -31,11 +34,23 @@ enum class CollectiveBody { kClosedForm, kChunkFlows, kCollectiveFlows };
 struct GraphNode {
   enum class Kind : uint8_t { kJoin, kCompute, kFlow, kDelay };
   Kind kind = Kind::kJoin;
-  Rank rank = 0;      // compute: the GPU; flow: the source
-  Rank peer = 0;      // flow: the destination
-  double amount = 0;  // compute and delay: seconds; flow: bytes
   int32_t predecessors = 0;
+  Endpoint src;       // compute: its GPU; flow: the source (a GPU or, for NVLS, a node's switch)
+  Endpoint dst;       // flow: the destination
+  double amount = 0;  // compute and delay: seconds; flow: bytes
   std::vector<int32_t> successors;
+
+  static GraphNode compute(Rank gpu, Seconds duration) {
+    return GraphNode{Kind::kCompute, 0, Endpoint::gpu(gpu), {}, duration.value(), {}};
+  }
+  static GraphNode flow(Endpoint src, Endpoint dst, Bytes bytes) {
+    return GraphNode{Kind::kFlow, 0, src, dst, bytes.value(), {}};
+  }
+  static GraphNode delay(Seconds duration) {
+    return GraphNode{Kind::kDelay, 0, {}, {}, duration.value(), {}};
+  }
+  // The GPU a compute node runs on.
+  Rank gpu() const { return src.rank(); }
 };
 
 struct OpInstance {

@@ -11,24 +11,28 @@ Cluster::Cluster(ClusterConfig config) : ClusterConfig(std::move(config)) {
   usable_nic_ = network.nic_bandwidth * network.protocol_efficiency;
   nodes_per_leaf_ = std::max(1, network.nodes_per_leaf);
   leaves_per_pod_ = std::max(1, network.leaves_per_pod);
-  const bool rails = network.topology == Topology::kRailOptimized;
   leaves_ = network.topology == Topology::kFatTree && nodes > nodes_per_leaf_;
-  groups_ = rails ? nics_ : leaves_ ? (nodes + nodes_per_leaf_ - 1) / nodes_per_leaf_ : 1;
+  groups_ = has_rails() ? nics_ : leaves_ ? (nodes + nodes_per_leaf_ - 1) / nodes_per_leaf_ : 1;
   has_pods_ = leaves_ && network.levels >= 3 && groups_ > leaves_per_pod_;
   pods_ = has_pods_ ? (groups_ + leaves_per_pod_ - 1) / leaves_per_pod_ : 1;
 }
 
+Seconds Cluster::gpu_network_latency() const {
+  return network.latency + (gpus_on_pcie() ? intra_node.latency : Seconds(0));
+}
+
 int Cluster::network_group(Rank r) const {
-  if (network.topology == Topology::kRailOptimized) return local_nic_of(r);
+  if (has_rails()) return local_nic_of(r);
   return leaves_ ? node_of(r) / nodes_per_leaf_ : 0;
 }
 
-int Cluster::pod_of(Rank r) const {
-  return has_pods_ ? network_group(r) / leaves_per_pod_ : 0;
+int Cluster::nics_in_group(int group) const {
+  if (has_rails()) return nodes;  // NIC `group` of every node
+  return std::min(nodes_per_leaf_, nodes - group * nodes_per_leaf_) * nics_;
 }
 
 std::vector<int> Cluster::torus_coordinates_of(int node) const {
-  if (network.topology != Topology::kTorus || network.torus_dims.empty()) return {};
+  if (!is_torus()) return {};
   return torus_coordinates(node, network.torus_dims);
 }
 

@@ -10,8 +10,8 @@
 namespace dtsim {
 namespace {
 
-ClusterConfig cluster(const std::string& yaml) {
-  return load_scenario_text(yaml + "model: {preset: unused}\n", "nccl.yaml").cluster;
+Cluster cluster(const std::string& yaml) {
+  return Cluster(load_scenario_text(yaml + "model: {preset: unused}\n", "nccl.yaml").cluster);
 }
 
 double busbw(const NcclEstimate& e, double bytes, int n) {

@@ -23,7 +23,7 @@ class HalvingDoubling : public ::testing::TestWithParam<int> {};
 
 TEST_P(HalvingDoubling, MatchesRabenseifnersFormula) {
   const int n = GetParam();
-  const ClusterConfig c = star_of(n);
+  const Cluster c = star_of(n);
   for (double bytes : {8.0, 1048576.0, 1073741824.0, 4294967296.0}) {
     const Job job =
         concurrent_collectives({first_ranks(n)}, Bytes(bytes), n, CollectiveKind::kAllReduce,
@@ -41,7 +41,7 @@ INSTANTIATE_TEST_SUITE_P(Ranks, HalvingDoubling, ::testing::Values(2, 3, 6, 8, 1
 // (450 GB/s at NCCL's NVLink efficiency 0.824),
 // 2.7 us and one 50 GB/s NIC per local-index ring across nodes.
 TEST(Hierarchical, MatchesThePhaseSum) {
-  const ClusterConfig c = cluster_from(
+  const Cluster c = cluster_from(
       "cluster:\n  gpu: H100-SXM\n  nodes: 4\n  gpus_per_node: 8\n  network: {preset: ib-ndr, "
       "protocol_efficiency: 1}\n");
   const double g = 8, m = 4, ai = 0.6e-6, bi = 370.8e9, an = 2.7e-6, bn = 50e9;
@@ -62,7 +62,7 @@ TEST(Hierarchical, BeatsAFlatRingOverSlowInterNodeLinks) {
   // latency in all 2(N-1) = 126 steps (6.3 ms), the hierarchical one in 2(m-1) = 14 (0.7 ms).
   // Both move about 2 S through the node's one NIC, so the gain is mostly latency: large at
   // 1 MiB, about a fifth at 64 MiB (45 ms against 56 ms).
-  const ClusterConfig c = cluster_from(
+  const Cluster c = cluster_from(
       "cluster:\n  gpu: A100-SXM-80GB\n  nodes: 8\n  gpus_per_node: 8\n  network: {preset: "
       "eth-25g, latency: 50us, "
       "nics_per_node: 1}\n");
@@ -87,7 +87,7 @@ namespace {
 TEST(Nvls, MatchesItsClosedFormOnHopperNodes) {
   // 8 H100 on NVSwitch: alpha 0.6 us, beta 370.8 GB/s (NCCL's 18 x 20.6 GB/s), NVLS efficiency 0.85
   // on top of it (NCCL nvls.cc applies it to the NVLink bandwidth its search counts).
-  const ClusterConfig c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
+  const Cluster c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
   ASSERT_TRUE(nvls_supported(c));
   for (int n : {2, 3, 6, 8}) {
     for (double s : {8.0, 1048576.0, 4294967296.0}) {
@@ -108,6 +108,29 @@ TEST(Nvls, MatchesItsClosedFormOnHopperNodes) {
       nvls_supported(cluster_from("cluster: {gpu: A100-SXM-80GB, nodes: 1, gpus_per_node: 8}\n")));
 }
 
+TEST(Nvls, FlowsGoToAndFromTheirNodesSwitch) {
+  // The group on node 1: every GPU sends to node 1's switch and receives from it, then the second
+  // half-hop of latency; the switch is a typed endpoint, never a rank.
+  const Cluster c = cluster_from(
+      "cluster:\n  gpu: H100-SXM\n  nodes: 2\n  gpus_per_node: 8\n  network: {preset: ib-ndr}\n");
+  std::vector<Rank> ranks;
+  for (Rank r = 8; r < 16; ++r) ranks.push_back(r);
+  const CollectiveOp op{CollectiveKind::kAllReduce, 0, Bytes(1048576.0), DType::kBf16,
+                        CollectiveAlgorithm::kNvls, 0};
+  const CollectiveSchedule s = decompose(op, ranks, c, Fidelity::kChunk);
+  ASSERT_EQ(s.flows.size(), 2 * ranks.size() + 1);
+  const Endpoint sw = Endpoint::node_switch(1);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const Endpoint gpu = Endpoint::gpu(ranks[i]);
+    EXPECT_EQ(s.flows[2 * i].transfer().src, gpu);
+    EXPECT_EQ(s.flows[2 * i].transfer().dst, sw);
+    EXPECT_EQ(s.flows[2 * i + 1].transfer().src, sw);
+    EXPECT_EQ(s.flows[2 * i + 1].transfer().dst, gpu);
+  }
+  EXPECT_TRUE(s.flows.back().is_delay());
+  EXPECT_DOUBLE_EQ(s.flows.back().delay().value(), c.intra_node.latency.value() / 2);
+}
+
 }  // namespace
 }  // namespace dtsim::testing
 
@@ -116,7 +139,7 @@ namespace {
 
 TEST(Auto, PicksWhatNcclsCostModelPicksOnEightH100) {
   // docs/evidence/nccl-tuning-model.md section 4: Ring/LL at 1 KiB and 1 MiB, NVLS/Simple at 1 GiB.
-  const ClusterConfig c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
+  const Cluster c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
   struct Case {
     double bytes;
     CollectiveAlgorithm algorithm;
@@ -133,7 +156,7 @@ TEST(Auto, PicksWhatNcclsCostModelPicksOnEightH100) {
     EXPECT_EQ(r.protocol, k.protocol) << k.bytes;
   }
   // Systems NCCL's model does not cover fall back to the plain ring.
-  const ClusterConfig v100 = cluster_from(
+  const Cluster v100 = cluster_from(
       "cluster: {gpu: V100-SXM2-32GB, nodes: 1, gpus_per_node: 8}\ntraining: {precision: fp16}\n");
   CollectiveOp op{CollectiveKind::kAllReduce, 0, Bytes(1e9), DType::kBf16,
                   CollectiveAlgorithm::kAuto, 0};
@@ -146,7 +169,7 @@ TEST(Protocols, RingClosedFormsScaleLatencyAndBandwidth) {
   // (0.6, 1.9, 3.4) / 0.6 and bandwidth 370.8 GB/s (450 at NCCL's NVLink efficiency) x (0.5,
   // 0.92, 1) for LL, LL128, Simple (NCCL's ring constants), LL capped at 141 GB/s (llMaxBw on one
   // Hopper node; LL128's cap, 12 channels x 36.7 GB/s, is above 0.92 x 370.8).
-  const ClusterConfig c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
+  const Cluster c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
   struct Case {
     CollectiveProtocol protocol;
     double base_us;
@@ -182,7 +205,7 @@ TEST(Auto, PaysNcclsBaseLatencyPerCall) {
   // (docs/evidence/nccl-tuning-model.md section 4); at 1 MiB Ring/LL again, 28.0 us with LL's
   // 141 GB/s cap. dtsim runs the same ring with the same constants, in the closed form and on
   // SimGrid at both fidelities.
-  const ClusterConfig c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
+  const Cluster c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
   const NcclSystem system = nccl_system(c, 8);
   for (double s : {1024.0, 1048576.0}) {
     const NcclEstimate nccl = nccl_all_reduce_choice(system, s);
@@ -207,7 +230,7 @@ TEST(Auto, PaysNcclsBaseLatencyPerCall) {
 TEST(Auto, TreePaysNcclsTreeBaseLatency) {
   // 16 nodes x 8 H100 over NDR at 1 KiB: NCCL's model runs Tree/LL, base 6.8 us; dtsim's tree
   // (no protocol) pays the same base once on top of its own pipeline.
-  const ClusterConfig c = cluster_from(
+  const Cluster c = cluster_from(
       "cluster:\n  gpu: H100-SXM\n  nodes: 16\n  gpus_per_node: 8\n  network: {preset: ib-ndr}\n");
   CollectiveOp op{CollectiveKind::kAllReduce, 0, Bytes(1024), DType::kBf16,
                   CollectiveAlgorithm::kAuto, 0};

@@ -17,7 +17,7 @@ class RingAllReduce : public ::testing::TestWithParam<int> {};
 
 TEST_P(RingAllReduce, MatchesTheAlphaBetaFormula) {
   const int n = GetParam();
-  const ClusterConfig c = star_of(n);
+  const Cluster c = star_of(n);
   for (double bytes : {8.0, 1048576.0, 1073741824.0}) {
     const Job job = concurrent_collectives({first_ranks(n)}, Bytes(bytes), n);
     const double expected = ring_all_reduce_formula(n, bytes, 2e-6, 25e9);
@@ -36,7 +36,7 @@ INSTANTIATE_TEST_SUITE_P(Ranks, RingAllReduce, ::testing::Values(2, 3, 5, 8, 64,
 TEST(RingCollectives, InsideOneNvSwitchNode) {
   // 8 H100 on NVSwitch: 450 GB/s per GPU at NCCL's NVLink efficiency 0.824 (18 x 20.6 GB/s) and
   // 0.6 us per hop.
-  const ClusterConfig c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
+  const Cluster c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
   const double alpha = c.intra_node.latency.value(), beta = c.intra_node.usable_bandwidth().value();
   EXPECT_NEAR(beta, 370.8e9, 1e3);
   const double s = 1073741824.0;
@@ -61,7 +61,7 @@ TEST(RingCollectives, MultiNodeChannelsUseEveryNic) {
   // 4 nodes x 8 GPUs, 8 NICs each: the ring's bandwidth is the node's 8 NICs, not one. At half
   // the NDR line rate (25 GB/s each, 200 GB/s a node) the NICs, not NVLink (370.8 GB/s usable),
   // are the slowest hop.
-  const ClusterConfig c = cluster_from(
+  const Cluster c = cluster_from(
       "cluster:\n  gpu: H100-SXM\n  nodes: 4\n  gpus_per_node: 8\n  network: {preset: ib-ndr, "
       "protocol_efficiency: 0.5}\n");
   const double s = 1073741824.0, n = 32;
@@ -85,7 +85,7 @@ class EveryCollective : public ::testing::TestWithParam<int> {};
 
 TEST_P(EveryCollective, MatchesItsClosedForm) {
   const int n = GetParam();
-  const ClusterConfig c = star_of(n);
+  const Cluster c = star_of(n);
   const double a = 2e-6, b = 25e9, k = n - 1.0;
   for (double s : {8.0 * n, 1048576.0 * n, 4294967296.0}) {
     const std::vector<std::pair<CollectiveKind, double>> cases = {
@@ -139,7 +139,7 @@ TEST(FabricEfficiency, RingBusBandwidthIsNcclsLinkFigure) {
                 "switch, bandwidth: 100GBps, latency: 1us, protocol_efficiency: 0.5}\n",
                 4, 100, 0.5},
        }) {
-    const ClusterConfig c = cluster_from(k.cluster);
+    const Cluster c = cluster_from(k.cluster);
     EXPECT_NEAR(c.intra_node.protocol_efficiency, k.efficiency, 1e-3) << k.cluster;
     const double s = 4294967296.0;
     const Job job = concurrent_collectives({first_ranks(k.n)}, Bytes(s), k.n);

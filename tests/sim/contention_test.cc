@@ -13,7 +13,7 @@ TEST(Contention, TwoAllReducesShareAnOversubscribedUplink) {
   // 4 single-GPU nodes, 2 per leaf, 2:1 oversubscribed: each leaf's uplink carries one NIC's worth.
   // Groups {0, 2} and {1, 3} both cross the leaves. Alone, one group fills the uplink exactly;
   // together they split it, so each takes twice as long.
-  const ClusterConfig c = cluster_from(
+  const Cluster c = cluster_from(
       "cluster:\n  nodes: 4\n  gpus_per_node: 1\n  network: {topology: fat-tree, nodes_per_leaf: "
       "2, "
       "oversubscription: 2, nics_per_node: 1, nic_bandwidth: 200Gbps, protocol_efficiency: 1}\n");
@@ -35,8 +35,8 @@ TEST(Contention, OversubscribedFatTreeAgainstNonBlocking) {
       "cluster:\n  nodes: 8\n  gpus_per_node: 1\n  network: {topology: fat-tree, nodes_per_leaf: "
       "4, "
       "nics_per_node: 1, nic_bandwidth: 200Gbps, protocol_efficiency: 1, oversubscription: ";
-  const ClusterConfig blocking = cluster_from(base + "2}\n");
-  const ClusterConfig nonblocking = cluster_from(base + "1}\n");
+  const Cluster blocking = cluster_from(base + "2}\n");
+  const Cluster nonblocking = cluster_from(base + "1}\n");
   const Job job = concurrent_collectives({{0, 4, 1, 5, 2, 6, 3, 7}}, Bytes(kGiB), 8);
   for (const char* fidelity : {"chunk", "collective"}) {
     const double ratio =
@@ -54,8 +54,8 @@ TEST(Contention, RailOptimizedPenalisesAllReducesThatCrossRails) {
   const std::string base =
       "cluster:\n  gpu: H100-SXM\n  nodes: 4\n  gpus_per_node: 8\n  network: {preset: ib-ndr, "
       "protocol_efficiency: 1, oversubscription: 2, topology: ";
-  const ClusterConfig rails = cluster_from(base + "rail-optimized}\n");
-  const ClusterConfig leaf = cluster_from(base + "fat-tree, nodes_per_leaf: 4}\n");
+  const Cluster rails = cluster_from(base + "rail-optimized}\n");
+  const Cluster leaf = cluster_from(base + "fat-tree, nodes_per_leaf: 4}\n");
   std::vector<std::vector<Rank>> same_rail, cross_rail;
   for (int j = 0; j < 8; ++j) {
     same_rail.push_back({}), cross_rail.push_back({});
@@ -79,7 +79,7 @@ TEST(Contention, ThreeLevelFatTreePodUplinks) {
   // non-blocking; at 4:1 a pod's uplink carries one NIC's worth. Groups {0, 4} and {1, 5} cross
   // pods: one alone fills a pod uplink, two together take twice as long. Inside one pod
   // ({0, 2} and {1, 3}) the leaf uplinks have room for both.
-  const ClusterConfig c = cluster_from(
+  const Cluster c = cluster_from(
       "cluster:\n  nodes: 8\n  gpus_per_node: 1\n  network: {topology: fat-tree, levels: 3, "
       "nodes_per_leaf: 2, "
       "leaves_per_pod: 2, pod_oversubscription: 4, nics_per_node: 1, nic_bandwidth: 200Gbps, "
@@ -100,7 +100,7 @@ TEST(SimGridFailures, AFatalSimGridErrorIsAnErrorNotACrash) {
   c.intra_node.per_gpu_bandwidth = BytesPerSecond(-1);
   const Job job = concurrent_collectives({{0, 1}}, Bytes(kGiB), 2);
   try {
-    simgrid_time(job, c, "chunk");
+    simgrid_time(job, Cluster(c), "chunk");
     FAIL() << "a broken platform must not simulate";
   } catch (const RuntimeError& e) {
     EXPECT_NE(std::string(e.what()).find("SimGrid simulation failed"), std::string::npos)
@@ -125,8 +125,8 @@ TEST(Contention, PcieNodesShareTheGpuLinkAndTheNic) {
       "cluster:\n  gpu: A100-SXM-80GB\n  nodes: 2\n  gpus_per_node: 4\n  intra_node: pcie\n  "
       "network: "
       "{preset: ib-hdr, protocol_efficiency: 0.5, topology: star, nics_per_node: ";
-  const ClusterConfig one_nic = cluster_from(pcie + "1}\n");
-  const ClusterConfig four_nics = cluster_from(pcie + "4}\n");
+  const Cluster one_nic = cluster_from(pcie + "1}\n");
+  const Cluster four_nics = cluster_from(pcie + "4}\n");
   const Job pairs = concurrent_collectives({{0, 4}, {1, 5}, {2, 6}, {3, 7}}, Bytes(kGiB), 8);
   EXPECT_NEAR(
       simgrid_time(pairs, one_nic, "collective") / simgrid_time(pairs, four_nics, "collective"),
@@ -148,12 +148,13 @@ TEST(Contention, PcieNodesShareTheGpuLinkAndTheNic) {
     }
     return job;
   };
-  const ClusterConfig nvswitch = cluster_from(
+  const Cluster nvswitch = cluster_from(
       "cluster:\n  gpu: A100-SXM-80GB\n  nodes: 2\n  gpus_per_node: 4\n  network: {preset: ib-hdr, "
       "protocol_efficiency: 1, topology: star, nics_per_node: 4}\n");
-  auto cross_node_time = [](const Job& job, const ClusterConfig& c) {
+  auto cross_node_time = [](const Job& job, const Cluster& c) {
     // The span of the first group's collective (rank 0's program is group 0's).
-    Trace t = sim::SimGridExecutor(sim::SimGridOptions{"collective", DType::kBf16}).run(job, Cluster(c), RunOptions{});
+    Trace t = sim::SimGridExecutor(sim::SimGridOptions{"collective", DType::kBf16})
+                  .run(job, c, RunOptions{});
     for (const auto& s : t.spans)
       if (s.rank == 0 && s.op_index == 0 && s.stream == 0) return (s.end - s.start).value();
     return 0.0;

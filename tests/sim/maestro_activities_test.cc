@@ -79,7 +79,7 @@ TEST(MaestroActivities, AdoptsCommsAndExecsAndKeepsTheirTimes) {
 // The same collectives with and without the bypass give bit-identical traces, at both fidelities,
 // with two groups contending for the same NICs and uplinks.
 TEST(MaestroActivities, ChangesNoSimulatedTime) {
-  const ClusterConfig c = cluster_from(
+  const Cluster c = cluster_from(
       "cluster:\n  nodes: 8\n  gpus_per_node: 8\n  gpu: H100-SXM\n"
       "  network: {preset: ib-ndr, topology: fat-tree, nodes_per_leaf: 2, oversubscription: 2}\n");
   std::vector<Rank> even, odd;
@@ -90,7 +90,8 @@ TEST(MaestroActivities, ChangesNoSimulatedTime) {
     for (const char* fidelity : {"chunk", "collective"}) {
       auto run = [&](const char* bypass) {
         ::setenv("DTSIM_SIMGRID_BYPASS", bypass, 1);
-        Trace t = sim::SimGridExecutor(sim::SimGridOptions{fidelity, DType::kBf16}).run(job, Cluster(c), RunOptions{});
+        Trace t = sim::SimGridExecutor(sim::SimGridOptions{fidelity, DType::kBf16})
+                      .run(job, c, RunOptions{});
         ::unsetenv("DTSIM_SIMGRID_BYPASS");
         return t;
       };

@@ -11,8 +11,9 @@
 
 namespace dtsim::testing {
 
-inline ClusterConfig cluster_from(const std::string& cluster_yaml) {
-  return load_scenario_text(cluster_yaml + "model: {preset: unused}\n", "test.yaml").cluster;
+inline Cluster cluster_from(const std::string& cluster_yaml) {
+  return Cluster(
+      load_scenario_text(cluster_yaml + "model: {preset: unused}\n", "test.yaml").cluster);
 }
 
 // A Job in which the first rank of each group runs one collective of `bytes` on its group; the
@@ -41,18 +42,18 @@ inline double longest_span(const Trace& t) {
   return longest;
 }
 
-inline double simgrid_time(const Job& job, const ClusterConfig& c, const std::string& fidelity) {
+inline double simgrid_time(const Job& job, const Cluster& c, const std::string& fidelity) {
   return longest_span(
-      sim::SimGridExecutor(sim::SimGridOptions{fidelity, DType::kBf16}).run(job, Cluster(c), RunOptions{}));
+      sim::SimGridExecutor(sim::SimGridOptions{fidelity, DType::kBf16}).run(job, c, RunOptions{}));
 }
 
-inline double analytic_time(const Job& job, const ClusterConfig& c) {
-  return longest_span(AnalyticExecutor().run(job, Cluster(c), RunOptions{}));
+inline double analytic_time(const Job& job, const Cluster& c) {
+  return longest_span(AnalyticExecutor().run(job, c, RunOptions{}));
 }
 
 // N single-GPU nodes on a non-blocking switch: every hop is a NIC hop with alpha = 2 us and
 // beta = 25 GB/s (200 Gb/s at efficiency 1).
-inline ClusterConfig star_of(int n) {
+inline Cluster star_of(int n) {
   return cluster_from(
       "cluster:\n  nodes: " + std::to_string(n) +
       "\n  gpus_per_node: 1\n  network: {topology: star, nic_bandwidth: 200Gbps, latency: 2us, "

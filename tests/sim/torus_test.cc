@@ -19,8 +19,8 @@ constexpr double kGiB = 1073741824.0;
 constexpr double kAlpha = 2e-6, kBeta = 25e9;  // 200 Gb/s cables at efficiency 1
 
 // Single-GPU nodes on a torus; every cable 25 GB/s per direction, 2 us for a one-hop route.
-ClusterConfig torus(const std::string& dims, int nodes, int gpus_per_node = 1,
-                    const std::string& extra = "") {
+Cluster torus(const std::string& dims, int nodes, int gpus_per_node = 1,
+              const std::string& extra = "") {
   return cluster_from("cluster:\n  nodes: " + std::to_string(nodes) +
                       "\n  gpus_per_node: " + std::to_string(gpus_per_node) +
                       "\n  network: {topology: torus, torus_dims: " + dims +
@@ -80,14 +80,14 @@ TEST(TorusRouting, RoutesAreDimensionOrderedTheShorterWayRound) {
 TEST(TorusRouting, PlatformRoutesCrossTheExpectedCables) {
   // 4 x 4 torus, 2 GPUs per node: rank 0 (node 0) to rank 20 (node 10 = (2, 2)) crosses 4 cables
   // and takes latency + 3 x hop latency; rank 1 to rank 6 (node 3, one hop the - way) one cable.
-  const ClusterConfig c = torus("[4, 4]", 16, 2, ", torus_hop_latency: 500ns");
+  const Cluster c = torus("[4, 4]", 16, 2, ", torus_hop_latency: 500ns");
   int argc = 2;
   char arg0[] = "torus_test", arg1[] = "--log=root.thres:critical";
   char* argv[] = {arg0, arg1, nullptr};
   simgrid::s4u::Engine engine(&argc, argv);
-  const sim::Platform p = sim::build_platform(Cluster(c), DType::kBf16);
+  const sim::Platform p = sim::build_platform(c, DType::kBf16);
   auto route = [&](Rank a, Rank b) {
-    const auto [src, dst] = sim::endpoints_for(p, a, b, 2);
+    const auto [src, dst] = sim::hosts_for(p, Endpoint::gpu(a), Endpoint::gpu(b), c);
     std::vector<simgrid::s4u::Link*> links;
     double latency = 0;
     src->route_to(dst, links, &latency);
@@ -107,13 +107,14 @@ TEST(TorusRouting, PlatformRoutesCrossTheExpectedCables) {
 
 TEST(TorusRouting, HopsAddLatencyAndSharedCablesHalveBandwidth) {
   // 8 B: latency only. Node 0 to node 10 is 4 hops: 2 us + 3 x 2 us (hop latency = latency).
-  const ClusterConfig c = torus("[4, 4]", 16);
+  const Cluster c = torus("[4, 4]", 16);
   for (const char* fidelity : {"chunk", "collective"}) {
     EXPECT_NEAR(simgrid_time(flows({pair(0, 10)}, 8, 16), c, fidelity), 8e-6, 1e-8) << fidelity;
     EXPECT_NEAR(simgrid_time(flows({pair(0, 1)}, 8, 16), c, fidelity), 2e-6, 1e-8) << fidelity;
     EXPECT_NEAR(simgrid_time(flows({pair(0, 3)}, 8, 16), c, fidelity), 2e-6, 1e-8) << fidelity;
   }
-  EXPECT_NEAR(point_to_point_time(Bytes(8), 0, 10, c).value(), 8e-6, 1e-8);  // the analytic view
+  EXPECT_NEAR(point_to_point_time(Bytes(8), Endpoint::gpu(0), Endpoint::gpu(10), c).value(), 8e-6,
+              1e-8);  // the analytic view
   // 1 GiB: 0 -> 2 crosses cables 0+ and 1+, 1 -> 3 crosses 1+ and 2+. Together they share cable
   // 1+ and each takes twice as long; 0 -> 2 with 4 -> 6 (the next row) share nothing.
   const double alone = simgrid_time(flows({pair(0, 2)}, kGiB, 16), c, "collective");
@@ -135,7 +136,7 @@ TEST(TorusAllReduce, MatchesItsClosedFormOn2DAnd3DTori) {
     int nodes = 1;
     for (int d : k.sizes) nodes *= d;
     const int n = nodes * k.gpus_per_node;
-    const ClusterConfig c = torus(k.dims, nodes, k.gpus_per_node);
+    const Cluster c = torus(k.dims, nodes, k.gpus_per_node);
     // With g GPUs a node, each cable direction carries one ring per GPU: beta / g each. The
     // default GPU (H100 on NVSwitch): 0.6 us and 370.8 GB/s inside a node (450 GB/s at NCCL's
     // NVLink efficiency 0.824).
@@ -157,7 +158,7 @@ TEST(TorusAllReduce, UsesEveryDimensionToBeatAFlatRing) {
   // torus all-reduce: 12 alpha + 2 x 3/4 x (S/2 + S/8) / (2 beta) = 12 alpha + 0.46875 S/beta.
   // Latency-bound it is 2.5x faster (fewer steps); bandwidth-bound 4x (both dimensions, both
   // directions: four cables a node busy instead of one).
-  const ClusterConfig c = torus("[4, 4]", 16);
+  const Cluster c = torus("[4, 4]", 16);
   const std::vector<Rank> snake{0, 1, 2, 3, 7, 6, 5, 4, 8, 9, 10, 11, 15, 14, 13, 12};
   for (const char* fidelity : {"chunk", "collective"}) {
     for (double s : {8.0, kGiB}) {
@@ -174,7 +175,7 @@ TEST(TorusAllReduce, UsesEveryDimensionToBeatAFlatRing) {
     }
   }
   // 4 x 4 x 4: 6x at 1 GiB against the ring's closed form (2 x 63/64 S against 0.328125 S).
-  const ClusterConfig cube = torus("[4, 4, 4]", 64);
+  const Cluster cube = torus("[4, 4, 4]", 64);
   const double tor =
       simgrid_time(all_reduce(first_ranks(64), kGiB, 64, CollectiveAlgorithm::kHierarchical), cube,
                    "collective");
@@ -182,7 +183,7 @@ TEST(TorusAllReduce, UsesEveryDimensionToBeatAFlatRing) {
 }
 
 TEST(TorusAllReduce, AutoPicksItOnATorus) {
-  const ClusterConfig c = torus("[4, 4]", 16);
+  const Cluster c = torus("[4, 4]", 16);
   CollectiveOp op{CollectiveKind::kAllReduce, 0, Bytes(kGiB), DType::kBf16,
                   CollectiveAlgorithm::kAuto, 0};
   EXPECT_EQ(resolve_collective(op, first_ranks(16), c).algorithm,
@@ -198,7 +199,7 @@ TEST(TorusAllReduce, AutoPicksItOnATorus) {
 
 // Platform build time (docs/simgrid-platform.md records the figures); a generous bound only.
 TEST(TorusPlatform, BuildsSixteenCubedNodesOfEightGpusInSeconds) {
-  const ClusterConfig c = cluster_from(
+  const Cluster c = cluster_from(
       "cluster:\n  nodes: 4096\n  gpus_per_node: 8\n  network: {topology: torus, torus_dims: "
       "[16, 16, 16]}\n");
   int argc = 2;
@@ -206,7 +207,7 @@ TEST(TorusPlatform, BuildsSixteenCubedNodesOfEightGpusInSeconds) {
   char* argv[] = {arg0, arg1, nullptr};
   simgrid::s4u::Engine engine(&argc, argv);
   const auto start = std::chrono::steady_clock::now();
-  const sim::Platform p = sim::build_platform(Cluster(c), DType::kBf16);
+  const sim::Platform p = sim::build_platform(c, DType::kBf16);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("16 x 16 x 16 nodes x 8 GPUs: platform built in %.2f s\n", seconds);

@@ -46,7 +46,7 @@ class TreeOverNodes : public ::testing::TestWithParam<int> {};
 // ceil(log2 m); the busiest NIC carries 2, 3 or 4 flows at a time for m = 2, 3 or more.
 TEST_P(TreeOverNodes, MatchesThePipelinedClosedForm) {
   const int m = GetParam();
-  const ClusterConfig c = star_of(m);
+  const Cluster c = star_of(m);
   const double load = m == 2 ? 2 : m == 3 ? 3 : 4;
   for (double s : {8.0, 65536.0 * m, 1048576.0 * m, 4294967296.0}) {
     const Job job = tree_job(m, s, m);
@@ -66,7 +66,7 @@ TEST(Tree, InsideOneNodeIsAChain) {
   // 8 H100 on NVSwitch (alpha 0.6 us, beta 370.8 GB/s: 450 at NCCL's efficiency 0.824): a chain of
   // n GPUs, 2(n-1) stages; a middle GPU's link carries 4 flows at a time (up and down, two trees),
   // the ends' 2 when n = 2.
-  const ClusterConfig c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
+  const Cluster c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
   for (int n : {2, 3, 6, 8}) {
     for (double s : {8.0, 1048576.0, 4294967296.0}) {
       const Job job = tree_job(n, s, 8);
@@ -87,7 +87,7 @@ TEST(Tree, AcrossNodesChainsBelowATreeOfNodes) {
   // and NIC, carrying S / 16 per tree. Height (8 - 1) + 2. The 4 stages with network hops run at
   // alpha 2.7 us and b_net = 4 c / 50 GB/s; the 14 chain-only stages at 0.6 us and b_intra =
   // 28 c / 370.8 GB/s (each GPU is in every channel's chain, 4 flows at a time in the middle).
-  const ClusterConfig c = cluster_from(
+  const Cluster c = cluster_from(
       "cluster:\n  gpu: H100-SXM\n  nodes: 4\n  gpus_per_node: 8\n  network: {preset: ib-ndr, "
       "protocol_efficiency: 1}\n");
   for (double s : {8.0, 1048576.0, 1073741824.0, 4294967296.0}) {
@@ -106,7 +106,7 @@ TEST(Tree, AcrossNodesChainsBelowATreeOfNodes) {
 }
 
 TEST(Tree, IsForAllReduceAndRegularGroups) {
-  const ClusterConfig c = cluster_from(
+  const Cluster c = cluster_from(
       "cluster:\n  gpu: H100-SXM\n  nodes: 2\n  gpus_per_node: 8\n  network: {preset: ib-ndr}\n");
   CollectiveOp op{CollectiveKind::kAllGather, 0, Bytes(1e6), DType::kBf16,
                   CollectiveAlgorithm::kTree, 0};
@@ -120,7 +120,7 @@ TEST(Tree, IsForAllReduceAndRegularGroups) {
 TEST(Tree, AutoPicksItWhereNcclsModelDoes) {
   // 16 nodes x 8 H100 over NDR, 1 KiB: NCCL's model gives Tree/LL 55.2 us against Ring/LL
   // 311.6 us (2(N-1) network steps); at 8 GiB the ring wins (docs/evidence/nccl-tuning-model.md).
-  const ClusterConfig c = cluster_from(
+  const Cluster c = cluster_from(
       "cluster:\n  gpu: H100-SXM\n  nodes: 16\n  gpus_per_node: 8\n  network: {preset: ib-ndr}\n");
   CollectiveOp op{CollectiveKind::kAllReduce, 0, Bytes(1024), DType::kBf16,
                   CollectiveAlgorithm::kAuto, 0};
@@ -134,7 +134,7 @@ TEST(Tree, AutoPicksItWhereNcclsModelDoes) {
 // channels and the two trees reuse the same GPU pairs). Runs the same concurrent collectives
 // merged and unmerged on SimGrid and returns each collective's time, merged over unmerged.
 std::vector<double> merged_over_unmerged(
-    const std::vector<std::pair<CollectiveOp, std::vector<Rank>>>& ops, const ClusterConfig& c) {
+    const std::vector<std::pair<CollectiveOp, std::vector<Rank>>>& ops, const Cluster& c) {
   std::vector<double> time[2];
   for (bool merge : {false, true}) {
     ActivityGraph g;
@@ -144,7 +144,7 @@ std::vector<double> merged_over_unmerged(
       ends.push_back(g.add(GraphNode{}));
       add_schedule(g, decompose(op, ranks, c, Fidelity::kCollective, merge), begin, ends.back());
     }
-    const std::vector<double> finish = sim::simulate_graph(g, Cluster(c), DType::kBf16);
+    const std::vector<double> finish = sim::simulate_graph(g, c, DType::kBf16);
     for (int32_t e : ends) time[merge].push_back(finish[static_cast<size_t>(e)]);
   }
   std::vector<double> ratio;
@@ -159,7 +159,7 @@ CollectiveOp all_reduce(double bytes, CollectiveAlgorithm algorithm = Collective
 TEST(Tree, MergingFlowsOfOnePairKeepsTheResult) {
   // 4 nodes x 8 H100 with 2 NICs each (4 GPUs per NIC): a tree over all 32 GPUs and a tree over
   // the first two nodes at once, contending for GPU links and NICs.
-  const ClusterConfig nvswitch = cluster_from(
+  const Cluster nvswitch = cluster_from(
       "cluster:\n  gpu: H100-SXM\n  nodes: 4\n  gpus_per_node: 8\n  network: {preset: ib-ndr, "
       "nics_per_node: 2}\n");
   for (double s : {8.0, 1048576.0, 268435456.0}) {
@@ -167,8 +167,7 @@ TEST(Tree, MergingFlowsOfOnePairKeepsTheResult) {
              {{all_reduce(s), first_ranks(32)}, {all_reduce(s), first_ranks(16)}}, nvswitch))
       EXPECT_NEAR(r, 1.0, 1e-9) << s;
     // One node, and 12 and 3 single-GPU nodes (node pairs that are edges of both trees).
-    const ClusterConfig one_node =
-        cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
+    const Cluster one_node = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
     EXPECT_NEAR(merged_over_unmerged({{all_reduce(s), first_ranks(8)}}, one_node)[0], 1.0, 1e-9);
     EXPECT_NEAR(merged_over_unmerged({{all_reduce(s), first_ranks(12)}}, star_of(12))[0], 1.0,
                 1e-9);
@@ -177,7 +176,7 @@ TEST(Tree, MergingFlowsOfOnePairKeepsTheResult) {
   // Where another collective shares the GPU links the merge is not exact: the merged chains take
   // one share of a link where their flows took 2 (g - 1), so the tree slows next to a ring inside
   // node 0 (measured +4% at 1 MiB, +36% at 256 MiB; docs/simgrid-platform.md "Speed").
-  const ClusterConfig two_nodes = cluster_from(
+  const Cluster two_nodes = cluster_from(
       "cluster:\n  gpu: H100-SXM\n  nodes: 2\n  gpus_per_node: 8\n  network: {preset: ib-ndr}\n");
   for (double s : {1048576.0, 268435456.0}) {
     const auto r =

@@ -59,7 +59,7 @@ LayerTime layer_time(const Setting& st) {
         CollectiveOp op;
         op.kind = collective_kind(k.pattern);
         op.bytes = k.bytes;
-        t += collective_time(op, tp, sc.cluster).value();
+        t += collective_time(op, tp, Cluster(sc.cluster)).value();
       } else {
         t +=
             compute_time(ComputeOp{k.kind, k.flops, k.bytes, DType::kBf16, k.shape}, sc.cluster.gpu)
