@@ -127,10 +127,21 @@ int main(int argc, char** argv) {
   auto* catalog = app.add_subcommand(
       "catalog",
       "List built-in presets: gpus, fabrics, networks, models, hardware (all three hardware "
-      "tables) or keys (every scenario key).");
-  catalog->add_option("what", cat.what, "gpus | fabrics | networks | models | hardware | keys")
-      ->check(CLI::IsMember({"gpus", "fabrics", "networks", "models", "hardware", "keys"}));
-  catalog->add_flag("--markdown", cat.markdown, "print Markdown (as in docs/)");
+      "tables), engines (the registered engines) or keys (every scenario key).\n"
+      "  dtsim catalog gpus --json");
+  catalog
+      ->add_option("what", cat.what,
+                   "gpus | fabrics | networks | models | hardware | engines | keys")
+      ->check(
+          CLI::IsMember({"gpus", "fabrics", "networks", "models", "hardware", "engines", "keys"}));
+  auto* markdown_flag =
+      catalog->add_flag("--markdown", cat.markdown, "print Markdown (as in docs/)");
+  catalog
+      ->add_flag("--json", cat.json,
+                 "print JSON for scripts: every quantity's key names its unit "
+                 "(memory_bytes, latency_s), hardware entries keep their source; keys prints "
+                 "the schema tree")
+      ->excludes(markdown_flag);
 
   // An unknown command gets a suggestion rather than CLI11's "A subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {
