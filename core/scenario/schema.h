@@ -113,8 +113,9 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
 std::string describe(const SchemaNode& node);
 
 // The node's default_text as a value of its type, parsed by the same rules as the input
-// ("25MiB" is Bytes, "8" a count); nullopt when the default is prose ("from preset", "the file
-// name") or absent. Words (strings, enums, catalog names) are returned as written.
+// ("25MiB" is Bytes, "8" a count); nullopt when it is absent or prose that does not parse as the
+// type ("from preset" for a bandwidth). Words (strings, enums, catalog names) are returned as
+// written, so a text key whose default is prose ("the file name") is not read through this.
 std::optional<Value> default_value(const SchemaNode& node);
 
 // Builders for schema trees (core/scenario/scenario_schema.cc, models/model_schema.cc).
