@@ -10,6 +10,7 @@
 #include "core/hardware/catalog_markdown.h"
 #include "core/report/report.h"
 #include "core/scenario/reference.h"
+#include "driver/catalog.h"
 #include "driver/collective_benchmark.h"
 #include "driver/predict.h"
 #include "driver/validate.h"
@@ -54,8 +55,7 @@ int run_simulate(const SimulateOptions& o, std::ostream& out) {
     out << "\nwarning: the peak memory exceeds the GPU's capacity; run dtsim validate for the "
            "fix.\n";
   if (result_file.is_open()) result_file << j.dump(2) << "\n";
-  if (trace_file.is_open())
-    trace_file << chrome_trace(p.trace, p.job, p.cluster).dump() << "\n";
+  if (trace_file.is_open()) trace_file << chrome_trace(p.trace, p.job, p.cluster).dump() << "\n";
   if ((result_file.is_open() && !result_file) || (trace_file.is_open() && !trace_file))
     throw RuntimeError("writing the output files failed (disk full?)");
   return 0;
@@ -72,8 +72,8 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
   const Scenario sc = driver::load(o.scenario, overrides);
   const auto& c = sc.cluster;
   const driver::CollectiveBenchmark bench = driver::run_collective_benchmark(
-      sc, driver::CollectiveRequest{o.op, o.bytes, o.min_bytes, o.max_bytes, o.factor,
-                                    o.algorithm, o.protocol, o.dtype, o.ranks});
+      sc, driver::CollectiveRequest{o.op, o.bytes, o.min_bytes, o.max_bytes, o.factor, o.algorithm,
+                                    o.protocol, o.dtype, o.ranks});
   const int ranks = bench.ranks;
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : bench.rows)
@@ -112,6 +112,21 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
 }
 
 int run_catalog(const CatalogOptions& o, std::ostream& out) {
+  if (o.json) {
+    const nlohmann::json j = o.what == "gpus"       ? driver::gpu_catalog_json()
+                             : o.what == "fabrics"  ? driver::fabric_catalog_json()
+                             : o.what == "networks" ? driver::network_catalog_json()
+                             : o.what == "hardware" ? driver::hardware_catalog_json()
+                             : o.what == "models"   ? driver::model_catalog_json()
+                             : o.what == "engines"  ? driver::engine_catalog_json()
+                                                    : driver::scenario_keys_json();
+    out << j.dump(2) << "\n";
+    return 0;
+  }
+  if (o.what == "engines") {
+    out << driver::render_engine_catalog();
+    return 0;
+  }
   if (o.what == "keys") {
     out << render_scenario_reference_markdown();
     return 0;

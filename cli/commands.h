@@ -44,8 +44,9 @@ struct CollectiveOptions {
 int run_collective(const CollectiveOptions& o, std::ostream& out);
 
 struct CatalogOptions {
-  std::string what = "gpus";
+  std::string what = "gpus";  // gpus | fabrics | networks | models | hardware | engines | keys
   bool markdown = false;
+  bool json = false;
 };
 int run_catalog(const CatalogOptions& o, std::ostream& out);
 

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/base/dtype.h"
 #include "core/base/error.h"
+#include "core/ir/program.h"
 #include "core/scenario/engine_choices.h"
 #include "core/scenario/schema.h"
 
@@ -21,6 +23,12 @@ constexpr int kExitOk = 0;
 constexpr int kExitRuntime = 1;
 constexpr int kExitBadInput = 2;
 
+// "a | b | c": a flag's words, from the enum's name table.
+std::string alternatives(const std::vector<std::string>& names) {
+  std::string text;
+  for (const auto& n : names) text += (text.empty() ? "" : " | ") + n;
+  return text;
+}
 
 // "--engine" help: every registered engine, one line each.
 std::string engine_help() {
@@ -90,12 +98,8 @@ int main(int argc, char** argv) {
   collective->add_option("--set", col.overrides, "override a scenario key (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  collective
-      ->add_option(
-          "--op", col.op,
-          "all-reduce | all-gather | reduce-scatter | broadcast | reduce | all-to-all | barrier")
-      ->check(CLI::IsMember({"all-reduce", "all-gather", "reduce-scatter", "broadcast", "reduce",
-                             "all-to-all", "barrier"}));
+  collective->add_option("--op", col.op, alternatives(dtsim::kCollectiveKindNames.names()))
+      ->check(CLI::IsMember(dtsim::kCollectiveKindNames.names()));
   collective->add_option("--bytes", col.bytes,
                          "operation size with a unit, e.g. 1GiB (nccl-tests size)");
   collective->add_option("--min-bytes", col.min_bytes, "sweep start, e.g. 8B");
@@ -109,9 +113,11 @@ int main(int argc, char** argv) {
       ->add_option("--protocol", col.protocol,
                    "NCCL protocol for the ring: LL | LL128 | Simple (auto: NCCL's choice with "
                    "--algorithm auto, else the pure alpha-beta model)")
-      ->check(CLI::IsMember({"auto", "LL", "LL128", "Simple"}));
-  collective->add_option("--dtype", col.dtype, "element type: fp32 | tf32 | fp16 | bf16 | fp8")
-      ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16", "fp8"}));
+      ->check(CLI::IsMember(dtsim::kCollectiveProtocolNames.names()));
+  collective
+      ->add_option("--dtype", col.dtype,
+                   "element type: " + alternatives(dtsim::kDTypeNames.names()))
+      ->check(CLI::IsMember(dtsim::kDTypeNames.names()));
   collective->add_option("--ranks", col.ranks, "ranks taking part (the first N GPUs; default all)")
       ->check(CLI::Range(1, 100000000));
   collective->add_option("--engine", col.engine, engine_help())->check(CLI::IsMember(engines));
@@ -121,10 +127,21 @@ int main(int argc, char** argv) {
   auto* catalog = app.add_subcommand(
       "catalog",
       "List built-in presets: gpus, fabrics, networks, models, hardware (all three hardware "
-      "tables) or keys (every scenario key).");
-  catalog->add_option("what", cat.what, "gpus | fabrics | networks | models | hardware | keys")
-      ->check(CLI::IsMember({"gpus", "fabrics", "networks", "models", "hardware", "keys"}));
-  catalog->add_flag("--markdown", cat.markdown, "print Markdown (as in docs/)");
+      "tables), engines (the registered engines) or keys (every scenario key).\n"
+      "  dtsim catalog gpus --json");
+  catalog
+      ->add_option("what", cat.what,
+                   "gpus | fabrics | networks | models | hardware | engines | keys")
+      ->check(
+          CLI::IsMember({"gpus", "fabrics", "networks", "models", "hardware", "engines", "keys"}));
+  auto* markdown_flag =
+      catalog->add_flag("--markdown", cat.markdown, "print Markdown (as in docs/)");
+  catalog
+      ->add_flag("--json", cat.json,
+                 "print JSON for scripts: every quantity's key names its unit "
+                 "(memory_bytes, latency_s), hardware entries keep their source; keys prints "
+                 "the schema tree")
+      ->excludes(markdown_flag);
 
   // An unknown command gets a suggestion rather than CLI11's "A subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {

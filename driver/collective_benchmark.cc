@@ -17,6 +17,16 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
+// A flag's word through its enum's name table (core/base/enum_table.h).
+template <class E, size_t N>
+E parse_flag(const EnumTable<E, N>& names, const std::string& flag, const std::string& text) {
+  if (auto value = names.parse(text)) return *value;
+  std::string expected;
+  for (const auto& name : names.names()) expected += (expected.empty() ? "" : ", ") + name;
+  throw InputError(
+      Diagnostic{SourceLocation{}, flag, "expected one of " + expected + ", found '" + text + "'"});
+}
+
 }  // namespace
 
 CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const CollectiveRequest& q) {
@@ -49,7 +59,7 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
     throw bad("--bytes",
               "give --bytes SIZE, or --min-bytes and --max-bytes for a sweep (e.g. --bytes 1GiB)");
   }
-  const DType dtype = *dtype_from_string(q.dtype);
+  const DType dtype = parse_flag(kDTypeNames, "--dtype", q.dtype);
   const double elem = bytes_per_element(dtype);
   for (Bytes b : sizes)
     if (std::fmod(b.value(), elem) != 0)
@@ -61,21 +71,15 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
     throw bad("--ranks", std::to_string(ranks) + " ranks requested but the cluster has " +
                              std::to_string(c.total_gpus()) +
                              " GPUs (cluster.nodes x cluster.gpus_per_node)");
-  CollectiveAlgorithm algorithm =
-      q.algorithm == "auto" ? CollectiveAlgorithm::kAuto : CollectiveAlgorithm::kRing;
-  CollectiveProtocol protocol = CollectiveProtocol::kAuto;
-  for (CollectiveProtocol p :
-       {CollectiveProtocol::kLL, CollectiveProtocol::kLL128, CollectiveProtocol::kSimple})
-    if (to_string(p) == q.protocol) protocol = p;
-  if (protocol != CollectiveProtocol::kAuto && q.algorithm != "ring")
+  const std::optional<CollectiveAlgorithm> named = kCollectiveAlgorithmNames.parse(q.algorithm);
+  const CollectiveAlgorithm algorithm = named.value_or(CollectiveAlgorithm::kRing);
+  const CollectiveProtocol protocol =
+      parse_flag(kCollectiveProtocolNames, "--protocol", q.protocol);
+  if (protocol != CollectiveProtocol::kAuto && named != CollectiveAlgorithm::kRing)
     throw bad("--protocol", "protocols shape the ring only so far; add --algorithm ring");
-  if (q.algorithm == "halving-doubling" || q.algorithm == "hierarchical" || q.algorithm == "nvls" ||
-      q.algorithm == "tree") {
-    algorithm = q.algorithm == "hierarchical" ? CollectiveAlgorithm::kHierarchical
-                : q.algorithm == "nvls"       ? CollectiveAlgorithm::kNvls
-                : q.algorithm == "tree"       ? CollectiveAlgorithm::kTree
-                                              : CollectiveAlgorithm::kHalvingDoubling;
-    if (q.op != "all-reduce")
+  const CollectiveKind kind = parse_flag(kCollectiveKindNames, "--op", q.op);
+  if (named && algorithm != CollectiveAlgorithm::kAuto && algorithm != CollectiveAlgorithm::kRing) {
+    if (kind != CollectiveKind::kAllReduce)
       throw bad("--algorithm",
                 "'" + q.algorithm + "' is built for all-reduce only so far; use ring for " + q.op);
     if (algorithm == CollectiveAlgorithm::kNvls && !nvls_supported(c))
@@ -87,19 +91,13 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
       throw bad("--algorithm", "NVLS reduces inside one NVSwitch node: use --ranks " +
                                    std::to_string(c.gpus_per_node) +
                                    " or fewer (NVLS across nodes, NVLS-tree, is not built yet)");
-  } else if (q.algorithm != "ring" && q.algorithm != "auto") {
+  } else if (!named) {
     const bool planned = q.algorithm == "pat" || q.algorithm == "nvls-tree";
     throw bad("--algorithm",
               "'" + q.algorithm + (planned ? "' is not supported yet" : "' is not an algorithm") +
                   ": choose ring, tree, halving-doubling, hierarchical, nvls or auto (what "
                   "NCCL's cost model would pick among them); PAT and NVLS-tree are not built");
   }
-  CollectiveKind kind = CollectiveKind::kAllReduce;
-  for (CollectiveKind k :
-       {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
-        CollectiveKind::kBroadcast, CollectiveKind::kReduce, CollectiveKind::kAllToAll,
-        CollectiveKind::kBarrier})
-    if (to_string(k) == q.op) kind = k;
 
   // One program runs the sizes back to back; the other members are folded by symmetry.
   Job job;

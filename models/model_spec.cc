@@ -1,14 +1,9 @@
 #include "models/model_spec.h"
 
-#include <array>
 #include <string>
 
 namespace dtsim::models {
 namespace {
-
-constexpr std::array<ModelFamily, 8> kFamilies = {
-    ModelFamily::kGpt,    ModelFamily::kLlama, ModelFamily::kMoe,       ModelFamily::kBert,
-    ModelFamily::kResnet, ModelFamily::kVgg,   ModelFamily::kInception, ModelFamily::kMlp};
 
 // Collects problems for one spec; each check names the scenario key it is about.
 class ProblemList {
@@ -145,67 +140,13 @@ void check_mlp(const ModelSpec& s, ProblemList& out) {
 
 }  // namespace
 
-std::string_view to_string(ModelFamily f) {
-  switch (f) {
-    case ModelFamily::kGpt:
-      return "gpt";
-    case ModelFamily::kLlama:
-      return "llama";
-    case ModelFamily::kMoe:
-      return "moe";
-    case ModelFamily::kBert:
-      return "bert";
-    case ModelFamily::kResnet:
-      return "resnet";
-    case ModelFamily::kVgg:
-      return "vgg";
-    case ModelFamily::kInception:
-      return "inception";
-    case ModelFamily::kMlp:
-      return "mlp";
-  }
-  return "gpt";
-}
-
-std::string_view to_string(Activation a) {
-  switch (a) {
-    case Activation::kGelu:
-      return "gelu";
-    case Activation::kSwiglu:
-      return "swiglu";
-    case Activation::kRelu:
-      return "relu";
-  }
-  return "gelu";
-}
-
-std::string_view to_string(Norm n) {
-  return n == Norm::kLayerNorm ? "layernorm" : "rmsnorm";
-}
-
-std::string_view to_string(Positions p) {
-  return p == Positions::kLearned ? "learned" : "rope";
-}
-
-std::optional<ModelFamily> family_from_string(std::string_view s) {
-  for (ModelFamily f : kFamilies)
-    if (to_string(f) == s) return f;
-  return std::nullopt;
-}
-
-std::optional<Activation> activation_from_string(std::string_view s) {
-  for (Activation a : {Activation::kGelu, Activation::kSwiglu, Activation::kRelu})
-    if (to_string(a) == s) return a;
-  return std::nullopt;
-}
-
 bool is_transformer(ModelFamily f) {
   return f == ModelFamily::kGpt || f == ModelFamily::kLlama || f == ModelFamily::kMoe ||
          f == ModelFamily::kBert;
 }
 
 std::optional<ModelSpec> family_defaults(std::string_view family) {
-  const std::optional<ModelFamily> f = family_from_string(family);
+  const std::optional<ModelFamily> f = kModelFamilyNames.parse(family);
   if (!f) return std::nullopt;
   ModelSpec s;
   s.family = *f;

@@ -19,21 +19,46 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/enum_table.h"
+
 namespace dtsim::models {
 
 enum class ModelFamily { kGpt, kLlama, kMoe, kBert, kResnet, kVgg, kInception, kMlp };
+inline constexpr auto kModelFamilyNames =
+    make_enum_table<ModelFamily>({{ModelFamily::kGpt, "gpt"},
+                                  {ModelFamily::kLlama, "llama"},
+                                  {ModelFamily::kMoe, "moe"},
+                                  {ModelFamily::kBert, "bert"},
+                                  {ModelFamily::kResnet, "resnet"},
+                                  {ModelFamily::kVgg, "vgg"},
+                                  {ModelFamily::kInception, "inception"},
+                                  {ModelFamily::kMlp, "mlp"}});
+constexpr std::string_view to_string(ModelFamily f) {
+  return kModelFamilyNames.to_string(f);
+}
+
 // The MLP nonlinearity. Transformers use GELU (GPT, BERT) or SwiGLU (Shazeer 2020; Llama);
 // CNNs always use ReLU; an MLP may use ReLU or GELU.
 enum class Activation { kGelu, kSwiglu, kRelu };
-enum class Norm { kLayerNorm, kRmsNorm };
-enum class Positions { kLearned, kRope };
+inline constexpr auto kActivationNames = make_enum_table<Activation>(
+    {{Activation::kGelu, "gelu"}, {Activation::kSwiglu, "swiglu"}, {Activation::kRelu, "relu"}});
+constexpr std::string_view to_string(Activation a) {
+  return kActivationNames.to_string(a);
+}
 
-std::string_view to_string(ModelFamily f);
-std::string_view to_string(Activation a);
-std::string_view to_string(Norm n);
-std::string_view to_string(Positions p);
-std::optional<ModelFamily> family_from_string(std::string_view s);
-std::optional<Activation> activation_from_string(std::string_view s);
+enum class Norm { kLayerNorm, kRmsNorm };
+inline constexpr auto kNormNames =
+    make_enum_table<Norm>({{Norm::kLayerNorm, "layernorm"}, {Norm::kRmsNorm, "rmsnorm"}});
+constexpr std::string_view to_string(Norm n) {
+  return kNormNames.to_string(n);
+}
+
+enum class Positions { kLearned, kRope };
+inline constexpr auto kPositionsNames =
+    make_enum_table<Positions>({{Positions::kLearned, "learned"}, {Positions::kRope, "rope"}});
+constexpr std::string_view to_string(Positions p) {
+  return kPositionsNames.to_string(p);
+}
 
 // True for gpt, llama, moe and bert: the families built by models/transformer.cc.
 bool is_transformer(ModelFamily f);
@@ -83,8 +108,8 @@ struct SpecProblem {
   std::string message;
 };
 
-// Upper bounds beyond which a value is treated as a typo rather than a model (the same bounds
-// as the scenario schema in core/scenario/scenario_schema.cc).
+// Upper bounds beyond which a value is treated as a typo rather than a model. The scenario
+// schema's `model` section (models/model_schema.cc) takes its bounds from these.
 inline constexpr int kMaxLayers = 100'000;
 inline constexpr int kMaxHidden = 10'000'000;
 inline constexpr int kMaxHeads = 1'000'000;

@@ -43,7 +43,7 @@ ModelSpec spec_from_scenario(const Scenario& sc) {
       sink.throw_if_any();
     }
     spec = *p;
-    if (sc.model.family && family_from_string(sc.model.family->value) != spec.family)
+    if (sc.model.family && kModelFamilyNames.parse(sc.model.family->value) != spec.family)
       sink.add(sc.model.family->where, "model.family",
                "family '" + sc.model.family->value + "' contradicts preset '" + p->name +
                    "', which is " + std::string(to_string(p->family)) +
@@ -80,7 +80,7 @@ ModelSpec spec_from_scenario(const Scenario& sc) {
   set_int("num_classes", spec.num_classes);
   if (auto it = sc.model.entries.find("model.activation"); it != sc.model.entries.end())
     if (const auto* v = std::get_if<std::string>(&it->second.value))
-      if (auto a = activation_from_string(*v)) spec.activation = *a;
+      spec.activation = kActivationNames.from_valid(*v);
   if (auto it = sc.model.entries.find("model.mlp_widths"); it != sc.model.entries.end())
     if (const auto* v = std::get_if<std::vector<int64_t>>(&it->second.value)) {
       spec.mlp_widths.clear();

@@ -1,13 +1,21 @@
 // Numeric formats that training computes and communicates in.
 #pragma once
 
-#include <optional>
-#include <string>
 #include <string_view>
+
+#include "core/base/enum_table.h"
 
 namespace dtsim {
 
 enum class DType { kFp32, kTf32, kFp16, kBf16, kFp8 };
+inline constexpr auto kDTypeNames = make_enum_table<DType>({{DType::kFp32, "fp32"},
+                                                            {DType::kTf32, "tf32"},
+                                                            {DType::kFp16, "fp16"},
+                                                            {DType::kBf16, "bf16"},
+                                                            {DType::kFp8, "fp8"}});
+constexpr std::string_view to_string(DType t) {
+  return kDTypeNames.to_string(t);
+}
 
 // Storage size of one element in bytes. TF32 is stored as FP32.
 constexpr double bytes_per_element(DType t) {
@@ -31,8 +39,5 @@ constexpr double bytes_per_element(DType t) {
 constexpr double training_bytes_per_element(DType t) {
   return t == DType::kFp32 || t == DType::kTf32 ? 4.0 : 2.0;
 }
-
-std::string_view to_string(DType t);  // "fp32", "tf32", "fp16", "bf16", "fp8"
-std::optional<DType> dtype_from_string(std::string_view s);
 
 }  // namespace dtsim

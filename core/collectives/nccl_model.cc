@@ -9,32 +9,6 @@
 
 namespace dtsim {
 
-std::string_view to_string(NcclAlgorithm a) {
-  switch (a) {
-    case NcclAlgorithm::kRing:
-      return "ring";
-    case NcclAlgorithm::kTree:
-      return "tree";
-    case NcclAlgorithm::kNvls:
-      return "nvls";
-    case NcclAlgorithm::kNvlsTree:
-      return "nvls-tree";
-  }
-  return "?";
-}
-
-std::string_view to_string(NcclProtocol p) {
-  switch (p) {
-    case NcclProtocol::kLL:
-      return "LL";
-    case NcclProtocol::kLL128:
-      return "LL128";
-    case NcclProtocol::kSimple:
-      return "Simple";
-  }
-  return "?";
-}
-
 namespace {
 
 // Constants from src/tuning/cost_model.cc ncclTunerConstantsDefaults (same in v2.28

@@ -15,14 +15,29 @@
 #include <string>
 #include <vector>
 
+#include "core/base/enum_table.h"
 #include "core/hardware/cluster.h"
 
 namespace dtsim {
 
 enum class NcclAlgorithm { kRing, kTree, kNvls, kNvlsTree };
+inline constexpr auto kNcclAlgorithmNames =
+    make_enum_table<NcclAlgorithm>({{NcclAlgorithm::kRing, "ring"},
+                                    {NcclAlgorithm::kTree, "tree"},
+                                    {NcclAlgorithm::kNvls, "nvls"},
+                                    {NcclAlgorithm::kNvlsTree, "nvls-tree"}});
+constexpr std::string_view to_string(NcclAlgorithm a) {
+  return kNcclAlgorithmNames.to_string(a);
+}
+
 enum class NcclProtocol { kLL, kLL128, kSimple };
-std::string_view to_string(NcclAlgorithm a);
-std::string_view to_string(NcclProtocol p);
+inline constexpr auto kNcclProtocolNames =
+    make_enum_table<NcclProtocol>({{NcclProtocol::kLL, "LL"},
+                                   {NcclProtocol::kLL128, "LL128"},
+                                   {NcclProtocol::kSimple, "Simple"}});
+constexpr std::string_view to_string(NcclProtocol p) {
+  return kNcclProtocolNames.to_string(p);
+}
 
 struct NcclGraph {
   int channels = 0;

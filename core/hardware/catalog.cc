@@ -669,43 +669,4 @@ const NetworkSpec* find_network(std::string_view name) {
   return find_by_name(network_catalog(), name);
 }
 
-std::string_view to_string(FabricKind k) {
-  switch (k) {
-    case FabricKind::kSwitch:
-      return "switch";
-    case FabricKind::kMesh:
-      return "mesh";
-    case FabricKind::kRing:
-      return "ring";
-    case FabricKind::kPcie:
-      return "pcie";
-  }
-  return "switch";
-}
-
-std::string_view to_string(NetworkKind k) {
-  switch (k) {
-    case NetworkKind::kInfiniBand:
-      return "infiniband";
-    case NetworkKind::kRoCE:
-      return "roce";
-    case NetworkKind::kEthernet:
-      return "ethernet";
-  }
-  return "infiniband";
-}
-
-std::string_view to_string(Topology t) {
-  switch (t) {
-    case Topology::kStar:
-      return "star";
-    case Topology::kFatTree:
-      return "fat-tree";
-    case Topology::kRailOptimized:
-      return "rail-optimized";
-    case Topology::kTorus:
-      return "torus";
-  }
-  return "?";
-}
 }  // namespace dtsim

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/base/dtype.h"
+#include "core/base/enum_table.h"
 #include "core/base/units.h"
 
 namespace dtsim {
@@ -34,8 +35,9 @@ struct GpuSpec {
   double memory_efficiency = 0.85;
   Seconds kernel_launch_overhead{5e-6};
   std::string efficiency_source;
-  // Streaming multiprocessors, for the GEMM wave-quantization model (core/collectives/cost_model.h); 0 where
-  // the model does not apply (non-NVIDIA devices, or unknown).
+  // Streaming multiprocessors, for the GEMM wave-quantization model
+  // (core/collectives/cost_model.h); 0 where the model does not apply (non-NVIDIA devices, or
+  // unknown).
   int sm_count = 0;
 
   // Peak for a dtype; falls back to the nearest supported format (fp8 -> bf16 -> fp16, tf32 ->
@@ -45,6 +47,14 @@ struct GpuSpec {
 };
 
 enum class FabricKind { kSwitch, kMesh, kRing, kPcie };
+inline constexpr auto kFabricKindNames =
+    make_enum_table<FabricKind>({{FabricKind::kSwitch, "switch"},
+                                 {FabricKind::kMesh, "mesh"},
+                                 {FabricKind::kRing, "ring"},
+                                 {FabricKind::kPcie, "pcie"}});
+constexpr std::string_view to_string(FabricKind k) {
+  return kFabricKindNames.to_string(k);
+}
 
 // The links between GPUs inside one node.
 struct IntraNodeFabricSpec {
@@ -62,6 +72,13 @@ struct IntraNodeFabricSpec {
 };
 
 enum class NetworkKind { kInfiniBand, kRoCE, kEthernet };
+inline constexpr auto kNetworkKindNames =
+    make_enum_table<NetworkKind>({{NetworkKind::kInfiniBand, "infiniband"},
+                                  {NetworkKind::kRoCE, "roce"},
+                                  {NetworkKind::kEthernet, "ethernet"}});
+constexpr std::string_view to_string(NetworkKind k) {
+  return kNetworkKindNames.to_string(k);
+}
 
 // A network port technology between nodes.
 struct NetworkSpec {
@@ -81,8 +98,5 @@ const std::vector<NetworkSpec>& network_catalog();
 const GpuSpec* find_gpu(std::string_view name);
 const IntraNodeFabricSpec* find_fabric(std::string_view name);
 const NetworkSpec* find_network(std::string_view name);
-
-std::string_view to_string(FabricKind k);
-std::string_view to_string(NetworkKind k);
 
 }  // namespace dtsim

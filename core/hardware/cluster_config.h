@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/enum_table.h"
 #include "core/base/error.h"
 #include "core/base/units.h"
 #include "core/hardware/catalog.h"
@@ -14,7 +15,15 @@
 namespace dtsim {
 
 enum class Topology { kStar, kFatTree, kRailOptimized, kTorus };
-std::string_view to_string(Topology t);
+// In the order the scenario reference lists them.
+inline constexpr auto kTopologyNames =
+    make_enum_table<Topology>({{Topology::kFatTree, "fat-tree"},
+                               {Topology::kRailOptimized, "rail-optimized"},
+                               {Topology::kTorus, "torus"},
+                               {Topology::kStar, "star"}});
+constexpr std::string_view to_string(Topology t) {
+  return kTopologyNames.to_string(t);
+}
 
 struct NetworkConfig {
   std::string preset;  // catalog entry the defaults came from ("ib-hdr")

@@ -21,15 +21,24 @@
 #include <vector>
 
 #include "core/base/dtype.h"
+#include "core/base/enum_table.h"
 #include "core/base/ids.h"
-#include "core/ir/model_graph.h"
 #include "core/base/units.h"
+#include "core/ir/model_graph.h"
 
 namespace dtsim {
 
-
 enum class Phase { kForward, kBackward, kRecompute, kGradientSync, kOptimizer, kPipeline, kOther };
-std::string_view to_string(Phase p);
+inline constexpr auto kPhaseNames = make_enum_table<Phase>({{Phase::kForward, "forward"},
+                                                            {Phase::kBackward, "backward"},
+                                                            {Phase::kRecompute, "recompute"},
+                                                            {Phase::kGradientSync, "gradient_sync"},
+                                                            {Phase::kOptimizer, "optimizer"},
+                                                            {Phase::kPipeline, "pipeline"},
+                                                            {Phase::kOther, "other"}});
+constexpr std::string_view to_string(Phase p) {
+  return kPhaseNames.to_string(p);
+}
 
 struct Label {
   std::string name;      // "block.3.qkv", "grad_bucket.2"
@@ -55,7 +64,18 @@ enum class CollectiveKind {
   kAllToAll,
   kBarrier
 };
-std::string_view to_string(CollectiveKind k);
+// The names nccl-tests and `dtsim collective --op` use.
+inline constexpr auto kCollectiveKindNames =
+    make_enum_table<CollectiveKind>({{CollectiveKind::kAllReduce, "all-reduce"},
+                                     {CollectiveKind::kAllGather, "all-gather"},
+                                     {CollectiveKind::kReduceScatter, "reduce-scatter"},
+                                     {CollectiveKind::kBroadcast, "broadcast"},
+                                     {CollectiveKind::kReduce, "reduce"},
+                                     {CollectiveKind::kAllToAll, "all-to-all"},
+                                     {CollectiveKind::kBarrier, "barrier"}});
+constexpr std::string_view to_string(CollectiveKind k) {
+  return kCollectiveKindNames.to_string(k);
+}
 // The collective a layer graph's communication kernel (core/ir/model_graph.h) stands for.
 CollectiveKind collective_kind(CommPattern pattern);
 
@@ -68,11 +88,26 @@ CollectiveKind collective_kind(CommPattern pattern);
 // NCCL's protocols (reference.md): LL and LL128 trade bandwidth for lower per-step latency.
 // kAuto: with algorithm auto, NCCL's choice; with an explicit algorithm, the pure alpha-beta model.
 enum class CollectiveProtocol { kAuto, kLL, kLL128, kSimple };
-std::string_view to_string(CollectiveProtocol p);  // "auto", "LL", "LL128", "Simple"
+inline constexpr auto kCollectiveProtocolNames =
+    make_enum_table<CollectiveProtocol>({{CollectiveProtocol::kAuto, "auto"},
+                                         {CollectiveProtocol::kLL, "LL"},
+                                         {CollectiveProtocol::kLL128, "LL128"},
+                                         {CollectiveProtocol::kSimple, "Simple"}});
+constexpr std::string_view to_string(CollectiveProtocol p) {
+  return kCollectiveProtocolNames.to_string(p);
+}
 
 enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHalvingDoubling, kHierarchical, kNvls };
-std::string_view to_string(
-    CollectiveAlgorithm a);  // "auto", "ring", "tree", "halving-doubling", "hierarchical", "nvls"
+inline constexpr auto kCollectiveAlgorithmNames = make_enum_table<CollectiveAlgorithm>(
+    {{CollectiveAlgorithm::kAuto, "auto"},
+     {CollectiveAlgorithm::kRing, "ring"},
+     {CollectiveAlgorithm::kTree, "tree"},
+     {CollectiveAlgorithm::kHalvingDoubling, "halving-doubling"},
+     {CollectiveAlgorithm::kHierarchical, "hierarchical"},
+     {CollectiveAlgorithm::kNvls, "nvls"}});
+constexpr std::string_view to_string(CollectiveAlgorithm a) {
+  return kCollectiveAlgorithmNames.to_string(a);
+}
 
 struct CollectiveOp {
   CollectiveKind kind = CollectiveKind::kAllReduce;
@@ -100,7 +135,16 @@ struct RecvOp {
 
 enum class MemoryCategory { kWeights, kGradients, kOptimizer, kActivations, kBuffers };
 constexpr int kMemoryCategories = 5;
-std::string_view to_string(MemoryCategory c);
+inline constexpr auto kMemoryCategoryNames =
+    make_enum_table<MemoryCategory>({{MemoryCategory::kWeights, "weights"},
+                                     {MemoryCategory::kGradients, "gradients"},
+                                     {MemoryCategory::kOptimizer, "optimizer"},
+                                     {MemoryCategory::kActivations, "activations"},
+                                     {MemoryCategory::kBuffers, "buffers"}});
+static_assert(kMemoryCategoryNames.size() == kMemoryCategories);
+constexpr std::string_view to_string(MemoryCategory c) {
+  return kMemoryCategoryNames.to_string(c);
+}
 
 struct MemoryOp {
   MemoryCategory category = MemoryCategory::kBuffers;

@@ -19,12 +19,13 @@
 #include <vector>
 
 #include "core/base/dtype.h"
+#include "core/base/enum_table.h"
 #include "core/base/error.h"
+#include "core/base/units.h"
 #include "core/hardware/catalog.h"
 #include "core/hardware/cluster_config.h"
 #include "core/scenario/engine_choices.h"
 #include "core/scenario/schema.h"
-#include "core/base/units.h"
 
 namespace dtsim {
 
@@ -36,12 +37,28 @@ struct Located {
 };
 
 enum class Schedule { kGpipe, k1F1B, kInterleaved, kPipeDreamAsync };
-enum class Recompute { kNone, kSelective, kFull };
-enum class Optimizer { kAdam, kSgd, kAdafactor };
+inline constexpr auto kScheduleNames =
+    make_enum_table<Schedule>({{Schedule::kGpipe, "gpipe"},
+                               {Schedule::k1F1B, "1f1b"},
+                               {Schedule::kInterleaved, "interleaved"},
+                               {Schedule::kPipeDreamAsync, "pipedream-async"}});
+constexpr std::string_view to_string(Schedule s) {
+  return kScheduleNames.to_string(s);
+}
 
-std::string_view to_string(Schedule s);
-std::string_view to_string(Recompute r);
-std::string_view to_string(Optimizer o);
+enum class Recompute { kNone, kSelective, kFull };
+inline constexpr auto kRecomputeNames = make_enum_table<Recompute>(
+    {{Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}});
+constexpr std::string_view to_string(Recompute r) {
+  return kRecomputeNames.to_string(r);
+}
+
+enum class Optimizer { kAdam, kSgd, kAdafactor };
+inline constexpr auto kOptimizerNames = make_enum_table<Optimizer>(
+    {{Optimizer::kAdam, "adam"}, {Optimizer::kSgd, "sgd"}, {Optimizer::kAdafactor, "adafactor"}});
+constexpr std::string_view to_string(Optimizer o) {
+  return kOptimizerNames.to_string(o);
+}
 
 // Model keys as written, with locations, for models/ to resolve (preset + overrides).
 struct ModelSection {
@@ -52,6 +69,12 @@ struct ModelSection {
 
 // Parallel dimensions, for rank placement (core/strategy/layout.h).
 enum class ParallelDim { kTensor = 0, kContext = 1, kPipeline = 2, kData = 3 };
+// Their names in parallelism.order.
+inline constexpr auto kParallelDimNames =
+    make_enum_table<ParallelDim>({{ParallelDim::kTensor, "tp"},
+                                  {ParallelDim::kContext, "cp"},
+                                  {ParallelDim::kPipeline, "pp"},
+                                  {ParallelDim::kData, "dp"}});
 // Innermost first: TP inside a node, then context, pipeline and data parallel.
 inline constexpr std::array<ParallelDim, 4> kDefaultPlacementOrder{
     ParallelDim::kTensor, ParallelDim::kContext, ParallelDim::kPipeline, ParallelDim::kData};
@@ -117,6 +140,14 @@ struct Scenario {
 
 // The schema of scenario files; the single source of truth for keys, types and defaults.
 const SchemaNode& scenario_schema();
+
+// The `model` section of the schema belongs to models/, which knows the architectures and their
+// bounds: models/register_model_schema.cc registers its builder at static initialisation, before
+// the schema is first built (scenario_schema() throws std::logic_error when none was). A second
+// registration of the same builder does nothing; a different builder, or one after the schema
+// was built, is a programmer error (std::logic_error). Returns true, to initialise a static.
+using ModelSchemaBuilder = SchemaNode (*)();
+bool register_model_schema(ModelSchemaBuilder build);
 
 // One --set override, "cluster.nodes=16".
 struct Override {

@@ -1,5 +1,6 @@
 // The scenario schema (design.md section 4): every key, its type, default and meaning.
 // docs/scenario-reference.md is generated from this table and checked by a test.
+#include <stdexcept>
 #include <string>
 
 #include "core/hardware/catalog.h"
@@ -8,40 +9,33 @@
 namespace dtsim {
 namespace {
 
-SchemaNode leaf(std::string key, ValueType type, std::string doc, std::string def = "") {
-  SchemaNode n;
-  n.key = std::move(key);
-  n.type = type;
-  n.doc = std::move(doc);
-  n.default_text = std::move(def);
-  return n;
+struct ModelSchemaRegistry {
+  ModelSchemaBuilder build = nullptr;
+  bool schema_built = false;
+};
+
+ModelSchemaRegistry& model_schema_registry() {
+  static ModelSchemaRegistry registry;
+  return registry;
 }
 
-SchemaNode count(std::string key, std::string doc, std::string def, double min, double max) {
-  SchemaNode n = leaf(std::move(key), ValueType::kCount, std::move(doc), std::move(def));
-  n.min = min;
-  n.max = max;
-  return n;
+SchemaNode model_section() {
+  const ModelSchemaBuilder build = model_schema_registry().build;
+  if (!build)
+    throw std::logic_error(
+        "the scenario schema has no model section: link dtsim_model_schema "
+        "(models/register_model_schema.cc), which registers the one models/ defines");
+  SchemaNode model = build();
+  if (model.key != "model" || model.type != ValueType::kMap)
+    throw std::logic_error("the registered model schema must be the map 'model'");
+  return model;
 }
 
-SchemaNode choice(std::string key, std::vector<std::string> choices, std::string doc,
-                  std::string def) {
-  SchemaNode n = leaf(std::move(key), ValueType::kEnum, std::move(doc), std::move(def));
-  n.choices = std::move(choices);
-  return n;
-}
-
-SchemaNode section(std::string key, std::string doc, std::vector<SchemaNode> children) {
-  SchemaNode n = leaf(std::move(key), ValueType::kMap, std::move(doc));
-  n.children = std::move(children);
-  return n;
-}
-
-SchemaNode positive(SchemaNode n, double max) {
-  n.positive = true;
-  n.max = max;
-  return n;
-}
+using schema::choice;
+using schema::count;
+using schema::leaf;
+using schema::positive;
+using schema::section;
 
 // "not supported yet" unless the value equals the one that is built.
 template <class T>
@@ -73,10 +67,11 @@ SchemaNode build_schema() {
   };
   {
     SchemaNode peak = section("peak", "dense peak compute per dtype", {});
-    for (const char* dt : {"fp32", "tf32", "fp16", "bf16", "fp8"})
-      peak.children.push_back(positive(
-          leaf(dt, ValueType::kFlopRate, std::string("dense ") + dt + " peak, e.g. 312TFLOPS"),
-          1e21));
+    for (const auto& dt : kDTypeNames)
+      peak.children.push_back(
+          positive(leaf(std::string(dt.name), ValueType::kFlopRate,
+                        "dense " + std::string(dt.name) + " peak, e.g. 312TFLOPS"),
+                   1e21));
     gpu.children = {
         leaf("name", ValueType::kString, "display name of the inline GPU", "custom-gpu"),
         leaf("base", ValueType::kString,
@@ -114,7 +109,8 @@ SchemaNode build_schema() {
   };
   intra.children = {
       leaf("name", ValueType::kString, "display name of the inline fabric", "custom-fabric"),
-      choice("kind", {"switch", "mesh", "ring", "pcie"}, "how the GPUs are connected", "switch"),
+      choice("kind", kFabricKindNames.names(), "how the GPUs are connected",
+             std::string(to_string(FabricKind::kSwitch))),
       positive(leaf("bandwidth", ValueType::kBandwidth,
                     "one GPU's injection bandwidth per direction, e.g. 450GBps"),
                1e15),
@@ -136,8 +132,8 @@ SchemaNode build_schema() {
     return names;
   };
 
-  SchemaNode topology = choice("topology", {"fat-tree", "rail-optimized", "torus", "star"},
-                               "inter-node topology", "fat-tree");
+  SchemaNode topology = choice("topology", kTopologyNames.names(), "inter-node topology",
+                               std::string(to_string(Topology::kFatTree)));
   SchemaNode torus_dims = leaf(
       "torus_dims", ValueType::kCountList,
       "nodes along each dimension of a torus (topology: torus), 1 to 3 of them, e.g. [4, 4, 4]; "
@@ -150,7 +146,7 @@ SchemaNode build_schema() {
   SchemaNode network = section(
       "network", "the network between nodes",
       {net_preset,
-       choice("kind", {"infiniband", "roce", "ethernet"}, "transport (defaults from the preset)",
+       choice("kind", kNetworkKindNames.names(), "transport (defaults from the preset)",
               "from preset"),
        topology,
        positive(leaf("nic_bandwidth", ValueType::kBandwidth, "line rate of one NIC per direction",
@@ -187,30 +183,6 @@ SchemaNode build_schema() {
       {gpu, count("nodes", "number of nodes", "1", 1, kMaxNodes),
        count("gpus_per_node", "GPUs in each node", "8", 1, kMaxGpusPerNode), intra, network});
 
-  SchemaNode model_preset = leaf("preset", ValueType::kString,
-                                 "model preset (dtsim catalog models); fields below override it");
-  SchemaNode model = section(
-      "model", "the network being trained: a preset, or a family with its fields",
-      {model_preset,
-       choice("family", {"gpt", "llama", "moe", "bert", "resnet", "vgg", "inception", "mlp"},
-              "architecture family for a custom model", "from preset"),
-       count("num_layers", "transformer blocks (or CNN depth where the family has variants)",
-             "from preset", 1, 1e5),
-       count("hidden_size", "hidden dimension h", "from preset", 1, 1e7),
-       count("num_attention_heads", "attention heads a", "from preset", 1, 1e6),
-       count("num_query_groups", "key/value head groups for GQA (= heads for MHA)", "heads", 1,
-             1e6),
-       count("ffn_hidden_size", "MLP inner dimension", "4 x hidden (gpt)", 1, 1e8),
-       count("seq_length", "tokens per sample s", "from preset", 1, 1e8),
-       count("vocab_size", "vocabulary size V", "from preset", 1, 1e8),
-       count("num_experts", "experts per MoE layer", "from preset", 1, 1e5),
-       count("top_k", "experts each token is routed to", "from preset", 1, 1e5),
-       choice("activation", {"gelu", "swiglu"}, "MLP activation", "from preset"),
-       count("image_size", "input image side in pixels (CNNs)", "from preset", 1, 1e5),
-       count("num_classes", "output classes (CNNs, MLP)", "from preset", 1, 1e8),
-       leaf("mlp_widths", ValueType::kCountList, "layer widths of an MLP, input first",
-            "from preset")});
-
   auto tp = count("tensor", "tensor-parallel size t (Megatron-LM: divides the heads and the node)",
                   "1", 1, kMaxDegree);
   auto pp = count("pipeline", "pipeline-parallel size p", "1", 1, kMaxDegree);
@@ -230,10 +202,12 @@ SchemaNode build_schema() {
                  "Megatron sequence parallelism: norms and dropouts split over the TP group, "
                  "all-reduces become reduce-scatter + all-gather",
                  "false");
-  auto schedule = choice("schedule", {"gpipe", "1f1b", "interleaved", "pipedream-async"},
-                         "pipeline schedule (matters when pipeline > 1)", "1f1b");
+  auto schedule =
+      choice("schedule", kScheduleNames.names(), "pipeline schedule (matters when pipeline > 1)",
+             std::string(to_string(Schedule::k1F1B)));
   schedule.unsupported = [](const Value& v) -> std::optional<std::string> {
-    if (const auto* x = std::get_if<std::string>(&v); x && *x == "pipedream-async")
+    if (const auto* x = std::get_if<std::string>(&v);
+        x && *x == to_string(Schedule::kPipeDreamAsync))
       return "the asynchronous PipeDream schedule is not built yet; use gpipe, 1f1b or "
              "interleaved";
     return std::nullopt;
@@ -259,7 +233,7 @@ SchemaNode build_schema() {
   auto order = leaf("order", ValueType::kString,
                     "rank placement, innermost dimension first: a permutation of tp, cp, pp, dp "
                     "joined by '-'",
-                    "tp-cp-pp-dp");
+                    to_string(kDefaultPlacementOrder));
   SchemaNode parallelism =
       section("parallelism", "how the job is split over GPUs",
               {tp, pp, dp, cp, ep, sp, schedule, vs, zero, lps, tpo, psg, order});
@@ -277,9 +251,11 @@ SchemaNode build_schema() {
       {count("global_batch_size", "samples per optimizer step B", "micro_batch_size x data", 1,
              1e12),
        count("micro_batch_size", "samples per micro-batch b", "1", 1, 1e9),
-       choice("precision", {"fp32", "tf32", "fp16", "bf16", "fp8"},
-              "compute precision (mixed precision keeps fp32 master weights)", "bf16"),
-       choice("recompute", {"none", "selective", "full"}, "activation recomputation", "none"),
+       choice("precision", kDTypeNames.names(),
+              "compute precision (mixed precision keeps fp32 master weights)",
+              std::string(to_string(DType::kBf16))),
+       choice("recompute", kRecomputeNames.names(), "activation recomputation",
+              std::string(to_string(Recompute::kNone))),
        leaf("runtime_reserve", ValueType::kBytes,
             "device memory held outside the modelled tensors: CUDA context, cuBLAS and NCCL "
             "workspaces, caching-allocator slack (an assumption until dtsim calibrate measures "
@@ -289,7 +265,8 @@ SchemaNode build_schema() {
             "fused FlashAttention kernels (no a x s^2 scores stored or streamed); off gives "
             "Megatron-LM's unfused attention, which Korthikanti et al.'s formulas describe",
             "false"),
-       choice("optimizer", {"adam", "sgd", "adafactor"}, "optimizer", "adam"),
+       choice("optimizer", kOptimizerNames.names(), "optimizer",
+              std::string(to_string(Optimizer::kAdam))),
        positive(leaf("gradient_bucket", ValueType::kBytes,
                      "gradient all-reduce bucket size (PyTorch DDP default)", "25MiB"),
                 1e15),
@@ -336,14 +313,29 @@ SchemaNode build_schema() {
   return section(
       "", "a dtsim scenario",
       {leaf("name", ValueType::kString, "scenario name, shown in reports", "the file name"),
-       leaf("description", ValueType::kString, "free text", ""), cluster, model, parallelism,
-       training, stragglers, failures, checkpoint, simulate});
+       leaf("description", ValueType::kString, "free text", ""), cluster, model_section(),
+       parallelism, training, stragglers, failures, checkpoint, simulate});
 }
 
 }  // namespace
 
+bool register_model_schema(ModelSchemaBuilder build) {
+  ModelSchemaRegistry& registry = model_schema_registry();
+  if (registry.build == build) return true;
+  if (registry.build || registry.schema_built)
+    throw std::logic_error(registry.build ? "a second, different model schema was registered"
+                                          : "the model schema was registered after the scenario "
+                                            "schema was built");
+  registry.build = build;
+  return true;
+}
+
 const SchemaNode& scenario_schema() {
-  static const SchemaNode schema = build_schema();
+  static const SchemaNode schema = [] {
+    SchemaNode root = build_schema();
+    model_schema_registry().schema_built = true;
+    return root;
+  }();
   return schema;
 }
 

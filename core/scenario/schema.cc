@@ -403,4 +403,71 @@ std::string describe(const SchemaNode& s) {
   return "a value";
 }
 
+std::optional<Value> default_value(const SchemaNode& node) {
+  const std::string& text = node.default_text;
+  if (text.empty()) return std::nullopt;
+  switch (node.type) {
+    case ValueType::kString:
+    case ValueType::kEnum:
+    case ValueType::kNameOrMap:
+      return Value(text);
+    case ValueType::kMap:
+    case ValueType::kFreeform:
+      return std::nullopt;
+    default:
+      break;
+  }
+  YAML::Node parsed;
+  try {
+    parsed = YAML::Load(text);
+  } catch (const YAML::Exception&) {
+    return std::nullopt;
+  }
+  EntryMap values;
+  DiagnosticSink problems;
+  Validator v{"<default>", SourceLocation{}, values, problems};
+  v.node(parsed, node, node.key);
+  if (!problems.empty() || values.size() != 1) return std::nullopt;
+  return values.begin()->second.value;
+}
+
+namespace schema {
+
+SchemaNode leaf(std::string key, ValueType type, std::string doc, std::string default_text) {
+  SchemaNode n;
+  n.key = std::move(key);
+  n.type = type;
+  n.doc = std::move(doc);
+  n.default_text = std::move(default_text);
+  return n;
+}
+
+SchemaNode count(std::string key, std::string doc, std::string default_text, double min,
+                 double max) {
+  SchemaNode n = leaf(std::move(key), ValueType::kCount, std::move(doc), std::move(default_text));
+  n.min = min;
+  n.max = max;
+  return n;
+}
+
+SchemaNode choice(std::string key, std::vector<std::string> choices, std::string doc,
+                  std::string default_text) {
+  SchemaNode n = leaf(std::move(key), ValueType::kEnum, std::move(doc), std::move(default_text));
+  n.choices = std::move(choices);
+  return n;
+}
+
+SchemaNode section(std::string key, std::string doc, std::vector<SchemaNode> children) {
+  SchemaNode n = leaf(std::move(key), ValueType::kMap, std::move(doc));
+  n.children = std::move(children);
+  return n;
+}
+
+SchemaNode positive(SchemaNode node, double max) {
+  node.positive = true;
+  node.max = max;
+  return node;
+}
+
+}  // namespace schema
 }  // namespace dtsim

@@ -3,8 +3,8 @@
 //
 // Contract:
 // - A Schema is a tree of SchemaNodes (maps with named children, and typed scalars). The
-//   scenario format (core/scenario/scenario_schema.cc) is one such tree; docs/scenario-reference.md is
-//   rendered from it, so documentation and parser cannot drift apart.
+//   scenario format (core/scenario/scenario_schema.cc) is one such tree; docs/scenario-reference.md
+//   is rendered from it, so documentation and parser cannot drift apart.
 // - validate() walks a YAML document and reports every problem in one pass (unknown keys with a
 //   "did you mean", wrong types, values without units, out-of-range numbers, features that are
 //   not supported yet). It returns a flat map from dotted key path to a typed, located value.
@@ -19,6 +19,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/base/enum_table.h"
 #include "core/base/error.h"
 #include "core/base/units.h"
 
@@ -44,6 +45,22 @@ enum class ValueType {
   kFreeform,     // a list or map kept as YAML text, for features defined by later work
   kNameOrMap,    // a catalog name (choices) or an inline map (children)
 };
+// The type names `dtsim catalog keys --json` prints.
+inline constexpr auto kValueTypeNames =
+    make_enum_table<ValueType>({{ValueType::kMap, "map"},
+                                {ValueType::kString, "string"},
+                                {ValueType::kEnum, "enum"},
+                                {ValueType::kCount, "count"},
+                                {ValueType::kCountOrAuto, "count-or-auto"},
+                                {ValueType::kNumber, "number"},
+                                {ValueType::kBool, "bool"},
+                                {ValueType::kBytes, "bytes"},
+                                {ValueType::kBandwidth, "bandwidth"},
+                                {ValueType::kDuration, "duration"},
+                                {ValueType::kFlopRate, "flop-rate"},
+                                {ValueType::kCountList, "count-list"},
+                                {ValueType::kFreeform, "freeform"},
+                                {ValueType::kNameOrMap, "name-or-map"}});
 
 // A validated scalar. kCountOrAuto stores "auto" as the string; kFreeform stores the YAML text
 // ("" when empty or null); kNameOrMap given as a name stores the name.
@@ -94,5 +111,25 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
 
 // A human phrase for what a type expects ("a whole number", "a size such as 80GiB").
 std::string describe(const SchemaNode& node);
+
+// The node's default_text as a value of its type, parsed by the same rules as the input
+// ("25MiB" is Bytes, "8" a count); nullopt when it is absent or prose that does not parse as the
+// type ("from preset" for a bandwidth). Words (strings, enums, catalog names) are returned as
+// written, so a text key whose default is prose ("the file name") is not read through this.
+std::optional<Value> default_value(const SchemaNode& node);
+
+// Builders for schema trees (core/scenario/scenario_schema.cc, models/model_schema.cc).
+namespace schema {
+SchemaNode leaf(std::string key, ValueType type, std::string doc, std::string default_text = "");
+// A whole number within [min, max].
+SchemaNode count(std::string key, std::string doc, std::string default_text, double min,
+                 double max);
+// One of `choices`; an enum's choices come from its name table (core/base/enum_table.h).
+SchemaNode choice(std::string key, std::vector<std::string> choices, std::string doc,
+                  std::string default_text);
+SchemaNode section(std::string key, std::string doc, std::vector<SchemaNode> children);
+// Greater than zero and at most `max`.
+SchemaNode positive(SchemaNode node, double max);
+}  // namespace schema
 
 }  // namespace dtsim

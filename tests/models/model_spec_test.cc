@@ -77,8 +77,8 @@ TEST(ModelSpecTest, UnknownNamesGiveNothing) {
   EXPECT_EQ(find_preset("gpt3-175B-typo"), nullptr);
   EXPECT_FALSE(family_defaults("transformer").has_value());
   EXPECT_TRUE(family_defaults("moe").has_value());
-  EXPECT_EQ(family_from_string("vgg"), ModelFamily::kVgg);
-  EXPECT_FALSE(activation_from_string("tanh").has_value());
+  EXPECT_EQ(kModelFamilyNames.parse("vgg"), ModelFamily::kVgg);
+  EXPECT_FALSE(kActivationNames.parse("tanh").has_value());
 }
 
 TEST(ModelSpecTest, FamilyDefaultsLeaveSizesToTheUser) {

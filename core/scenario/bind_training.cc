@@ -1,0 +1,46 @@
+// The training section's binder: batch sizes against the data-parallel size, and the precision
+// against the GPU.
+#include "core/scenario/internal/binders.h"
+
+namespace dtsim::scenario_binding {
+
+void bind_training(const Reader& r, const ParallelismConfig& par, TrainingConfig& t,
+                   DiagnosticSink& sink) {
+  t.micro_batch_size = {r.value<int64_t>("training.micro_batch_size"),
+                        r.where("training.micro_batch_size")};
+  t.global_batch_size = {
+      r.get_or<int64_t>("training.global_batch_size", t.micro_batch_size.value * par.data.value),
+      r.where("training.global_batch_size")};
+  t.precision = kDTypeNames.from_valid(r.value<std::string>("training.precision"));
+  t.recompute = kRecomputeNames.from_valid(r.value<std::string>("training.recompute"));
+  t.optimizer = kOptimizerNames.from_valid(r.value<std::string>("training.optimizer"));
+  t.gradient_bucket = r.value<Bytes>("training.gradient_bucket");
+  t.first_gradient_bucket = r.value<Bytes>("training.first_gradient_bucket");
+  t.overlap_grad_reduce = r.value<bool>("training.overlap_grad_reduce");
+  t.flash_attention = r.value<bool>("training.flash_attention");
+  t.runtime_reserve = r.value<Bytes>("training.runtime_reserve");
+  t.sync = r.value<std::string>("training.sync");
+  t.compression = r.value<std::string>("training.compression");
+  const int64_t per_step = t.micro_batch_size.value * par.data.value;
+  if (per_step > 0 && t.global_batch_size.value % per_step != 0) {
+    int64_t lo = t.global_batch_size.value / per_step * per_step;
+    sink.add(
+        t.global_batch_size.where.known() ? t.global_batch_size.where : t.micro_batch_size.where,
+        "training.global_batch_size",
+        "global batch " + std::to_string(t.global_batch_size.value) +
+            " is not divisible by micro_batch_size x data = " +
+            std::to_string(t.micro_batch_size.value) + " x " + std::to_string(par.data.value) +
+            " = " + std::to_string(per_step) + "; use " +
+            (lo > 0 ? std::to_string(lo) + " or " : std::string()) + std::to_string(lo + per_step));
+  }
+}
+
+void check_precision(const Reader& r, const ClusterConfig& c, const TrainingConfig& t,
+                     DiagnosticSink& sink) {
+  if (!c.gpu.name.empty() && !c.gpu.supports(t.precision) && !c.gpu.peak.empty())
+    sink.add(r.where("training.precision"), "training.precision",
+             c.gpu.name + " has no " + std::string(to_string(t.precision)) +
+                 " tensor-core peak in the catalog; choose a precision it supports");
+}
+
+}  // namespace dtsim::scenario_binding

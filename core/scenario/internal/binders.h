@@ -1,0 +1,100 @@
+// The scenario's bind stage (DuckDB's binder): validated entries become the typed sections of a
+// Scenario, one binder per section, each with the cross-checks that need only what it binds and
+// the sections bound before it. load_scenario() (scenario.cc) calls them in a fixed order, which
+// is also the order their diagnostics are reported in (the bad-input corpus compares it).
+//
+// Defaults: a key the user left out takes the default its schema node states (default_text),
+// read through Reader::value(); only defaults the schema words as prose ("from preset",
+// "gpus_per_node") are computed by the binders.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "core/scenario/scenario.h"
+
+namespace dtsim::scenario_binding {
+
+// Typed access to the validated entries, with the schema's defaults for absent keys.
+class Reader {
+ public:
+  explicit Reader(const EntryMap& entries) : entries_(entries) {}
+
+  const Entry* find(const std::string& path) const {
+    auto it = entries_.find(path);
+    return it == entries_.end() ? nullptr : &it->second;
+  }
+  template <class T>
+  std::optional<T> get(const std::string& path) const {
+    if (const Entry* e = find(path))
+      if (const T* v = std::get_if<T>(&e->value)) return *v;
+    return std::nullopt;
+  }
+  // The given value, or a fallback the binder computes (for defaults the schema words as prose).
+  template <class T>
+  T get_or(const std::string& path, T fallback) const {
+    return get<T>(path).value_or(std::move(fallback));
+  }
+  // The given value, or the schema's default for the key.
+  template <class T>
+  T value(const std::string& path) const {
+    if (auto v = get<T>(path)) return *v;
+    return schema_default<T>(path);
+  }
+  // The schema's default for a key; a default that is prose or of another type is a programmer
+  // error.
+  template <class T>
+  static T schema_default(const std::string& path) {
+    const SchemaNode* node = find_schema_node(scenario_schema(), path);
+    const std::optional<Value> v = node ? default_value(*node) : std::nullopt;
+    if (const T* typed = v ? std::get_if<T>(&*v) : nullptr) return *typed;
+    throw std::logic_error("the scenario schema states no usable default for " + path);
+  }
+  SourceLocation where(const std::string& path) const {
+    const Entry* e = find(path);
+    return e ? e->where : SourceLocation{};
+  }
+  // A located int from a count key: the given value, else the schema's default.
+  Located<int> count(const std::string& path) const {
+    return {static_cast<int>(value<int64_t>(path)), where(path)};
+  }
+  // A located int from a count key whose default the binder computes.
+  Located<int> count(const std::string& path, int fallback) const {
+    return {static_cast<int>(get_or<int64_t>(path, fallback)), where(path)};
+  }
+
+ private:
+  const EntryMap& entries_;
+};
+
+// "12345" for a whole double, as diagnostics print counts.
+std::string format_count(double v);
+
+// bind_cluster.cc: the GPU, the fabric inside a node and the network (catalog names resolved,
+// inline specs built), with their checks: unknown names, incomplete inline specs, a kind that
+// contradicts its preset, torus dimensions against the node count.
+void bind_cluster(const Reader& r, const std::string& file, ClusterConfig& cluster,
+                  DiagnosticSink& sink);
+
+// bind_parallelism.cc: the parallel sizes and options, with their checks against the cluster's
+// GPU count. Returns false when the sizes cannot fit the cluster at all (too many GPUs, or more
+// model-parallel ranks than GPUs): the sections bound after it would only repeat that problem.
+bool bind_parallelism(const Reader& r, const ClusterConfig& cluster, ParallelismConfig& par,
+                      DiagnosticSink& sink);
+// The pipeline schedule against the pipeline size and the micro-batches per pipeline, which the
+// training section decides; run after bind_training.
+void check_pipeline_schedule(const Reader& r, const Scenario& s, DiagnosticSink& sink);
+
+// bind_training.cc: batch sizes, precision, recompute, optimizer and buckets, with the check that
+// the global batch splits into micro-batches over the data-parallel ranks.
+void bind_training(const Reader& r, const ParallelismConfig& par, TrainingConfig& training,
+                   DiagnosticSink& sink);
+// The precision against the GPU's tensor-core peaks; run after the schedule checks.
+void check_precision(const Reader& r, const ClusterConfig& cluster, const TrainingConfig& training,
+                     DiagnosticSink& sink);
+
+// bind_simulate.cc: how to run the prediction (no checks beyond the schema's).
+void bind_simulate(const Reader& r, SimulateConfig& simulate);
+
+}  // namespace dtsim::scenario_binding

@@ -1,0 +1,132 @@
+// `dtsim catalog ... --json`: valid JSON whose hardware entries, written as inline specs, load
+// back to the catalog's own figures, field by field.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "cli/commands.h"
+#include "core/scenario/scenario.h"
+#include "driver/catalog.h"
+#include "models/model_spec.h"
+
+namespace dtsim::driver {
+namespace {
+
+using nlohmann::json;
+
+Scenario load(const std::string& cluster_yaml, const std::string& precision = "bf16") {
+  return load_scenario_text("cluster:\n" + cluster_yaml + "model: {preset: gpt3-125m}\n" +
+                            "training: {precision: " + precision + "}\n");
+}
+
+// Every field an inline spec can set, compared as the catalog JSON prints it.
+void expect_inline_fields_equal(HardwareKind kind, const json& loaded, const json& entry) {
+  for (const auto& field : inline_fields(kind))
+    EXPECT_EQ(loaded.at(field), entry.at(field)) << entry.at("name") << " " << field;
+}
+
+TEST(CatalogJson, EveryGpuRoundTripsThroughAnInlineSpec) {
+  const json gpus = json::parse(gpu_catalog_json().dump());
+  ASSERT_EQ(gpus.size(), gpu_catalog().size());
+  for (const auto& entry : gpus) {
+    const std::string precision = entry.at("peak_flops_per_s").begin().key();
+    const Scenario sc = load(
+        "  gpu: " + inline_spec_yaml(HardwareKind::kGpu, entry) + "\n  intra_node: pcie-gen4\n",
+        precision);
+    const GpuSpec& loaded = sc.cluster.gpu;
+    const GpuSpec& catalog = *find_gpu(entry.at("name").get<std::string>());
+    EXPECT_EQ(loaded.name, catalog.name);
+    EXPECT_EQ(loaded.peak.size(), catalog.peak.size()) << catalog.name;
+    for (const auto& [dtype, rate] : catalog.peak)
+      EXPECT_EQ(loaded.peak_for(dtype).value(), rate.value()) << catalog.name;
+    EXPECT_EQ(loaded.memory.value(), catalog.memory.value()) << catalog.name;
+    EXPECT_EQ(loaded.memory_bandwidth.value(), catalog.memory_bandwidth.value()) << catalog.name;
+    EXPECT_EQ(loaded.gemm_efficiency, catalog.gemm_efficiency) << catalog.name;
+    EXPECT_EQ(loaded.attention_efficiency, catalog.attention_efficiency) << catalog.name;
+    EXPECT_EQ(loaded.memory_efficiency, catalog.memory_efficiency) << catalog.name;
+    EXPECT_EQ(loaded.kernel_launch_overhead.value(), catalog.kernel_launch_overhead.value())
+        << catalog.name;
+    EXPECT_EQ(loaded.sm_count, catalog.sm_count) << catalog.name;
+    expect_inline_fields_equal(HardwareKind::kGpu, to_json(loaded), entry);
+  }
+}
+
+TEST(CatalogJson, EveryFabricRoundTripsThroughAnInlineSpec) {
+  const json fabrics = json::parse(fabric_catalog_json().dump());
+  ASSERT_EQ(fabrics.size(), fabric_catalog().size());
+  for (const auto& entry : fabrics) {
+    const Scenario sc = load(
+        "  gpu: H100-SXM\n  intra_node: " + inline_spec_yaml(HardwareKind::kFabric, entry) + "\n");
+    const IntraNodeFabricSpec& loaded = sc.cluster.intra_node;
+    const IntraNodeFabricSpec& catalog = *find_fabric(entry.at("name").get<std::string>());
+    EXPECT_EQ(loaded.name, catalog.name);
+    EXPECT_EQ(loaded.kind, catalog.kind) << catalog.name;
+    EXPECT_EQ(loaded.per_gpu_bandwidth.value(), catalog.per_gpu_bandwidth.value()) << catalog.name;
+    EXPECT_EQ(loaded.latency.value(), catalog.latency.value()) << catalog.name;
+    EXPECT_EQ(loaded.protocol_efficiency, catalog.protocol_efficiency) << catalog.name;
+    expect_inline_fields_equal(HardwareKind::kFabric, to_json(loaded), entry);
+  }
+}
+
+TEST(CatalogJson, EveryNetworkRoundTripsThroughInlineOverrides) {
+  const json networks = json::parse(network_catalog_json().dump());
+  ASSERT_EQ(networks.size(), network_catalog().size());
+  for (const auto& entry : networks) {
+    const Scenario sc = load(
+        "  gpu: H100-SXM\n  network: " + inline_spec_yaml(HardwareKind::kNetwork, entry) + "\n");
+    const NetworkConfig& loaded = sc.cluster.network;
+    const NetworkSpec& catalog = *find_network(entry.at("name").get<std::string>());
+    EXPECT_EQ(loaded.kind, catalog.kind) << catalog.name;
+    EXPECT_EQ(loaded.nic_bandwidth.value(), catalog.port_bandwidth.value()) << catalog.name;
+    EXPECT_EQ(loaded.latency.value(), catalog.latency.value()) << catalog.name;
+    EXPECT_EQ(loaded.protocol_efficiency, catalog.protocol_efficiency) << catalog.name;
+    NetworkSpec as_spec = catalog;
+    as_spec.kind = loaded.kind;
+    as_spec.port_bandwidth = loaded.nic_bandwidth;
+    as_spec.latency = loaded.latency;
+    as_spec.protocol_efficiency = loaded.protocol_efficiency;
+    expect_inline_fields_equal(HardwareKind::kNetwork, to_json(as_spec), entry);
+  }
+}
+
+TEST(CatalogJson, QuantitiesNameTheirUnitsAndEntriesTheirSource) {
+  const json gpu = gpu_catalog_json().at(0);
+  for (const char* key : {"memory_bytes", "memory_bandwidth_Bps", "peak_flops_per_s",
+                          "kernel_launch_overhead_s", "source"})
+    EXPECT_TRUE(gpu.contains(key)) << key;
+  EXPECT_TRUE(fabric_catalog_json().at(0).contains("latency_s"));
+  EXPECT_TRUE(network_catalog_json().at(0).contains("port_bandwidth_Bps"));
+}
+
+// The `model` subtree comes from models/, with the bounds check_spec() applies.
+TEST(CatalogJson, KeysCarryTheSchemaTreeWithTheModelBounds) {
+  const json keys = json::parse(scenario_keys_json().dump()).at("keys");
+  const json* model = nullptr;
+  for (const auto& k : keys)
+    if (k.at("key") == "model") model = &k;
+  ASSERT_NE(model, nullptr);
+  bool found = false;
+  for (const auto& k : model->at("children"))
+    if (k.at("key") == "model.hidden_size") {
+      found = true;
+      EXPECT_EQ(k.at("type"), "count");
+      EXPECT_EQ(k.at("max").get<double>(), models::kMaxHidden);
+    }
+  EXPECT_TRUE(found);
+}
+
+TEST(CatalogJson, EveryListingPrintsValidJson) {
+  for (const char* what :
+       {"gpus", "fabrics", "networks", "hardware", "models", "engines", "keys"}) {
+    std::ostringstream out;
+    cli::CatalogOptions o;
+    o.what = what;
+    o.json = true;
+    EXPECT_EQ(cli::run_catalog(o, out), 0);
+    const json j = json::parse(out.str());
+    EXPECT_FALSE(j.empty()) << what;
+  }
+}
+
+}  // namespace
+}  // namespace dtsim::driver
