@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "core/base/error.h"
 #include "core/collectives/collective_schedule.h"
@@ -76,26 +77,32 @@ void validate(const Plan& plan, std::ostream& out) {
       out << (stage ? " ->" : "") << " " << layout.rank(0, 0, stage, 0);
     out << "\n";
   }
+  // The collectives each group runs (the Job lists every group of the world, most of them
+  // without a simulated member), in one pass over the ops.
+  std::map<GroupId, std::vector<const CollectiveOp*>> issued;
+  for (const auto& p : plan.job.programs)
+    for (const auto& st : p.streams)
+      for (const auto& op : st.ops)
+        if (const auto* col = std::get_if<CollectiveOp>(&op.body))
+          issued[col->group].push_back(col);
   std::map<std::string, int> shown;
   for (const auto& g : plan.job.groups) {
     // One example of each kind of group that communicates (groups of one rank never do).
     if (g.ranks.size() <= 1 || shown.count(g.name)) continue;
+    const auto found = issued.find(g.id);
+    if (found == issued.end()) continue;
     // The collectives this group runs, with the algorithm and protocol auto resolves them to.
     std::map<std::string, int> seen;
-    for (const auto& p : plan.job.programs)
-      for (const auto& st : p.streams)
-        for (const auto& op : st.ops)
-          if (const auto* col = std::get_if<CollectiveOp>(&op.body); col && col->group == g.id) {
-            const ResolvedCollective r = resolve_collective(*col, g.ranks, c);
-            const std::string how = std::string(to_string(col->kind)) + " " +
-                                    format_bytes(col->bytes) + ": " +
-                                    std::string(to_string(r.algorithm)) +
-                                    (r.protocol == CollectiveProtocol::kAuto
-                                         ? std::string()
-                                         : "/" + std::string(to_string(r.protocol)));
-            ++seen[how];
-          }
-    if (seen.empty()) continue;
+    for (const CollectiveOp* col : found->second) {
+      const ResolvedCollective r = resolve_collective(*col, g.ranks, c);
+      const std::string how = std::string(to_string(col->kind)) + " " +
+                              format_bytes(col->bytes) + ": " +
+                              std::string(to_string(r.algorithm)) +
+                              (r.protocol == CollectiveProtocol::kAuto
+                                   ? std::string()
+                                   : "/" + std::string(to_string(r.protocol)));
+      ++seen[how];
+    }
     shown[g.name] = 1;
     std::set<int> nodes;
     for (Rank rank : g.ranks) nodes.insert(c.node_of(rank));

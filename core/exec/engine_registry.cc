@@ -47,7 +47,7 @@ std::unique_ptr<Executor> make_engine(const std::string& name, const Scenario& s
     if (e.name == name) return e.make(scenario);
     names += (names.empty() ? "" : ", ") + e.name;
   }
-  throw InputError(Diagnostic{{}, "simulate.engine",
+  throw InputError(Diagnostic{SourceLocation{}, "simulate.engine",
                               "unknown engine '" + name + "'; registered engines: " + names});
 }
 

@@ -14,12 +14,12 @@ Cluster apply_perturbations(const Cluster& cluster, const RunOptions& options) {
     switch (p.kind) {
       case Perturbation::Kind::kSlowRank:
         if (p.rank < 0 || p.rank >= cluster.world_size())
-          throw InputError(Diagnostic{{}, "stragglers",
+          throw InputError(Diagnostic{SourceLocation{}, "stragglers",
                                       "rank " + std::to_string(p.rank) +
                                           " does not exist; the cluster has ranks 0 to " +
                                           std::to_string(cluster.world_size() - 1)});
         if (!(p.slowdown >= 1) || !std::isfinite(p.slowdown))
-          throw InputError(Diagnostic{{}, "stragglers",
+          throw InputError(Diagnostic{SourceLocation{}, "stragglers",
                                       "a slowdown is a factor of at least 1, found " +
                                           std::to_string(p.slowdown)});
         speed[static_cast<size_t>(p.rank)] /= p.slowdown;

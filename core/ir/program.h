@@ -9,9 +9,11 @@
 // - Programs are plain values: no SimGrid, CUDA or Qt types. Every executor (analytic, SimGrid,
 //   CUDA+NCCL, MPI+Eigen) runs the same Program.
 // - A Job holds the Programs of the ranks that are simulated and the communication Groups with
-//   all their members. Ranks without a Program are assumed to behave like the simulated member
-//   of their group (symmetry folding, design.md section 8): identical data-parallel replicas need
-//   not all be built. A collective completes when every member that has a Program reaches it.
+//   all their members (the strategy lists every group of the world, so a GroupId means the same
+//   group whichever ranks are built, core/strategy/strategy.h). Ranks without a Program are
+//   assumed to behave like the simulated member of their group (symmetry folding, design.md
+//   section 8): identical data-parallel replicas need not all be built. A collective completes
+//   when every member that has a Program reaches it.
 #pragma once
 
 #include <cstdint>

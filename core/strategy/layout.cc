@@ -16,6 +16,16 @@ Rank RankLayout::rank(int tp, int cp, int pp, int dp) const {
   return r;
 }
 
+std::array<int, 4> RankLayout::coordinates(Rank r) const {
+  std::array<int, 4> coord{};
+  for (const ParallelDim dim : order) {
+    const auto d = static_cast<size_t>(dim);
+    coord[d] = r % size[d];
+    r /= size[d];
+  }
+  return coord;
+}
+
 std::vector<Rank> RankLayout::group(ParallelDim dim, int tp, int cp, int pp, int dp) const {
   std::array<int, 4> coord{tp, cp, pp, dp};
   std::vector<Rank> ranks;

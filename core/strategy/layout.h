@@ -30,6 +30,8 @@ struct RankLayout {
   std::array<ParallelDim, 4> order = kDefaultPlacementOrder;
 
   Rank rank(int tp, int cp, int pp, int dp) const;
+  // The inverse of rank(): the coordinates {tp, cp, pp, dp} of 0 <= r < the product of sizes.
+  std::array<int, 4> coordinates(Rank r) const;
   // The ranks that differ from `base` only along `dim`, in coordinate order.
   std::vector<Rank> group(ParallelDim dim, int tp, int cp, int pp, int dp) const;
 };

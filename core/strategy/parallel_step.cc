@@ -1,8 +1,8 @@
 // One training step under data, tensor, sequence, context, expert and pipeline parallelism with
-// ZeRO: the Programs of one data-parallel replica (every tensor- and context-parallel rank of
-// every pipeline stage).
-// The other replicas are identical and folded by symmetry (core/ir/program.h); their
-// data-parallel collectives are still simulated in full, so the network sees all their traffic.
+// ZeRO: the Program of any rank (tp, cp, pp, dp). With folding (strategy.h) only those of one
+// data-parallel replica are built: the other replicas are identical and folded by symmetry
+// (core/ir/program.h); their data-parallel collectives are still simulated in full, so the
+// network sees all their traffic.
 //
 // Per rank (tp rank i, stage s) the program has these streams:
 // - compute: kernels, tensor-parallel collectives (Megatron-LM runs them in line, on the
@@ -136,6 +136,7 @@ class StepBuilder {
         dtype_(sc.training.precision),
         chunks_(pipeline_chunks(model, p_, v_, sc.parallelism.layers_per_stage)) {
     job_.world_size = sc.cluster.total_gpus();
+    for (const auto& l : model.layers) tied_parameters_ = std::max(tied_parameters_, l.tied_parameters);
     // Pipeline send/recv: one hidden-state tensor per micro-batch (b·s·h elements), its
     // sequence shard under sequence parallelism (reference.md, communication volume) and its
     // context shard under context parallelism.
@@ -149,17 +150,33 @@ class StepBuilder {
     boundary_bytes_ = Bytes(full / (sc.parallelism.sequence_parallel || scatter_gather_ ? t_ : 1));
   }
 
-  Job build() {
+  Job build(Folding folding) {
+    create_groups();
+    if (folding == Folding::kNone) {
+      for (Rank r = 0; r < world(); ++r) job_.programs.push_back(build_rank(r));
+      return std::move(job_);
+    }
     const bool fold = sc_.simulate.symmetry_folding && folding_is_exact(sc_.cluster);
     for (int s = 0; s < p_; ++s)
       for (int c = 0; c < (fold ? 1 : cp_); ++c)
-        for (int i = 0; i < (fold ? 1 : t_); ++i) job_.programs.push_back(build_rank(i, c, s));
+        for (int i = 0; i < (fold ? 1 : t_); ++i)
+          job_.programs.push_back(build_rank(layout_.rank(i, c, s, 0)));
     std::sort(job_.programs.begin(), job_.programs.end(),
               [](const Program& a, const Program& b) { return a.rank < b.rank; });
     return std::move(job_);
   }
 
+  Program build_one(Rank rank) {
+    if (rank < 0 || rank >= world())
+      throw RuntimeError("rank " + std::to_string(rank) + " is not in a world of " +
+                         std::to_string(world()) + " ranks");
+    create_groups();
+    return build_rank(rank);
+  }
+
  private:
+  int world() const { return t_ * cp_ * p_ * d_; }
+
   // A group, created once: `name` and the ranks.
   GroupId group(const std::string& name, std::vector<Rank> ranks) {
     std::sort(ranks.begin(), ranks.end());
@@ -170,6 +187,52 @@ class StepBuilder {
     job_.groups.push_back(Group{id, name, std::move(ranks)});
     groups_.emplace(key, id);
     return id;
+  }
+
+  // The groups of rank (tp, cp, s, dp).
+  struct RankGroups {
+    GroupId tp = 0, cp = 0, ep = 0, dp = 0, edp = 0;
+    int dp_size = 1, edp_size = 1;
+    GroupId embedding = -1;  // first and last stage with tied weights; -1 elsewhere
+  };
+  RankGroups rank_groups(int tp, int cp, int s, int dp) {
+    RankGroups g;
+    g.tp = group("tp", layout_.group(ParallelDim::kTensor, tp, cp, s, dp));
+    g.cp = group("cp", layout_.group(ParallelDim::kContext, tp, cp, s, dp));
+    // Expert parallelism groups consecutive data-parallel replicas (Megatron-LM carves the
+    // expert-parallel group out of the data-parallel one).
+    g.ep = group("ep", ranks_where(tp, s, [&](int c, int d) {
+                   return c == cp && d / ep_ == dp / ep_;
+                 }));
+    g.dp = group("dp", ranks_where(tp, s, [](int, int) { return true; }));
+    g.dp_size = d_ * cp_;
+    // Expert weights: with expert parallelism every tensor-parallel rank holds the same E/ep
+    // experts at full width (expert TP = 1) for its own tokens, so their gradients are reduced
+    // over the tensor-parallel ranks too; without it they are split like the dense weights. The
+    // replicas that hold the same experts are those with the same dp mod ep.
+    const bool experts_replicated_over_tp = ep_ > 1 && t_ > 1;
+    std::vector<Rank> edp;
+    for (int i = 0; i < t_; ++i) {
+      if (!experts_replicated_over_tp && i != tp) continue;
+      const auto ranks = ranks_where(i, s, [&](int, int d) { return d % ep_ == dp % ep_; });
+      edp.insert(edp.end(), ranks.begin(), ranks.end());
+    }
+    g.edp_size = static_cast<int>(edp.size());
+    g.edp = group("edp", std::move(edp));
+    // Tied weights: the first and last stage of a replica share the embedding matrix.
+    if (p_ > 1 && (s == 0 || s == p_ - 1) && tied_parameters_ > 0)
+      g.embedding =
+          group("embedding", {layout_.rank(tp, cp, 0, dp), layout_.rank(tp, cp, p_ - 1, dp)});
+    return g;
+  }
+
+  // Every group of the world, in one order (replica by replica, then stage, context and tensor
+  // rank), so that a GroupId is the same whichever ranks are built.
+  void create_groups() {
+    for (int dp = 0; dp < d_; ++dp)
+      for (int s = 0; s < p_; ++s)
+        for (int c = 0; c < cp_; ++c)
+          for (int i = 0; i < t_; ++i) rank_groups(i, c, s, dp);
   }
 
   // The ranks with this tp and pp whose (cp, dp) coordinates satisfy `member`.
@@ -472,11 +535,12 @@ class StepBuilder {
     kernel_waits_.clear();
   }
 
-  Program build_rank(int tp, int cp, int s) {
+  Program build_rank(Rank rank) {
+    const auto [tp, cp, s, dp] = layout_.coordinates(rank);
     const auto& tr = sc_.training;
     RankState r;
     kernel_waits_.clear();
-    r.p.rank = layout_.rank(tp, cp, s, 0);
+    r.p.rank = rank;
     r.compute = r.p.add_stream("compute");
     r.grad_comm = r.p.add_stream("grad_comm");
     if (zero_ == 3 && d_ * cp_ > 1) r.param_comm = r.p.add_stream("param_comm");
@@ -486,33 +550,20 @@ class StepBuilder {
       r.send_prev = r.p.add_stream("pp_send_prev");
       r.recv_prev = r.p.add_stream("pp_recv_prev");
       r.recv_next = r.p.add_stream("pp_recv_next");
-      r.prev = layout_.rank(tp, cp, (s + p_ - 1) % p_, 0);
-      r.next = layout_.rank(tp, cp, (s + 1) % p_, 0);
+      r.prev = layout_.rank(tp, cp, (s + p_ - 1) % p_, dp);
+      r.next = layout_.rank(tp, cp, (s + 1) % p_, dp);
     }
-    r.tp_group = group("tp", layout_.group(ParallelDim::kTensor, tp, cp, s, 0));
-    r.cp_group = group("cp", layout_.group(ParallelDim::kContext, tp, cp, s, 0));
-    // Expert parallelism groups consecutive data-parallel replicas (Megatron-LM carves the
-    // expert-parallel group out of the data-parallel one).
-    r.ep_group =
-        group("ep", ranks_where(tp, s, [&](int c, int dp) { return c == cp && dp < ep_; }));
-    r.parts.push_back(Part{group("dp", ranks_where(tp, s, [](int, int) { return true; })),
-                           d_ * cp_,
+    const RankGroups groups = rank_groups(tp, cp, s, dp);
+    r.tp_group = groups.tp;
+    r.cp_group = groups.cp;
+    r.ep_group = groups.ep;
+    r.parts.push_back(Part{groups.dp,
+                           groups.dp_size,
                            [this](const Layer& l) { return dense_parameters(l); },
                            false,
                            {}});
-    // Expert weights: with expert parallelism every tensor-parallel rank holds the same E/ep
-    // experts at full width (expert TP = 1) for its own tokens, so their gradients are reduced
-    // over the tensor-parallel ranks too; without it they are split like the dense weights.
-    const bool experts_replicated_over_tp = ep_ > 1 && t_ > 1;
-    std::vector<Rank> edp;
-    for (int i = 0; i < t_; ++i) {
-      if (!experts_replicated_over_tp && i != tp) continue;
-      const auto ranks = ranks_where(i, s, [&](int, int dp) { return dp % ep_ == 0; });
-      edp.insert(edp.end(), ranks.begin(), ranks.end());
-    }
-    const int edp_size = static_cast<int>(edp.size());
     r.parts.push_back(
-        Part{group("edp", std::move(edp)), edp_size, &StepBuilder::expert_parameters, true, {}});
+        Part{groups.edp, groups.edp_size, &StepBuilder::expert_parameters, true, {}});
 
     // This rank's layers, its gradient buckets and its model state.
     double kernels_per_micro_batch = 0;
@@ -584,19 +635,14 @@ class StepBuilder {
 
     // Tied weights: the first and last stage all-reduce the shared matrix's gradients after
     // the data-parallel reduction (Megatron-LM's _allreduce_embedding_grads), full size.
-    if (p_ > 1 && (s == 0 || s == p_ - 1)) {
-      double tied = 0;
-      for (const auto& l : model_.layers) tied = std::max(tied, l.tied_parameters);
-      if (tied > 0) {
-        const EventId done = mark_end(r.p, r.compute);
-        const GroupId embedding =
-            group("embedding", {layout_.rank(tp, cp, 0, 0), layout_.rank(tp, cp, p_ - 1, 0)});
-        Op& ar = r.p.append(r.grad_comm,
-                            CollectiveOp{CollectiveKind::kAllReduce, embedding,
-                                         Bytes(tied * weight_bytes_per_parameter(dtype_)), dtype_},
-                            Label{"tied_embedding_grad_all_reduce", -1, -1, Phase::kGradientSync});
-        ar.waits.push_back(done);
-      }
+    if (groups.embedding >= 0) {
+      const EventId done = mark_end(r.p, r.compute);
+      Op& ar = r.p.append(
+          r.grad_comm,
+          CollectiveOp{CollectiveKind::kAllReduce, groups.embedding,
+                       Bytes(tied_parameters_ * weight_bytes_per_parameter(dtype_)), dtype_},
+          Label{"tied_embedding_grad_all_reduce", -1, -1, Phase::kGradientSync});
+      ar.waits.push_back(done);
     }
 
     // Optimizer step after every gradient collective: it reads gradients, master weights and
@@ -648,6 +694,7 @@ class StepBuilder {
   int t_, p_, v_, d_, cp_, ep_, m_, zero_;
   DType dtype_;
   std::vector<ChunkRange> chunks_;
+  double tied_parameters_ = 0;    // the largest layer's tied (shared) parameters
   Bytes boundary_bytes_{0};       // one send between stages, per TP rank
   Bytes boundary_full_bytes_{0};  // the whole tensor, which scatter/gather all-gathers
   bool scatter_gather_ = false;
@@ -658,8 +705,12 @@ class StepBuilder {
 
 }  // namespace
 
-Job build_job(const ModelGraph& model, const Scenario& scenario) {
-  return StepBuilder(model, scenario).build();
+Job build_job(const ModelGraph& model, const Scenario& scenario, const JobOptions& options) {
+  return StepBuilder(model, scenario).build(options.folding);
+}
+
+Program build_program(const ModelGraph& model, const Scenario& scenario, Rank rank) {
+  return StepBuilder(model, scenario).build_one(rank);
 }
 
 }  // namespace dtsim

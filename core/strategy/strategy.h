@@ -3,9 +3,18 @@
 // Contract:
 // - build_job() emits the Programs for one training step. Strategies never talk to an executor;
 //   the same Job runs on the analytic, SimGrid and real executors (design.md section 1).
-// - build_job() emits the Programs of one data-parallel replica: every tensor-parallel rank of
-//   every pipeline stage (parallel_step.cc). The other replicas are identical and folded by
-//   symmetry (core/ir/program.h); their collectives are still simulated with all members.
+// - Folding (JobOptions::folding). kExact, the default and what predictions use: the Programs
+//   of one data-parallel replica (replica 0), and of one tensor- and context-parallel rank per
+//   stage where that is exact (simulate.symmetry_folding auto on a cluster where the folded
+//   ranks' traffic shares no link with the simulated traffic; `off` keeps every TP/CP rank).
+//   The other ranks are identical and stand folded (core/ir/program.h); their collectives are
+//   still simulated with all members. kNone: every rank's Program, for checks, real mode and
+//   per-rank perturbations.
+// - Groups: a Job lists every group of the world (tp, cp, ep, dp, edp, embedding), in one
+//   canonical order, whichever ranks it builds; a GroupId means the same group in the folded
+//   Job, the unfolded Job and in build_program()'s Program.
+// - build_program(shard, scenario, r) is rank r's unfolded Program: exactly the Program the
+//   unfolded Job holds for r, with the group ids of build_job().
 // - `model` is one tensor-parallel shard's graph (models::BuildOptions::tensor_parallel); its
 //   kCommunication kernels become collectives on the rank's TP group.
 #pragma once
@@ -46,7 +55,20 @@ std::vector<GradientBucket> assign_gradient_buckets(
 // The largest step a strategy builds (ops per simulated rank); larger inputs are an InputError.
 inline constexpr double kMaxOpsPerStep = 20e6;
 
+enum class Folding {
+  kExact,  // one data-parallel replica; TP/CP ranks folded where exact (see above)
+  kNone,   // every rank's Program
+};
+
+struct JobOptions {
+  Folding folding = Folding::kExact;
+};
+
 // One training step of the scenario's parallel configuration.
-Job build_job(const ModelGraph& model, const Scenario& scenario);
+Job build_job(const ModelGraph& model, const Scenario& scenario, const JobOptions& options = {});
+
+// Rank r's Program for one step, unfolded; its GroupIds index build_job()'s groups. Throws
+// RuntimeError when r is not a rank of the scenario's world.
+Program build_program(const ModelGraph& model, const Scenario& scenario, Rank rank);
 
 }  // namespace dtsim

@@ -286,8 +286,9 @@ simulate: {engine: analytic}
       ++checked;
     }
   }
-  // One group of each kind per simulated rank (4 stages, TP folded): none may go unchecked.
-  EXPECT_EQ(checked, 3 * 4);
+  // The Job lists every group of the world: t x p = 8 "dp" and 8 "ep" groups, and p x ep = 32
+  // "edp" groups (one per stage and dp mod ep). None may go unchecked.
+  EXPECT_EQ(checked, 8 + 8 + 32);
 }
 
 // Context parallelism: each rank holds s/cp tokens; per layer and micro-batch it all-gathers

@@ -1,0 +1,79 @@
+// The step times and memory of the example scenarios, pinned: each scenario in scenarios/ runs
+// on the analytic engine and must reproduce the step time and the peak memory per GPU recorded
+// here to a relative 1e-9. A change to a model that moves them is deliberate: update the table
+// in the same commit and say why. The figures were recorded with `dtsim simulate FILE --engine
+// analytic --json` (step_time_s, memory.peak_bytes_per_gpu).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "driver/predict.h"
+
+namespace dtsim {
+namespace {
+
+struct Pinned {
+  std::string file;  // in scenarios/
+  double step_time_s = 0;
+  double peak_bytes_per_gpu = 0;
+};
+void PrintTo(const Pinned& p, std::ostream* os) { *os << p.file; }
+
+const std::vector<Pinned>& pinned() {
+  static const std::vector<Pinned> table = {
+      {"bert-large-dp32-v100-ethernet.yaml", 0.32160214152928124, 16460899776.0},
+      {"default.yaml", 1.4654534298233262, 70038388736.0},
+      {"gpt3-13b-zero3-64-a100.yaml", 8.263554747970622, 8965077504.0},
+      {"gpt3-175b-tp8-pp8-interleaved-1024-a100.yaml", 25.38151726777775, 54567506944.0},
+      {"gpt3-2.7b-dp64-h100.yaml", 1.1401877219574628, 48528441344.0},
+      {"llama3-405b-tp8-pp16-dp128-16384-h100.yaml", 7.043288075706883, 83563026944.0},
+      {"llama3-70b-zero1-512-h100.yaml", 9.228560062870617, 34624946176.0},
+      {"llama3-8b-dp64-h100-oom.yaml", 5.914084303057936, 138124787712.0},
+      {"mixtral-8x7b-ep8-64-h100.yaml", 3.759362704875957, 45162168320.0},
+      {"mlp-4gpu-pcie.yaml", 0.009374106769446503, 1263923000.0},
+      {"resnet50-dp8-a100.yaml", 0.08101274737395596, 12202275296.0},
+      {"tpu-style-torus-4x4x4.yaml", 0.1964731639025674, 70038388736.0},
+  };
+  return table;
+}
+
+// A new scenario needs its figures here.
+TEST(PinnedResults, EveryExampleScenarioIsPinned) {
+  for (const auto& e : std::filesystem::directory_iterator(DTSIM_SOURCE_DIR "/scenarios")) {
+    if (e.path().extension() != ".yaml") continue;
+    const std::string file = e.path().filename().string();
+    EXPECT_TRUE(std::any_of(pinned().begin(), pinned().end(),
+                            [&](const Pinned& p) { return p.file == file; }))
+        << file << " has no pinned results";
+  }
+}
+
+class PinnedScenario : public ::testing::TestWithParam<Pinned> {};
+
+TEST_P(PinnedScenario, ReproducesItsStepTimeAndMemory) {
+  const Pinned& p = GetParam();
+  const auto prediction = driver::predict(
+      driver::load(DTSIM_SOURCE_DIR "/scenarios/" + p.file, {"simulate.engine=analytic"}));
+  const Results& r = prediction.results;
+  EXPECT_NEAR(r.step_time_s, p.step_time_s, 1e-9 * p.step_time_s);
+  EXPECT_NEAR(r.peak_bytes_per_gpu, p.peak_bytes_per_gpu, 1e-9 * p.peak_bytes_per_gpu);
+  // The scenarios that demonstrate the out-of-memory verdict still give their results.
+  EXPECT_EQ(r.fits, p.file.find("-oom") == std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, PinnedScenario, ::testing::ValuesIn(pinned()),
+                         [](const auto& info) {
+                           std::string name =
+                               std::filesystem::path(info.param.file).stem().string();
+                           for (char& c : name)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace dtsim
