@@ -29,11 +29,6 @@ std::ofstream open_output(const std::string& path, const std::string& flag) {
   return f;
 }
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 }  // namespace
 
@@ -72,15 +67,14 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
   const Scenario sc = driver::load(o.scenario, overrides);
   const auto& c = sc.cluster;
   const driver::CollectiveBenchmark bench = driver::run_collective_benchmark(
-      sc, driver::CollectiveRequest{o.op, o.bytes, o.min_bytes, o.max_bytes, o.factor, o.algorithm,
-                                    o.protocol, o.dtype, o.ranks});
+      sc, o.request);
   const int ranks = bench.ranks;
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : bench.rows)
-    rows.push_back({{"op", o.op},
+    rows.push_back({{"op", o.request.op},
                     {"bytes", r.bytes.value()},
                     {"count", r.count},
-                    {"dtype", o.dtype},
+                    {"dtype", o.request.dtype},
                     {"ranks", ranks},
                     {"algorithm", r.algorithm},
                     {"protocol", r.protocol},
@@ -92,7 +86,7 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
     out << (rows.size() == 1 ? rows[0] : nlohmann::json{{"results", rows}}).dump(2) << "\n";
     return 0;
   }
-  out << "# dtsim collective: " << o.op << ", " << rows[0]["algorithm"].get<std::string>() << " ("
+  out << "# dtsim collective: " << o.request.op << ", " << rows[0]["algorithm"].get<std::string>() << " ("
       << rows[0]["protocol"].get<std::string>() << " protocol at the first size), " << ranks
       << " ranks on " << c.nodes << " x " << c.gpus_per_node << " " << c.gpu.name << ", engine "
       << bench.engine << "\n";
@@ -103,7 +97,7 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
   out << buf;
   for (const auto& r : rows) {
     std::snprintf(buf, sizeof buf, " %14.0f %14.0f %7s %12.2f %10.2f %10.2f\n",
-                  r["bytes"].get<double>(), r["count"].get<double>(), o.dtype.c_str(),
+                  r["bytes"].get<double>(), r["count"].get<double>(), o.request.dtype.c_str(),
                   r["time_s"].get<double>() * 1e6, r["algbw_GBps"].get<double>(),
                   r["busbw_GBps"].get<double>());
     out << buf;
@@ -150,7 +144,7 @@ int run_catalog(const CatalogOptions& o, std::ostream& out) {
       std::snprintf(buf, sizeof buf, "%-16s %12.1f %12s %10.1f %14.0f\n", g.name.c_str(),
                     g.peak_for(DType::kBf16).value() / 1e12,
                     g.supports(DType::kFp8)
-                        ? fmt("%.1f", g.peak_for(DType::kFp8).value() / 1e12).c_str()
+                        ? format_number("%.1f", g.peak_for(DType::kFp8).value() / 1e12).c_str()
                         : "-",
                     g.memory.value() / (1024.0 * 1024 * 1024), g.memory_bandwidth.value() / 1e9);
       out << buf;
@@ -183,7 +177,7 @@ int run_catalog(const CatalogOptions& o, std::ostream& out) {
       const models::ModelSpec* spec = models::find_preset(name);
       ModelGraph g = models::build_model(*spec, models::BuildOptions{});
       const double p = g.parameters();
-      const std::string count = p >= 1e9 ? fmt("%.3f B", p / 1e9) : fmt("%.1f M", p / 1e6);
+      const std::string count = p >= 1e9 ? format_number("%.3f B", p / 1e9) : format_number("%.1f M", p / 1e6);
       std::snprintf(buf, sizeof buf, "%-16s %-10s %14s  %s\n", name.c_str(),
                     std::string(models::to_string(spec->family)).c_str(), count.c_str(),
                     spec->source.substr(0, 60).c_str());

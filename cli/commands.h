@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "driver/collective_benchmark.h"
+
 namespace dtsim::cli {
 
 inline constexpr const char* kVersion = "0.1.0";
@@ -29,15 +31,7 @@ int run_validate(const ValidateOptions& o, std::ostream& out);
 struct CollectiveOptions {
   std::string scenario;
   std::vector<std::string> overrides;
-  std::string op = "all-reduce";
-  std::string bytes;      // one size, e.g. 1GiB
-  std::string min_bytes;  // or a sweep: min, max and factor, as nccl-tests -b -e -f
-  std::string max_bytes;
-  double factor = 2;
-  std::string algorithm = "auto";
-  std::string protocol = "auto";  // auto | LL | LL128 | Simple
-  std::string dtype = "bf16";
-  int ranks = 0;  // 0 = every GPU of the cluster
+  driver::CollectiveRequest request;  // --op, --bytes, --min-bytes, ..., --ranks
   std::string engine;
   bool json = false;
 };

@@ -98,27 +98,27 @@ int main(int argc, char** argv) {
   collective->add_option("--set", col.overrides, "override a scenario key (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  collective->add_option("--op", col.op, alternatives(dtsim::kCollectiveKindNames.names()))
+  collective->add_option("--op", col.request.op, alternatives(dtsim::kCollectiveKindNames.names()))
       ->check(CLI::IsMember(dtsim::kCollectiveKindNames.names()));
-  collective->add_option("--bytes", col.bytes,
+  collective->add_option("--bytes", col.request.bytes,
                          "operation size with a unit, e.g. 1GiB (nccl-tests size)");
-  collective->add_option("--min-bytes", col.min_bytes, "sweep start, e.g. 8B");
-  collective->add_option("--max-bytes", col.max_bytes, "sweep end, e.g. 4GiB");
-  collective->add_option("--factor", col.factor, "sweep multiplier (default 2)")
+  collective->add_option("--min-bytes", col.request.min_bytes, "sweep start, e.g. 8B");
+  collective->add_option("--max-bytes", col.request.max_bytes, "sweep end, e.g. 4GiB");
+  collective->add_option("--factor", col.request.factor, "sweep multiplier (default 2)")
       ->check(CLI::Range(1.0001, 1e6));
-  collective->add_option("--algorithm", col.algorithm,
+  collective->add_option("--algorithm", col.request.algorithm,
                          "ring | tree | halving-doubling | hierarchical | nvls | auto (NCCL's cost "
                          "model picks among the built algorithms and the protocol)");
   collective
-      ->add_option("--protocol", col.protocol,
+      ->add_option("--protocol", col.request.protocol,
                    "NCCL protocol for the ring: LL | LL128 | Simple (auto: NCCL's choice with "
                    "--algorithm auto, else the pure alpha-beta model)")
       ->check(CLI::IsMember(dtsim::kCollectiveProtocolNames.names()));
   collective
-      ->add_option("--dtype", col.dtype,
+      ->add_option("--dtype", col.request.dtype,
                    "element type: " + alternatives(dtsim::kDTypeNames.names()))
       ->check(CLI::IsMember(dtsim::kDTypeNames.names()));
-  collective->add_option("--ranks", col.ranks, "ranks taking part (the first N GPUs; default all)")
+  collective->add_option("--ranks", col.request.ranks, "ranks taking part (the first N GPUs; default all)")
       ->check(CLI::Range(1, 100000000));
   collective->add_option("--engine", col.engine, engine_help())->check(CLI::IsMember(engines));
   collective->add_flag("--json", col.json, "print JSON");

@@ -11,12 +11,6 @@
 namespace dtsim::driver {
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 // A flag's word through its enum's name table (core/base/enum_table.h).
 template <class E, size_t N>
 E parse_flag(const EnumTable<E, N>& names, const std::string& flag, const std::string& text) {
@@ -64,8 +58,8 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
   for (Bytes b : sizes)
     if (std::fmod(b.value(), elem) != 0)
       throw bad(q.bytes.empty() ? "--min-bytes" : "--bytes",
-                fmt("%.0f B", b.value()) + " is not a whole number of " + q.dtype +
-                    " elements of " + fmt("%.0f", elem) + " B");
+                format_number("%.0f B", b.value()) + " is not a whole number of " + q.dtype +
+                    " elements of " + format_number("%.0f", elem) + " B");
   const int ranks = q.ranks > 0 ? q.ranks : c.total_gpus();
   if (ranks > c.total_gpus())
     throw bad("--ranks", std::to_string(ranks) + " ranks requested but the cluster has " +

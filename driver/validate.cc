@@ -13,11 +13,6 @@
 namespace dtsim::driver {
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 std::string rank_list(const std::vector<Rank>& ranks) {
   if (ranks.empty()) return "[]";
@@ -47,11 +42,11 @@ void validate(const Plan& plan, std::ostream& out) {
       << format_duration(c.intra_node.latency) << " per hop\n";
   out << "  network      " << c.network.preset << " (" << to_string(c.network.kind) << ", "
       << to_string(c.network.topology) << "): " << c.network.nics_per_node << " x "
-      << fmt("%.0f Gb/s", c.network.nic_bandwidth.value() * 8 / 1e9) << " per node, "
+      << format_number("%.0f Gb/s", c.network.nic_bandwidth.value() * 8 / 1e9) << " per node, "
       << format_duration(c.network.latency) << ", oversubscription " << c.network.oversubscription
       << ":1\n";
   out << "  model        " << plan.model.name << ": "
-      << fmt("%.3f B", plan.model.parameters() / 1e9) << " parameters, " << plan.model.layers.size()
+      << format_number("%.3f B", plan.model.parameters() / 1e9) << " parameters, " << plan.model.layers.size()
       << " layers\n";
   const auto& par = s.parallelism;
   out << "  parallelism  tensor " << par.tensor.value

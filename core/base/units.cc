@@ -277,4 +277,10 @@ std::string format_flops(Flops f) {
   return fixed(v / 1e9, 3) + " GFLOP";
 }
 
+std::string format_number(const char* printf_format, double value) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, printf_format, value);
+  return buf;
+}
+
 }  // namespace dtsim

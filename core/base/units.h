@@ -155,6 +155,8 @@ Parsed<Flops> parse_flops(std::string_view text);
 // Human-readable renderings with units, for tables and messages ("80 GiB", "1.50 us").
 std::string format_bytes(Bytes b);
 std::string format_duration(Seconds t);
+// One number through a printf format with one double conversion, e.g. ("%.1f GB/s", 12.34).
+std::string format_number(const char* printf_format, double value);
 std::string format_bandwidth(BytesPerSecond r);  // in GB/s (decimal), as nccl-tests does
 std::string format_flop_rate(FlopsPerSecond r);  // in TFLOP/s
 std::string format_flops(Flops f);

@@ -56,11 +56,6 @@ std::string pct(double part, double whole) {
   std::snprintf(buf, sizeof buf, "%5.1f %%", whole > 0 ? 100.0 * part / whole : 0.0);
   return buf;
 }
-std::string num(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
 }  // namespace
 
 std::string render_summary(const Results& r) {
@@ -73,13 +68,13 @@ std::string render_summary(const Results& r) {
   out += "\n";
   out += line("step time", format_duration(Seconds(r.step_time_s)));
   out += line("throughput",
-              num("%.1f samples/s", r.samples_per_s) + ", " + num("%.0f tokens/s", r.tokens_per_s));
+              format_number("%.1f samples/s", r.samples_per_s) + ", " + format_number("%.0f tokens/s", r.tokens_per_s));
   out +=
       line("model FLOPs per GPU", format_flop_rate(FlopsPerSecond(r.model_tflops_per_gpu * 1e12)) +
-                                      "  (MFU " + num("%.1f %%", 100 * r.mfu) + ")");
+                                      "  (MFU " + format_number("%.1f %%", 100 * r.mfu) + ")");
   out += line("hardware FLOPs per GPU",
               format_flop_rate(FlopsPerSecond(r.hardware_tflops_per_gpu * 1e12)) + "  (HFU " +
-                  num("%.1f %%", 100 * r.hfu) + ")");
+                  format_number("%.1f %%", 100 * r.hfu) + ")");
   out += "\n  where the step goes\n";
   const auto& b = r.breakdown_s;
   out +=
@@ -100,7 +95,7 @@ std::string render_summary(const Results& r) {
                             format_bytes(Bytes(r.capacity_bytes)) +
                             (r.fits ? "  (fits)" : "  (DOES NOT FIT)"));
   out += "\n";
-  out += line("model parameters", num("%.3f B", r.parameters / 1e9));
+  out += line("model parameters", format_number("%.3f B", r.parameters / 1e9));
   out += line("model FLOPs per step", format_flops(Flops(r.model_flops_per_step)));
   return out;
 }
