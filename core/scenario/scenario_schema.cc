@@ -241,11 +241,11 @@ SchemaNode build_schema() {
   auto sync = choice("sync", {"synchronous", "async", "ssp", "local-sgd"},
                      "how replicas synchronise", "synchronous");
   sync.unsupported =
-      only<std::string>("synchronous", "asynchronous training comes in a later issue");
+      only<std::string>("synchronous", "dtsim simulates synchronous training only; use synchronous");
   auto compression = choice("compression", {"none", "fp16", "int8", "topk", "powersgd"},
                             "gradient compression", "none");
   compression.unsupported =
-      only<std::string>("none", "gradient compression comes in a later issue");
+      only<std::string>("none", "dtsim simulates uncompressed gradients only; use none");
   SchemaNode training = section(
       "training", "the optimisation step",
       {count("global_batch_size", "samples per optimizer step B", "micro_batch_size x data", 1,
@@ -279,13 +279,13 @@ SchemaNode build_schema() {
 
   auto stragglers = leaf("stragglers", ValueType::kFreeform,
                          "slow ranks, e.g. [{ranks: [3], slowdown: 1.3}]", "[]");
-  stragglers.unsupported = only_empty("stragglers come with the stragglers-and-failures issue");
+  stragglers.unsupported = only_empty("dtsim does not model slow ranks from the scenario file; remove stragglers");
   auto failures =
       leaf("failures", ValueType::kFreeform, "failure model, e.g. {gpu_mtbf: 50000h}", "{}");
-  failures.unsupported = only_empty("failures come with the stragglers-and-failures issue");
+  failures.unsupported = only_empty("dtsim does not model failures from the scenario file; remove failures");
   auto checkpoint = leaf("checkpoint", ValueType::kFreeform,
                          "checkpointing, e.g. {interval: 30min, write_bandwidth: 2TBps}", "{}");
-  checkpoint.unsupported = only_empty("checkpointing comes with the stragglers-and-failures issue");
+  checkpoint.unsupported = only_empty("dtsim does not model checkpointing; remove checkpoint");
 
   auto engine = choice("engine", {},
                        "executor, one of the registered engines (`dtsim catalog engines` "
