@@ -29,7 +29,7 @@ using namespace unit_literals;
 const GpuSpec kDefaults{};
 
 constexpr const char* kAssumedEfficiency =
-    "assumed default, not yet calibrated: run dtsim calibrate";
+    "assumed default, not yet calibrated";
 
 // Bekman, "Machine Learning Engineering" (github.com/stas00/ml-engineering),
 // compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS" (MAMF) tables: best mean

@@ -82,8 +82,9 @@ std::string render_gpu_catalog_markdown() {
   out +=
       "\nEfficiency factors are model parameters, not vendor figures: the achieved fraction of "
       "peak for large GEMMs and for attention kernels, the fraction of memory bandwidth that "
-      "streaming kernels reach, and the fixed cost of one kernel launch. `dtsim calibrate` "
-      "replaces them with measurements. The SM count (a vendor figure) drives GEMM tile and wave "
+      "streaming kernels reach, and the fixed cost of one kernel launch. Where no "
+      "measurement is cited, the figure is an assumed default, and dtsim has no way yet to "
+      "measure it on your hardware: override it in the scenario (an inline GPU with `base:` and the field, see `cluster.gpu.base` in docs/scenario-reference.md). The SM count (a vendor figure) drives GEMM tile and wave "
       "quantization (docs/models.md).\n\n";
   out += header({"GPU", "GEMM efficiency (fraction)", "Attention efficiency (fraction)",
                  "Memory efficiency (fraction)", "Kernel launch overhead (us)", "SMs",
