@@ -29,7 +29,6 @@ std::ofstream open_output(const std::string& path, const std::string& flag) {
   return f;
 }
 
-
 }  // namespace
 
 int run_simulate(const SimulateOptions& o, std::ostream& out) {
@@ -66,8 +65,7 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
   if (!o.engine.empty()) overrides.push_back("simulate.engine=" + o.engine);
   const Scenario sc = driver::load(o.scenario, overrides);
   const auto& c = sc.cluster;
-  const driver::CollectiveBenchmark bench = driver::run_collective_benchmark(
-      sc, o.request);
+  const driver::CollectiveBenchmark bench = driver::run_collective_benchmark(sc, o.request);
   const int ranks = bench.ranks;
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : bench.rows)
@@ -86,8 +84,8 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
     out << (rows.size() == 1 ? rows[0] : nlohmann::json{{"results", rows}}).dump(2) << "\n";
     return 0;
   }
-  out << "# dtsim collective: " << o.request.op << ", " << rows[0]["algorithm"].get<std::string>() << " ("
-      << rows[0]["protocol"].get<std::string>() << " protocol at the first size), " << ranks
+  out << "# dtsim collective: " << o.request.op << ", " << rows[0]["algorithm"].get<std::string>()
+      << " (" << rows[0]["protocol"].get<std::string>() << " protocol at the first size), " << ranks
       << " ranks on " << c.nodes << " x " << c.gpus_per_node << " " << c.gpu.name << ", engine "
       << bench.engine << "\n";
   char buf[256];
@@ -177,7 +175,8 @@ int run_catalog(const CatalogOptions& o, std::ostream& out) {
       const models::ModelSpec* spec = models::find_preset(name);
       ModelGraph g = models::build_model(*spec, models::BuildOptions{});
       const double p = g.parameters();
-      const std::string count = p >= 1e9 ? format_number("%.3f B", p / 1e9) : format_number("%.1f M", p / 1e6);
+      const std::string count =
+          p >= 1e9 ? format_number("%.3f B", p / 1e9) : format_number("%.1f M", p / 1e6);
       std::snprintf(buf, sizeof buf, "%-16s %-10s %14s  %s\n", name.c_str(),
                     std::string(models::to_string(spec->family)).c_str(), count.c_str(),
                     spec->source.substr(0, 60).c_str());

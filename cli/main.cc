@@ -118,7 +118,9 @@ int main(int argc, char** argv) {
       ->add_option("--dtype", col.request.dtype,
                    "element type: " + alternatives(dtsim::kDTypeNames.names()))
       ->check(CLI::IsMember(dtsim::kDTypeNames.names()));
-  collective->add_option("--ranks", col.request.ranks, "ranks taking part (the first N GPUs; default all)")
+  collective
+      ->add_option("--ranks", col.request.ranks,
+                   "ranks taking part (the first N GPUs; default all)")
       ->check(CLI::Range(1, 100000000));
   collective->add_option("--engine", col.engine, engine_help())->check(CLI::IsMember(engines));
   collective->add_flag("--json", col.json, "print JSON");

@@ -48,7 +48,7 @@ Prediction predict(Plan plan) {
   Trace trace = executor->run(plan.job, plan.cluster, run_options(plan.scenario));
   Results results = compute_results(plan.scenario, plan.model, plan.job, trace);
   return Prediction{std::move(plan.scenario), std::move(plan.model), std::move(plan.cluster),
-                    std::move(plan.job), std::move(trace), std::move(results)};
+                    std::move(plan.job),      std::move(trace),      std::move(results)};
 }
 
 }  // namespace dtsim::driver

@@ -13,7 +13,6 @@
 namespace dtsim::driver {
 namespace {
 
-
 std::string rank_list(const std::vector<Rank>& ranks) {
   if (ranks.empty()) return "[]";
   if (ranks.size() <= 8) {
@@ -46,8 +45,8 @@ void validate(const Plan& plan, std::ostream& out) {
       << format_duration(c.network.latency) << ", oversubscription " << c.network.oversubscription
       << ":1\n";
   out << "  model        " << plan.model.name << ": "
-      << format_number("%.3f B", plan.model.parameters() / 1e9) << " parameters, " << plan.model.layers.size()
-      << " layers\n";
+      << format_number("%.3f B", plan.model.parameters() / 1e9) << " parameters, "
+      << plan.model.layers.size() << " layers\n";
   const auto& par = s.parallelism;
   out << "  parallelism  tensor " << par.tensor.value
       << (par.sequence_parallel ? " (sequence parallel)" : "") << ", context " << par.context.value
@@ -90,12 +89,11 @@ void validate(const Plan& plan, std::ostream& out) {
     std::map<std::string, int> seen;
     for (const CollectiveOp* col : found->second) {
       const ResolvedCollective r = resolve_collective(*col, g.ranks, c);
-      const std::string how = std::string(to_string(col->kind)) + " " +
-                              format_bytes(col->bytes) + ": " +
-                              std::string(to_string(r.algorithm)) +
-                              (r.protocol == CollectiveProtocol::kAuto
-                                   ? std::string()
-                                   : "/" + std::string(to_string(r.protocol)));
+      const std::string how =
+          std::string(to_string(col->kind)) + " " + format_bytes(col->bytes) + ": " +
+          std::string(to_string(r.algorithm)) +
+          (r.protocol == CollectiveProtocol::kAuto ? std::string()
+                                                   : "/" + std::string(to_string(r.protocol)));
       ++seen[how];
     }
     shown[g.name] = 1;

@@ -2,10 +2,11 @@
 //
 // Contract:
 // - The graph describes ONE micro-batch of b samples on one replica, or on one rank of its
-//   tensor-parallel group (BuildOptions::tensor_parallel; core/ir/model_graph.h): per layer, forward
-//   and backward kernels with FLOPs and device-memory bytes, parameter count, and the activation
-//   bytes stashed for backward under each recompute setting. Strategies place and replicate it;
-//   tensor parallelism is the one split that changes the layers themselves, so it is built here.
+//   tensor-parallel group (BuildOptions::tensor_parallel; core/ir/model_graph.h): per layer,
+//   forward and backward kernels with FLOPs and device-memory bytes, parameter count, and the
+//   activation bytes stashed for backward under each recompute setting. Strategies place and
+//   replicate it; tensor parallelism is the one split that changes the layers themselves, so it is
+//   built here.
 // - FLOP accounting (Narayanan et al. 2021, section 5.1): a GEMM (m×k)·(k×n) costs 2mkn; every
 //   GEMM and attention kernel appears once forward and twice backward (input gradient and
 //   weight/operand gradient) with the same FLOPs, so backward is exactly 2× forward.

@@ -15,8 +15,8 @@
 #include <simgrid/s4u.hpp>
 #include <unordered_map>
 
-#include "core/collectives/cost_model.h"
 #include "core/base/error.h"
+#include "core/collectives/cost_model.h"
 #include "sim/maestro_activities.h"
 #include "sim/platform.h"
 
@@ -344,6 +344,5 @@ Trace SimGridExecutor::run(const Job& job, const Cluster& nominal, const RunOpti
   const ActivityGraph graph = lower(job, cluster, iterations, body_for(job, cluster, iterations));
   return trace_from_times(graph, job, simulate_graph(graph, cluster, options_.precision), name());
 }
-
 
 }  // namespace dtsim::sim

@@ -2,7 +2,8 @@
 // contention, topology and overlap emerge from simulation rather than formulas.
 //
 // Contract:
-// - The Job is lowered to the same activity graph as the analytic engine (core/exec/activity_graph.h);
+// - The Job is lowered to the same activity graph as the analytic engine
+// (core/exec/activity_graph.h);
 //   kernels become SimGrid Execs on their GPU's host, flows become Comms over the platform of
 //   sim/platform.h, joins and delays are Execs on a timer host, and graph edges become SimGrid
 //   activity dependencies. No actors run: the dependency engine starts each activity when its

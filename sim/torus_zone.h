@@ -4,8 +4,8 @@
 // the GPUs of a node would need a child zone per node (SimGrid 3.32 builds zones in time quadratic
 // in their number: 2048 node zones took 114 s) or would share one host, which loses a PCIe GPU's
 // own link in front of the network. Star zones cannot express routes that depend on both ends.
-// This zone computes each route on demand from core/hardware/torus.h (dimension-order, the shorter way
-// round), so building it is linear in nodes and GPUs and it stores no route table.
+// This zone computes each route on demand from core/hardware/torus.h (dimension-order, the shorter
+// way round), so building it is linear in nodes and GPUs and it stores no route table.
 //
 // Contract:
 // - endpoint(r) is rank r's host (`torus-r`). A route from rank a to rank b (different nodes) is

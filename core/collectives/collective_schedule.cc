@@ -6,8 +6,8 @@
 #include <map>
 #include <optional>
 
-#include "core/collectives/cost_model.h"
 #include "core/base/error.h"
+#include "core/collectives/cost_model.h"
 #include "core/collectives/nccl_model.h"
 #include "core/hardware/torus.h"
 

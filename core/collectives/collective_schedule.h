@@ -122,8 +122,8 @@ std::optional<TorusAllReducePlan> torus_all_reduce_plan(const std::vector<Rank>&
 // What a request runs as. Explicit algorithms fall back to the ring where they do not apply.
 // On a torus network, auto runs an all-reduce as the torus all-reduce (hierarchical) when its
 // closed form is faster than the ring's. Algorithm auto follows NCCL's cost model
-// (core/collectives/nccl_model.h) among the algorithms dtsim builds, on systems that model covers (NVSwitch
-// A100/H100/H200 nodes, whole nodes); elsewhere the ring with the pure alpha-beta model.
+// (core/collectives/nccl_model.h) among the algorithms dtsim builds, on systems that model covers
+// (NVSwitch A100/H100/H200 nodes, whole nodes); elsewhere the ring with the pure alpha-beta model.
 //
 // A collective that runs as NCCL would (auto on a system NCCL's model covers, or the ring with an
 // explicit protocol) also pays NCCL's per-call base latency (core/collectives/nccl_model.h

@@ -112,8 +112,8 @@ Seconds transfer_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
   if (algorithm == CollectiveAlgorithm::kNvls)
     return link.alpha + op.bytes * ((1.0 + 1.0 / n) / nvls_efficiency(cluster)) / link.beta;
   if (algorithm == CollectiveAlgorithm::kTree)
-    // NCCL's double binary tree, pipelined in chunks (core/collectives/collective_schedule.h, TreePlan):
-    // sum over the 2h stages of (alpha + b) plus (K - 1) times the slowest stage's b.
+    // NCCL's double binary tree, pipelined in chunks (core/collectives/collective_schedule.h,
+    // TreePlan): sum over the 2h stages of (alpha + b) plus (K - 1) times the slowest stage's b.
     return double_binary_tree(ranks, cluster, op.bytes).time();
   if (algorithm == CollectiveAlgorithm::kHalvingDoubling) {
     // Rabenseifner: 2 log2(p) steps moving 2(p-1)/p S, plus a fold in and out of S each when

@@ -19,9 +19,9 @@
 
 #include <vector>
 
-#include "core/ir/program.h"
-#include "core/hardware/cluster.h"
 #include "core/base/units.h"
+#include "core/hardware/cluster.h"
+#include "core/ir/program.h"
 
 namespace dtsim {
 
@@ -41,12 +41,12 @@ LinkCost point_to_point_link(Endpoint a, Endpoint b, const Cluster& cluster);
 // other GPUs run groups of the same shape), at most the GPU's own link.
 LinkCost torus_link(int ranks_per_node, const Cluster& cluster);
 
-// The torus all-reduce (core/collectives/collective_schedule.h) on a contention-free torus: the node phases
-// 2[(g-1) alpha_node + (g-1)/g S/beta_node], plus the slowest rotation: rotation r starts with
-// X = S/(g D) and for its i-th dimension (k nodes, w = 2 ways round when k >= 3, else 1) costs
-// 2[(k-1) alpha + (k-1)/k X_i/(w beta)], with X_{i+1} = X_i / k. Rotations run on different
-// dimensions at every phase when all dimensions are equal; with unequal ones they can meet on a
-// cable, which only the SimGrid engine sees.
+// The torus all-reduce (core/collectives/collective_schedule.h) on a contention-free torus: the
+// node phases 2[(g-1) alpha_node + (g-1)/g S/beta_node], plus the slowest rotation: rotation r
+// starts with X = S/(g D) and for its i-th dimension (k nodes, w = 2 ways round when k >= 3, else
+// 1) costs 2[(k-1) alpha + (k-1)/k X_i/(w beta)], with X_{i+1} = X_i / k. Rotations run on
+// different dimensions at every phase when all dimensions are equal; with unequal ones they can
+// meet on a cable, which only the SimGrid engine sees.
 Seconds torus_all_reduce_time(Bytes bytes, const std::vector<Rank>& ranks, const Cluster& cluster);
 
 Seconds collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,

@@ -4,9 +4,9 @@
 #include <map>
 #include <tuple>
 
+#include "core/base/error.h"
 #include "core/collectives/cost_model.h"
 #include "core/exec/compute_cost.h"
-#include "core/base/error.h"
 
 namespace dtsim {
 
@@ -41,8 +41,7 @@ struct Shared {
 
 // Builds the body of a collective between `begin` and `end`.
 void collective_body(ActivityGraph& g, const CollectiveOp& op, const Group& group,
-                     const Cluster& cluster, CollectiveBody body, int32_t begin,
-                     int32_t end) {
+                     const Cluster& cluster, CollectiveBody body, int32_t begin, int32_t end) {
   if (body == CollectiveBody::kClosedForm) {
     int32_t d = g.add(GraphNode::delay(collective_time(op, group.ranks, cluster)));
     g.edge(begin, d);
@@ -87,8 +86,7 @@ void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, 
     if (!has_successor[i]) g.edge(first + static_cast<int32_t>(i), tail);
 }
 
-ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations,
-                    CollectiveBody body) {
+ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, CollectiveBody body) {
   ActivityGraph g;
   g.iterations = iterations;
   std::map<Rank, bool> simulated;

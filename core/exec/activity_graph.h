@@ -75,13 +75,11 @@ struct ActivityGraph {
 // wait for begin, and end waits for the flows nothing waits for, then the trailing latency.
 void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, int32_t end);
 
-ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations,
-                    CollectiveBody body);
+ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, CollectiveBody body);
 
 // Start-free longest-path times for a graph whose every node has a fixed duration (compute and
 // delay: amount; flow: alpha + bytes / beta of its pair; join: 0). Returns finish times.
-std::vector<double> finish_times_without_contention(const ActivityGraph& g,
-                                                    const Cluster& cluster);
+std::vector<double> finish_times_without_contention(const ActivityGraph& g, const Cluster& cluster);
 
 Trace trace_from_times(const ActivityGraph& g, const Job& job, const std::vector<double>& finish,
                        const std::string& engine);

@@ -9,7 +9,8 @@ namespace dtsim {
 Cluster apply_perturbations(const Cluster& cluster, const RunOptions& options) {
   if (options.perturbations.empty()) return cluster;
   std::vector<double> speed(static_cast<size_t>(cluster.world_size()), 1.0);
-  for (Rank r = 0; r < cluster.world_size(); ++r) speed[static_cast<size_t>(r)] = cluster.speed_scale(r);
+  for (Rank r = 0; r < cluster.world_size(); ++r)
+    speed[static_cast<size_t>(r)] = cluster.speed_scale(r);
   for (const auto& p : options.perturbations) {
     switch (p.kind) {
       case Perturbation::Kind::kSlowRank:
@@ -19,9 +20,9 @@ Cluster apply_perturbations(const Cluster& cluster, const RunOptions& options) {
                                           " does not exist; the cluster has ranks 0 to " +
                                           std::to_string(cluster.world_size() - 1)});
         if (!(p.slowdown >= 1) || !std::isfinite(p.slowdown))
-          throw InputError(Diagnostic{SourceLocation{}, "stragglers",
-                                      "a slowdown is a factor of at least 1, found " +
-                                          std::to_string(p.slowdown)});
+          throw InputError(Diagnostic{
+              SourceLocation{}, "stragglers",
+              "a slowdown is a factor of at least 1, found " + std::to_string(p.slowdown)});
         speed[static_cast<size_t>(p.rank)] /= p.slowdown;
         break;
     }

@@ -28,8 +28,7 @@ using namespace unit_literals;
 // source visibly inherit them.
 const GpuSpec kDefaults{};
 
-constexpr const char* kAssumedEfficiency =
-    "assumed default, not yet calibrated";
+constexpr const char* kAssumedEfficiency = "assumed default, not yet calibrated";
 
 // Bekman, "Machine Learning Engineering" (github.com/stas00/ml-engineering),
 // compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS" (MAMF) tables: best mean

@@ -1,6 +1,7 @@
 // Torus networks (cluster.network.topology: torus): node coordinates, the default dimensions and
 // dimension-order routes. Shared by the SimGrid platform (sim/platform.cc), the torus all-reduce
-// (core/collectives/collective_schedule.cc) and its closed form (core/collectives/cost_model.cc), so all three agree.
+// (core/collectives/collective_schedule.cc) and its closed form (core/collectives/cost_model.cc),
+// so all three agree.
 //
 // Contract:
 // - Nodes are numbered with dimension 0 fastest: node = c0 + k0 (c1 + k1 c2), as in SimGrid's

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "core/ir/program.h"
 #include "core/base/units.h"
+#include "core/ir/program.h"
 
 namespace dtsim {
 

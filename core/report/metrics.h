@@ -17,8 +17,8 @@
 
 #include "core/ir/model_graph.h"
 #include "core/ir/program.h"
-#include "core/scenario/scenario.h"
 #include "core/ir/trace.h"
+#include "core/scenario/scenario.h"
 
 namespace dtsim {
 

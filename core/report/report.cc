@@ -67,8 +67,8 @@ std::string render_summary(const Results& r) {
                            std::to_string(r.micro_batches) + " micro-batches per replica");
   out += "\n";
   out += line("step time", format_duration(Seconds(r.step_time_s)));
-  out += line("throughput",
-              format_number("%.1f samples/s", r.samples_per_s) + ", " + format_number("%.0f tokens/s", r.tokens_per_s));
+  out += line("throughput", format_number("%.1f samples/s", r.samples_per_s) + ", " +
+                                format_number("%.0f tokens/s", r.tokens_per_s));
   out +=
       line("model FLOPs per GPU", format_flop_rate(FlopsPerSecond(r.model_tflops_per_gpu * 1e12)) +
                                       "  (MFU " + format_number("%.1f %%", 100 * r.mfu) + ")");

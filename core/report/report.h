@@ -6,11 +6,11 @@
 #include <ostream>
 #include <string>
 
-#include "core/report/metrics.h"
 #include "core/hardware/cluster.h"
 #include "core/ir/program.h"
-#include "core/scenario/scenario.h"
 #include "core/ir/trace.h"
+#include "core/report/metrics.h"
+#include "core/scenario/scenario.h"
 
 namespace dtsim {
 

@@ -240,8 +240,8 @@ SchemaNode build_schema() {
 
   auto sync = choice("sync", {"synchronous", "async", "ssp", "local-sgd"},
                      "how replicas synchronise", "synchronous");
-  sync.unsupported =
-      only<std::string>("synchronous", "dtsim simulates synchronous training only; use synchronous");
+  sync.unsupported = only<std::string>(
+      "synchronous", "dtsim simulates synchronous training only; use synchronous");
   auto compression = choice("compression", {"none", "fp16", "int8", "topk", "powersgd"},
                             "gradient compression", "none");
   compression.unsupported =
@@ -279,10 +279,12 @@ SchemaNode build_schema() {
 
   auto stragglers = leaf("stragglers", ValueType::kFreeform,
                          "slow ranks, e.g. [{ranks: [3], slowdown: 1.3}]", "[]");
-  stragglers.unsupported = only_empty("dtsim does not model slow ranks from the scenario file; remove stragglers");
+  stragglers.unsupported =
+      only_empty("dtsim does not model slow ranks from the scenario file; remove stragglers");
   auto failures =
       leaf("failures", ValueType::kFreeform, "failure model, e.g. {gpu_mtbf: 50000h}", "{}");
-  failures.unsupported = only_empty("dtsim does not model failures from the scenario file; remove failures");
+  failures.unsupported =
+      only_empty("dtsim does not model failures from the scenario file; remove failures");
   auto checkpoint = leaf("checkpoint", ValueType::kFreeform,
                          "checkpointing, e.g. {interval: 30min, write_bandwidth: 2TBps}", "{}");
   checkpoint.unsupported = only_empty("dtsim does not model checkpointing; remove checkpoint");

@@ -15,8 +15,8 @@
 #pragma once
 
 #include "core/base/dtype.h"
-#include "core/scenario/scenario.h"
 #include "core/base/units.h"
+#include "core/scenario/scenario.h"
 
 namespace dtsim {
 

@@ -136,7 +136,8 @@ class StepBuilder {
         dtype_(sc.training.precision),
         chunks_(pipeline_chunks(model, p_, v_, sc.parallelism.layers_per_stage)) {
     job_.world_size = sc.cluster.total_gpus();
-    for (const auto& l : model.layers) tied_parameters_ = std::max(tied_parameters_, l.tied_parameters);
+    for (const auto& l : model.layers)
+      tied_parameters_ = std::max(tied_parameters_, l.tied_parameters);
     // Pipeline send/recv: one hidden-state tensor per micro-batch (b·s·h elements), its
     // sequence shard under sequence parallelism (reference.md, communication volume) and its
     // context shard under context parallelism.
@@ -201,9 +202,8 @@ class StepBuilder {
     g.cp = group("cp", layout_.group(ParallelDim::kContext, tp, cp, s, dp));
     // Expert parallelism groups consecutive data-parallel replicas (Megatron-LM carves the
     // expert-parallel group out of the data-parallel one).
-    g.ep = group("ep", ranks_where(tp, s, [&](int c, int d) {
-                   return c == cp && d / ep_ == dp / ep_;
-                 }));
+    g.ep = group("ep",
+                 ranks_where(tp, s, [&](int c, int d) { return c == cp && d / ep_ == dp / ep_; }));
     g.dp = group("dp", ranks_where(tp, s, [](int, int) { return true; }));
     g.dp_size = d_ * cp_;
     // Expert weights: with expert parallelism every tensor-parallel rank holds the same E/ep
@@ -562,8 +562,7 @@ class StepBuilder {
                            [this](const Layer& l) { return dense_parameters(l); },
                            false,
                            {}});
-    r.parts.push_back(
-        Part{groups.edp, groups.edp_size, &StepBuilder::expert_parameters, true, {}});
+    r.parts.push_back(Part{groups.edp, groups.edp_size, &StepBuilder::expert_parameters, true, {}});
 
     // This rank's layers, its gradient buckets and its model state.
     double kernels_per_micro_batch = 0;

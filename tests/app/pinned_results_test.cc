@@ -22,7 +22,9 @@ struct Pinned {
   double step_time_s = 0;
   double peak_bytes_per_gpu = 0;
 };
-void PrintTo(const Pinned& p, std::ostream* os) { *os << p.file; }
+void PrintTo(const Pinned& p, std::ostream* os) {
+  *os << p.file;
+}
 
 const std::vector<Pinned>& pinned() {
   static const std::vector<Pinned> table = {

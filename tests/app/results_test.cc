@@ -13,8 +13,8 @@
 #include "driver/predict.h"
 
 namespace dtsim::cli {
-using driver::Prediction;
 using driver::predict;
+using driver::Prediction;
 namespace {
 
 const std::string kDefault = DTSIM_SOURCE_DIR "/scenarios/default.yaml";
@@ -132,8 +132,8 @@ TEST(Results, NoOverlapCostsMoreThanOverlap) {
 }  // namespace dtsim::cli
 
 namespace dtsim::cli {
-using driver::Prediction;
 using driver::predict;
+using driver::Prediction;
 namespace {
 
 // Narayanan et al. 2021: model FLOPs per step 72 B s l h^2 (1 + s/6h + V/12lh); with full
@@ -159,8 +159,8 @@ TEST(Results, FlopCountsFollowNarayananWithAndWithoutFullRecompute) {
 }  // namespace dtsim::cli
 
 namespace dtsim::cli {
-using driver::Prediction;
 using driver::predict;
+using driver::Prediction;
 namespace {
 
 TEST(Validate, ShowsPlacementAndTheCollectivesAutoPicks) {

@@ -7,8 +7,8 @@
 #include "driver/predict.h"
 
 namespace dtsim::cli {
-using driver::Prediction;
 using driver::predict;
+using driver::Prediction;
 namespace {
 
 std::vector<std::string> scenario_files() {

@@ -94,10 +94,10 @@ TEST(Cluster, PcieGpusReachTheNetworkThroughTheirLink) {
 }
 
 TEST(Cluster, ATorusOfOneNodeHasNoDimensions) {
-  EXPECT_TRUE(cluster("cluster: {nodes: 16, gpus_per_node: 1, network: {topology: torus}}\n")
-                  .is_torus());
-  EXPECT_FALSE(cluster("cluster: {nodes: 1, gpus_per_node: 8, network: {topology: torus}}\n")
-                   .is_torus());
+  EXPECT_TRUE(
+      cluster("cluster: {nodes: 16, gpus_per_node: 1, network: {topology: torus}}\n").is_torus());
+  EXPECT_FALSE(
+      cluster("cluster: {nodes: 1, gpus_per_node: 8, network: {topology: torus}}\n").is_torus());
   EXPECT_FALSE(cluster("cluster: {nodes: 4, gpus_per_node: 8}\n").is_torus());
 }
 

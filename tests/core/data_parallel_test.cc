@@ -2,8 +2,8 @@
 // (acceptance: no overlap gives compute + all-reduce exactly; overlap follows the schedule).
 #include <gtest/gtest.h>
 
-#include "core/exec/analytic_executor.h"
 #include "core/collectives/cost_model.h"
+#include "core/exec/analytic_executor.h"
 #include "core/report/metrics.h"
 #include "core/strategy/strategy.h"
 #include "tests/support/uniform_layers.h"

@@ -40,11 +40,10 @@ class OneMillisecondPerOp : public Executor {
   static inline int runs = 0;
 };
 
-const bool kRegistered = register_engine(
-    {"one-ms-per-op", "test engine: every op takes 1 ms",
-     [](const Scenario&) -> std::unique_ptr<Executor> {
-       return std::make_unique<OneMillisecondPerOp>();
-     }});
+const bool kRegistered = register_engine({"one-ms-per-op", "test engine: every op takes 1 ms",
+                                          [](const Scenario&) -> std::unique_ptr<Executor> {
+                                            return std::make_unique<OneMillisecondPerOp>();
+                                          }});
 
 constexpr const char* kScenario = R"(
 name: registry

@@ -4,8 +4,8 @@
 #include "driver/predict.h"
 
 namespace dtsim::cli {
-using driver::Prediction;
 using driver::predict;
+using driver::Prediction;
 namespace {
 
 struct Case {

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "core/exec/analytic_executor.h"
 #include "core/collectives/collective_schedule.h"
+#include "core/exec/analytic_executor.h"
 #include "core/scenario/scenario.h"
 #include "sim/simgrid_executor.h"
 

@@ -1,6 +1,6 @@
 // NCCL's double binary tree all-reduce against its pipelined closed form
-// (core/collectives/collective_schedule.h, TreePlan; docs/collectives.md), on contention-free networks at both
-// SimGrid fidelities.
+// (core/collectives/collective_schedule.h, TreePlan; docs/collectives.md), on contention-free
+// networks at both SimGrid fidelities.
 #include <gtest/gtest.h>
 
 #include <cmath>

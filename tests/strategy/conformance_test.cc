@@ -37,7 +37,9 @@ struct Case {
   std::string name;
   std::string yaml;
 };
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name;
+}
 
 std::vector<Case> cases() {
   return {
@@ -73,8 +75,9 @@ std::string describe(const Op& op) {
         using T = std::decay_t<decltype(body)>;
         if constexpr (std::is_same_v<T, ComputeOp>)
           out << "compute " << static_cast<int>(body.kind) << " " << body.flops.value() << " "
-              << body.bytes.value() << " " << static_cast<int>(body.dtype) << " " << body.shape.batch
-              << "x" << body.shape.m << "x" << body.shape.n << "x" << body.shape.k;
+              << body.bytes.value() << " " << static_cast<int>(body.dtype) << " "
+              << body.shape.batch << "x" << body.shape.m << "x" << body.shape.n << "x"
+              << body.shape.k;
         else if constexpr (std::is_same_v<T, CollectiveOp>)
           out << "collective " << to_string(body.kind) << " group " << body.group << " "
               << body.bytes.value() << " " << static_cast<int>(body.dtype) << " "
@@ -132,7 +135,8 @@ void expect_conformant(const Job& job) {
           ASSERT_TRUE(std::find(members.begin(), members.end(), p.rank) != members.end())
               << "rank " << p.rank << " issues " << op.label.name << " on group "
               << job.group(c->group).name << " it is not a member of";
-          issued[std::make_pair(p.rank, c->group)].emplace_back(c->kind, c->bytes.value(), c->dtype);
+          issued[std::make_pair(p.rank, c->group)].emplace_back(c->kind, c->bytes.value(),
+                                                                c->dtype);
         } else if (const auto* s = std::get_if<SendOp>(&op.body)) {
           sent[{p.rank, s->peer, s->tag}].push_back(s->bytes.value());
         } else if (const auto* v = std::get_if<RecvOp>(&op.body)) {
@@ -145,8 +149,8 @@ void expect_conformant(const Job& job) {
     if (!first.empty()) ++groups_used;
     for (Rank r : g.ranks)
       EXPECT_EQ(issued[std::make_pair(r, g.id)], first)
-          << "group " << g.name << " " << g.id << ": rank " << r << " and rank "
-          << g.ranks.front() << " issue different collectives";
+          << "group " << g.name << " " << g.id << ": rank " << r << " and rank " << g.ranks.front()
+          << " issue different collectives";
   }
   EXPECT_GT(groups_used, 0);
   EXPECT_EQ(sent, received) << "every send has the receive of the same bytes, tag and order";

@@ -2,8 +2,8 @@
 // form each group, and so which groups stay inside a node.
 #include <gtest/gtest.h>
 
-#include "driver/predict.h"
 #include "core/strategy/layout.h"
+#include "driver/predict.h"
 
 namespace dtsim {
 namespace {

@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <map>
 
-#include "driver/predict.h"
 #include "core/exec/analytic_executor.h"
 #include "core/report/metrics.h"
 #include "core/strategy/strategy.h"
+#include "driver/predict.h"
 #include "models/model_builder.h"
 #include "models/model_spec.h"
 #include "models/scenario_model.h"
@@ -68,7 +68,8 @@ training: {global_batch_size: 32, micro_batch_size: 1, precision: bf16}
 simulate: {engine: analytic}
 )";
   const auto plan = driver::plan_scenario(load_scenario_text(yaml, "eq5.yaml"));
-  const Trace trace = AnalyticExecutor().run(plan.job, Cluster(plan.scenario.cluster), RunOptions{});
+  const Trace trace =
+      AnalyticExecutor().run(plan.job, Cluster(plan.scenario.cluster), RunOptions{});
   double first_stage = -1;
   for (const auto& m : trace.memory)
     if (m.rank == 0)
@@ -345,7 +346,8 @@ TEST(TensorParallelOverlap, HidesCollectivesBehindGemmsWithoutChangingTraffic) {
                                                 "tp_comm_overlap: ") +
                                     (overlap ? "true" : "false") + "}"),
                            "overlap.yaml"));
-    const Trace trace = AnalyticExecutor().run(plan.job, Cluster(plan.scenario.cluster), RunOptions{});
+    const Trace trace =
+        AnalyticExecutor().run(plan.job, Cluster(plan.scenario.cluster), RunOptions{});
     const Results r = compute_results(plan.scenario, plan.model, plan.job, trace);
     double bytes = 0;
     for (const auto& [kind, b] : collective_bytes(plan.job, 0, "tp")) bytes += b;
@@ -390,7 +392,8 @@ TEST(Traffic, TiedEmbeddingsAreSyncedBetweenFirstAndLastStage) {
           l.name.rfind("block.", 0) == 0 && std::stoi(l.name.substr(6)) >= spec.num_layers - blocks;
       if (last_stage_block || l.name == "final_norm" || l.name == "lm_head") params += l.parameters;
     }
-    const Trace trace = AnalyticExecutor().run(plan.job, Cluster(plan.scenario.cluster), RunOptions{});
+    const Trace trace =
+        AnalyticExecutor().run(plan.job, Cluster(plan.scenario.cluster), RunOptions{});
     double weights = -1;
     for (const auto& m : trace.memory)
       if (m.rank == last)

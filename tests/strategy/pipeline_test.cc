@@ -60,9 +60,10 @@ Bubble simulate(int p, int m, const std::string& schedule, int v) {
   const ModelGraph g = uniform_layers(2 * p * v);
   const Job job = build_job(g, sc);
   Bubble b;
-  b.analytic = bubble_fraction(sc, g, job, AnalyticExecutor().run(job, Cluster(sc.cluster), RunOptions{}));
-  const Trace t =
-      sim::SimGridExecutor(sim::SimGridOptions{"auto", DType::kBf16}).run(job, Cluster(sc.cluster), RunOptions{});
+  b.analytic =
+      bubble_fraction(sc, g, job, AnalyticExecutor().run(job, Cluster(sc.cluster), RunOptions{}));
+  const Trace t = sim::SimGridExecutor(sim::SimGridOptions{"auto", DType::kBf16})
+                      .run(job, Cluster(sc.cluster), RunOptions{});
   b.simgrid = bubble_fraction(sc, g, job, t);
   for (const auto& mem : t.memory)
     if (mem.rank == 0)
