@@ -63,7 +63,7 @@ int run_validate(const ValidateOptions& o, std::ostream& out) {
 int run_collective(const CollectiveOptions& o, std::ostream& out) {
   auto overrides = o.overrides;
   if (!o.engine.empty()) overrides.push_back("simulate.engine=" + o.engine);
-  const Scenario sc = driver::load(o.scenario, overrides);
+  const Scenario sc = driver::load_cluster(o.scenario, overrides);
   const auto& c = sc.cluster;
   const driver::CollectiveBenchmark bench = driver::run_collective_benchmark(sc, o.request);
   const int ranks = bench.ranks;

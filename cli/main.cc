@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "core/base/dtype.h"
 #include "core/base/error.h"
+#include "core/base/text.h"
 #include "core/ir/program.h"
 #include "core/scenario/engine_choices.h"
 #include "core/scenario/schema.h"
@@ -160,7 +161,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    std::cerr << "error: " << e.what() << "\n"
+    std::cerr << "error: " << dtsim::printable(e.what()) << "\n"
               << "Run 'dtsim --help' or 'dtsim COMMAND --help' for usage.\n";
     return kExitBadInput;
   }
@@ -174,10 +175,10 @@ int main(int argc, char** argv) {
     for (const auto& d : e.diagnostics()) std::cerr << d.render() << "\n";
     return kExitBadInput;
   } catch (const dtsim::Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << dtsim::printable(e.what()) << "\n";
     return kExitRuntime;
   } catch (const std::exception& e) {
-    std::cerr << "error: internal failure: " << e.what() << "\n";
+    std::cerr << "error: internal failure: " << dtsim::printable(e.what()) << "\n";
     return kExitRuntime;
   }
   return kExitOk;

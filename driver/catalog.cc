@@ -162,6 +162,7 @@ json schema_node_json(const SchemaNode& node, const std::string& path) {
   if (node.positive) out["positive"] = true;
   if (const char* unit = unit_of(node.type)) out["unit"] = unit;
   if (node.unsupported) out["some_values_not_supported_yet"] = true;
+  if (!node.aliases.empty()) out["aliases"] = node.aliases;
   if (!node.children.empty()) {
     json children = json::array();
     for (const auto& c : node.children)

@@ -7,10 +7,22 @@
 
 namespace dtsim::driver {
 
+namespace {
+
+std::vector<Override> as_overrides(const std::vector<std::string>& texts) {
+  std::vector<Override> out;
+  for (const auto& t : texts) out.push_back(Override{t});
+  return out;
+}
+
+}  // namespace
+
 Scenario load(const std::string& path, const std::vector<std::string>& overrides) {
-  std::vector<Override> texts;
-  for (const auto& o : overrides) texts.push_back(Override{o});
-  return load_scenario(path, texts, models::check_scenario);
+  return load_scenario(path, as_overrides(overrides), models::check_scenario);
+}
+
+Scenario load_cluster(const std::string& path, const std::vector<std::string>& overrides) {
+  return load_scenario(path, as_overrides(overrides), {}, LoadScope::kCluster);
 }
 
 Plan plan_scenario(Scenario scenario) {

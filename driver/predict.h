@@ -27,6 +27,9 @@ namespace dtsim::driver {
 
 // load_scenario with the models' cross-checks; `overrides` are --set texts.
 Scenario load(const std::string& path, const std::vector<std::string>& overrides = {});
+// The cluster and simulate sections alone, for front ends that need no training run (dtsim
+// collective); a file with only `cluster:` is enough.
+Scenario load_cluster(const std::string& path, const std::vector<std::string>& overrides = {});
 
 // Everything short of executing.
 struct Plan {

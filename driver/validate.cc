@@ -30,17 +30,18 @@ void validate(const Plan& plan, std::ostream& out) {
   const Scenario& s = plan.scenario;
   const Cluster& c = plan.cluster;
   out << "scenario " << s.name << " (" << s.file << "): OK so far\n";
-  out << "  cluster      " << c.nodes << " nodes x " << c.gpus_per_node << " " << c.gpu.name
-      << " = " << c.total_gpus() << " GPUs\n";
+  out << "  cluster      " << c.nodes << " nodes x " << c.gpus_per_node << " "
+      << with_overrides(c.gpu.name, c.gpu_overridden) << " = " << c.total_gpus() << " GPUs\n";
   out << "  GPU          " << format_flop_rate(c.gpu.peak_for(s.training.precision)) << " dense "
       << to_string(s.training.precision) << ", " << format_bytes(c.gpu.memory) << ", "
       << format_bandwidth(c.gpu.memory_bandwidth) << " memory bandwidth\n";
-  out << "  intra-node   " << c.intra_node.name << ": "
+  out << "  intra-node   " << with_overrides(c.intra_node.name, c.intra_node_overridden) << ": "
       << format_bandwidth(c.intra_node.per_gpu_bandwidth) << " per GPU per direction ("
       << format_bandwidth(c.intra_node.usable_bandwidth()) << " usable), "
       << format_duration(c.intra_node.latency) << " per hop\n";
-  out << "  network      " << c.network.preset << " (" << to_string(c.network.kind) << ", "
-      << to_string(c.network.topology) << "): " << c.network.nics_per_node << " x "
+  out << "  network      " << with_overrides(c.network.preset, c.network.overridden) << " ("
+      << to_string(c.network.kind) << ", " << to_string(c.network.topology)
+      << "): " << c.network.nics_per_node << " x "
       << format_number("%.0f Gb/s", c.network.nic_bandwidth.value() * 8 / 1e9) << " per node, "
       << format_duration(c.network.latency) << ", oversubscription " << c.network.oversubscription
       << ":1\n";
@@ -133,13 +134,14 @@ void validate(const Plan& plan, std::ostream& out) {
           "Shard the model state: parallelism.zero_stage (1 optimizer, 2 + gradients, 3 + "
           "weights), or more tensor or pipeline parallelism; or choose a GPU with more "
           "memory";
-    throw InputError(Diagnostic{
-        c.gpu_where.known() ? c.gpu_where : SourceLocation{s.file, 0, 0}, "memory",
-        "the job needs " + format_bytes(Bytes(r.peak_bytes_per_gpu)) + " per GPU but " +
-            c.gpu.name + " has " + format_bytes(Bytes(r.capacity_bytes)) + " (short by " +
-            format_bytes(Bytes(r.peak_bytes_per_gpu - r.capacity_bytes)) +
-            "); the largest category is " + cat + " at " +
-            format_bytes(Bytes(r.per_category_bytes[largest])) + ". " + remedy});
+    throw InputError(
+        Diagnostic{c.gpu_where.known() ? c.gpu_where : SourceLocation{s.file, 0, 0}, "memory",
+                   "the job needs " + format_bytes(Bytes(r.peak_bytes_per_gpu)) + " per GPU but " +
+                       with_overrides(c.gpu.name, c.gpu_overridden) + " has " +
+                       format_bytes(Bytes(r.capacity_bytes)) + " (short by " +
+                       format_bytes(Bytes(r.peak_bytes_per_gpu - r.capacity_bytes)) +
+                       "); the largest category is " + cat + " at " +
+                       format_bytes(Bytes(r.per_category_bytes[largest])) + ". " + remedy});
   }
   out << "valid: " << s.name << " can run\n";
 }

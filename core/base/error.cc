@@ -1,5 +1,7 @@
 #include "core/base/error.h"
 
+#include "core/base/text.h"
+
 namespace dtsim {
 namespace {
 std::string summarize(const std::vector<Diagnostic>& ds) {
@@ -24,7 +26,8 @@ std::string Diagnostic::render() const {
   }
   if (!key_path.empty()) out += key_path + ": ";
   out += message;
-  return out;
+  // Messages echo what users typed: never a terminal escape sequence or a megabyte of it.
+  return printable(out);
 }
 
 InputError::InputError(std::vector<Diagnostic> diagnostics)

@@ -28,7 +28,8 @@ struct Diagnostic {
   SourceLocation location;
   std::string key_path;  // e.g. "parallelism.tensor"; empty for whole-file problems
   std::string message;   // "expected ..., found ..." plus a hint where one helps
-  // "error: FILE:LINE:COL: key.path: message"
+  // "error: FILE:LINE:COL: key.path: message", with control characters escaped and an
+  // overlong echo cut (core/base/text.h printable).
   std::string render() const;
 };
 

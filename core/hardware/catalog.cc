@@ -669,3 +669,15 @@ const NetworkSpec* find_network(std::string_view name) {
 }
 
 }  // namespace dtsim
+
+namespace dtsim {
+
+std::string with_overrides(const std::string& name, const std::vector<std::string>& overridden) {
+  if (overridden.empty()) return name;
+  std::string out = name + " with ";
+  for (size_t i = 0; i < overridden.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == overridden.size() ? " and " : ", ") + overridden[i];
+  return out + " set";
+}
+
+}  // namespace dtsim

@@ -6,7 +6,10 @@
 //   generated from this catalog (`dtsim catalog gpus --markdown`) and checked by a test.
 // - Bandwidths are per direction unless a name says otherwise.
 // - Efficiency factors (fraction of peak a kernel class reaches) are model parameters, not
-//   vendor figures; their source is stated separately and `dtsim calibrate` replaces them.
+//   vendor figures; their source is stated separately and a scenario may override them.
+// - A scenario may set any field over a catalog entry's figures; the resolved cluster names the
+//   fields it set (ClusterConfig), so that every display says the entry is no longer the
+//   catalog's (with_overrides).
 #pragma once
 
 #include <map>
@@ -93,6 +96,10 @@ struct NetworkSpec {
 const std::vector<GpuSpec>& gpu_catalog();
 const std::vector<IntraNodeFabricSpec>& fabric_catalog();
 const std::vector<NetworkSpec>& network_catalog();
+
+// A catalog name as displayed once a scenario set fields over it:
+// "ib-ndr with nic_bandwidth and latency set"; the name alone when none were.
+std::string with_overrides(const std::string& name, const std::vector<std::string>& overridden);
 
 // Case-insensitive look-ups; nullptr when absent.
 const GpuSpec* find_gpu(std::string_view name);

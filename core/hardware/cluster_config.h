@@ -26,7 +26,8 @@ constexpr std::string_view to_string(Topology t) {
 }
 
 struct NetworkConfig {
-  std::string preset;  // catalog entry the defaults came from ("ib-hdr")
+  std::string preset;                   // catalog entry the defaults came from ("ib-hdr")
+  std::vector<std::string> overridden;  // preset figures the scenario set (nic_bandwidth, ...)
   NetworkKind kind = NetworkKind::kInfiniBand;
   Topology topology = Topology::kFatTree;
   BytesPerSecond nic_bandwidth{0};  // per NIC, per direction
@@ -50,6 +51,8 @@ struct ClusterConfig {
   int gpus_per_node = 1;
   IntraNodeFabricSpec intra_node;
   NetworkConfig network;
+  // Fields the scenario set over the catalog GPU's and fabric's figures ("memory").
+  std::vector<std::string> gpu_overridden, intra_node_overridden;
 
   int total_gpus() const { return nodes * gpus_per_node; }
 };

@@ -81,7 +81,7 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
   r.micro_batches = sc.micro_batches();
   r.global_batch_size = sc.training.global_batch_size.value;
   r.iterations = trace.iterations;
-  r.gpu = sc.cluster.gpu.name;
+  r.gpu = with_overrides(sc.cluster.gpu.name, sc.cluster.gpu_overridden);
   r.precision = std::string(to_string(sc.training.precision));
 
   const double iterations = std::max(1, trace.iterations);

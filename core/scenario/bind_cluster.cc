@@ -2,6 +2,7 @@
 // need only the cluster.
 #include <algorithm>
 #include <array>
+#include <type_traits>
 #include <utility>
 
 #include "core/hardware/torus.h"
@@ -10,58 +11,132 @@
 namespace dtsim::scenario_binding {
 namespace {
 
-GpuSpec resolve_gpu(const Reader& r, const std::string& file, DiagnosticSink& sink) {
-  const std::string path = "cluster.gpu";
-  const std::string name = r.value<std::string>(path);
-  if (!name.empty()) {
-    if (const GpuSpec* g = find_gpu(name)) return *g;
-    sink.add(r.where(path), path, "unknown GPU '" + name + "'");
-    return GpuSpec{};
+// Sets `field` from `key` when the scenario gives it, and records the field's name: one path
+// for every field over a catalog entry (`gpu: H100-SXM` with --set cluster.gpu.memory=40GiB, an
+// inline spec with base:, or an inline spec from nothing).
+template <class T, class Field>
+void override_field(const Reader& r, const std::string& section, const std::string& key,
+                    Field& field, std::vector<std::string>& overridden) {
+  if (auto v = r.get<T>(section + "." + key)) {
+    if constexpr (std::is_same_v<Field, int>)
+      field = static_cast<int>(*v);
+    else
+      field = *v;
+    overridden.push_back(key);
   }
-  // Inline spec.
+}
+
+// The catalog entry `base` names, or an error with the closest names.
+template <class Spec>
+const Spec* catalog_entry(const Reader& r, const std::string& key, const std::string& name,
+                          const std::vector<Spec>& catalog, const Spec* found,
+                          DiagnosticSink& sink) {
+  if (found) return found;
+  std::vector<std::string> names;
+  for (const auto& e : catalog) names.push_back(e.name);
+  std::string msg = "no catalog entry named '" + name + "'";
+  if (auto dym = did_you_mean(name, names); !dym.empty()) msg += "; did you mean '" + dym + "'?";
+  sink.add(r.where(key), key, msg);
+  return nullptr;
+}
+
+// "memory, gemm_efficiency set in FILE", for a source line.
+std::string overrides_note(const std::vector<std::string>& set, const std::string& file) {
+  std::string out;
+  for (const auto& f : set) out += (out.empty() ? "" : ", ") + f;
+  return out + " set in " + file;
+}
+
+// A catalog name with `base:` beside it names the start twice.
+void reject_base_beside_name(const Reader& r, const std::string& path, const std::string& name,
+                             DiagnosticSink& sink) {
+  if (!r.find(path + ".base")) return;
+  sink.add(r.where(path + ".base"), path + ".base",
+           "base: starts an inline spec from a catalog entry, but " + path + " already names '" +
+               name + "'; set the fields to change directly (e.g. " + path +
+               ".<field>=...) or replace the name with an inline map");
+}
+
+GpuSpec resolve_gpu(const Reader& r, const std::string& file, std::vector<std::string>& set,
+                    DiagnosticSink& sink) {
+  const std::string path = "cluster.gpu";
+  const std::string name = r.value<std::string>(path);  // "" for an inline map
   GpuSpec spec;
-  if (auto base = r.get<std::string>(path + ".base")) {
-    if (const GpuSpec* g = find_gpu(*base)) {
+  bool from_catalog = false;
+  if (!name.empty()) {
+    const GpuSpec* g = catalog_entry(r, path, name, gpu_catalog(), find_gpu(name), sink);
+    if (!g) return GpuSpec{};
+    spec = *g;
+    from_catalog = true;
+    reject_base_beside_name(r, path, name, sink);
+  } else if (auto base = r.get<std::string>(path + ".base")) {
+    if (const GpuSpec* g =
+            catalog_entry(r, path + ".base", *base, gpu_catalog(), find_gpu(*base), sink)) {
       spec = *g;
-    } else {
-      std::vector<std::string> names;
-      for (const auto& g2 : gpu_catalog()) names.push_back(g2.name);
-      std::string msg = "unknown catalog GPU '" + *base + "'";
-      if (auto dym = did_you_mean(*base, names); !dym.empty())
-        msg += "; did you mean '" + dym + "'?";
-      sink.add(r.where(path + ".base"), path + ".base", msg);
+      from_catalog = true;
     }
   }
-  spec.name = spec.name.empty() ? r.value<std::string>(path + ".name")
-                                : r.get_or<std::string>(path + ".name", spec.name + "-custom");
-  spec.source = "inline spec in " + file;
+  if (auto n = r.get<std::string>(path + ".name"))
+    spec.name = *n;
+  else if (!from_catalog)
+    spec.name = r.value<std::string>(path + ".name");
   for (const auto& [dtype, dtype_name] : kDTypeNames)
-    if (auto p = r.get<FlopsPerSecond>(path + ".peak." + std::string(dtype_name)))
-      spec.peak[dtype] = *p;
-  if (auto m = r.get<Bytes>(path + ".memory")) spec.memory = *m;
-  if (auto b = r.get<BytesPerSecond>(path + ".memory_bandwidth")) spec.memory_bandwidth = *b;
-  if (auto e = r.get<double>(path + ".gemm_efficiency")) spec.gemm_efficiency = *e;
-  if (auto e = r.get<double>(path + ".attention_efficiency")) spec.attention_efficiency = *e;
-  if (auto e = r.get<double>(path + ".memory_efficiency")) spec.memory_efficiency = *e;
-  if (auto t = r.get<Seconds>(path + ".kernel_launch_overhead")) spec.kernel_launch_overhead = *t;
-  if (auto n = r.get<int64_t>(path + ".sm_count")) spec.sm_count = static_cast<int>(*n);
-  std::vector<std::string> missing;
-  if (spec.peak.empty()) missing.push_back("peak (e.g. peak: {bf16: 312TFLOPS})");
-  if (spec.memory.value() <= 0) missing.push_back("memory");
-  if (spec.memory_bandwidth.value() <= 0) missing.push_back("memory_bandwidth");
-  if (!missing.empty()) {
-    std::string msg = "an inline GPU needs ";
-    for (size_t i = 0; i < missing.size(); ++i) msg += (i ? ", " : "") + missing[i];
-    msg += ", or base: CATALOG-NAME to start from";
-    sink.add(r.where(path), path, msg);
+    override_field<FlopsPerSecond>(r, path, "peak." + std::string(dtype_name), spec.peak[dtype],
+                                   set);
+  std::erase_if(spec.peak, [](const auto& kv) { return kv.second.value() <= 0; });
+  override_field<Bytes>(r, path, "memory", spec.memory, set);
+  override_field<BytesPerSecond>(r, path, "memory_bandwidth", spec.memory_bandwidth, set);
+  override_field<double>(r, path, "gemm_efficiency", spec.gemm_efficiency, set);
+  override_field<double>(r, path, "attention_efficiency", spec.attention_efficiency, set);
+  override_field<double>(r, path, "memory_efficiency", spec.memory_efficiency, set);
+  override_field<Seconds>(r, path, "kernel_launch_overhead", spec.kernel_launch_overhead, set);
+  override_field<int64_t>(r, path, "sm_count", spec.sm_count, set);
+  if (!from_catalog) {
+    spec.source = "inline spec in " + file;
+    std::vector<std::string> missing;
+    if (spec.peak.empty()) missing.push_back("peak (e.g. peak: {bf16: 312TFLOPS})");
+    if (spec.memory.value() <= 0) missing.push_back("memory");
+    if (spec.memory_bandwidth.value() <= 0) missing.push_back("memory_bandwidth");
+    if (!missing.empty()) {
+      std::string msg = "an inline GPU needs ";
+      for (size_t i = 0; i < missing.size(); ++i) msg += (i ? ", " : "") + missing[i];
+      msg += ", or base: CATALOG-NAME to start from";
+      sink.add(r.where(path), path, msg);
+    }
+  } else if (!set.empty()) {
+    spec.source += "; " + overrides_note(set, file);
   }
+  if (!from_catalog) set.clear();  // every field of an inline spec is its own
   return spec;
 }
 
-IntraNodeFabricSpec resolve_fabric(const Reader& r, const GpuSpec& gpu, const std::string& file,
-                                   DiagnosticSink& sink) {
+// The catalog fabric a name stands for: nvswitch is the GPU's own NVSwitch generation, pcie the
+// PCIe generation a GPU of that era sits on; "" after an error.
+std::string fabric_name(const Reader& r, const std::string& name, const GpuSpec& gpu,
+                        DiagnosticSink& sink) {
   const std::string path = "cluster.intra_node";
-  std::string name = r.value<std::string>(path);
+  const std::string& home = gpu.default_intra_node;
+  if (name == "nvswitch") {
+    if (home.rfind("nvswitch", 0) != 0) {
+      sink.add(r.where(path), path,
+               gpu.name + " has no NVSwitch board" +
+                   (home.empty() ? "" : " (its usual fabric is " + home + ")") +
+                   "; name a fabric from dtsim catalog fabrics, pcie, or an inline spec");
+      return "";
+    }
+    return home;
+  }
+  if (name == "pcie")
+    return home == "nvswitch-nvlink2" || home == "nvlink-hybrid-cube-mesh" ? "pcie-gen3"
+           : home == "nvswitch-nvlink4" || home == "nvswitch-nvlink5"      ? "pcie-gen5"
+                                                                           : "pcie-gen4";
+  return name;
+}
+
+IntraNodeFabricSpec resolve_fabric(const Reader& r, const GpuSpec& gpu, const std::string& file,
+                                   std::vector<std::string>& set, DiagnosticSink& sink) {
+  const std::string path = "cluster.intra_node";
+  std::string name = r.value<std::string>(path);  // "" for an inline map
   if (!r.find(path)) {
     if (gpu.default_intra_node.empty()) {
       sink.add(r.where("cluster.gpu"), path,
@@ -71,40 +146,53 @@ IntraNodeFabricSpec resolve_fabric(const Reader& r, const GpuSpec& gpu, const st
     }
     name = gpu.default_intra_node;
   }
-  if (name.empty()) {  // inline
-    IntraNodeFabricSpec f;
+  IntraNodeFabricSpec f;
+  bool from_catalog = false;
+  if (!name.empty()) {
+    const std::string resolved = fabric_name(r, name, gpu, sink);
+    if (resolved.empty()) return {};
+    const IntraNodeFabricSpec* found =
+        catalog_entry(r, path, resolved, fabric_catalog(), find_fabric(resolved), sink);
+    if (!found) return {};
+    f = *found;
+    from_catalog = true;
+    reject_base_beside_name(r, path, name, sink);
+  } else if (auto base = r.get<std::string>(path + ".base")) {
+    const std::string resolved = fabric_name(r, *base, gpu, sink);
+    if (const IntraNodeFabricSpec* found =
+            resolved.empty() ? nullptr
+                             : catalog_entry(r, path + ".base", resolved, fabric_catalog(),
+                                             find_fabric(resolved), sink)) {
+      f = *found;
+      from_catalog = true;
+    }
+  }
+  if (!from_catalog) {
+    // An inline fabric from nothing: the schema's defaults, and a bandwidth it must give.
     f.name = r.value<std::string>(path + ".name");
     f.kind = kFabricKindNames.from_valid(r.value<std::string>(path + ".kind"));
     f.latency = r.value<Seconds>(path + ".latency");
-    if (auto b = r.get<BytesPerSecond>(path + ".bandwidth"))
-      f.per_gpu_bandwidth = *b;
-    else
-      sink.add(r.where(path), path, "an inline intra-node fabric needs bandwidth (e.g. 450GBps)");
     f.protocol_efficiency = r.value<double>(path + ".protocol_efficiency");
-    f.source = "inline spec in " + file;
-    return f;
-  }
-  std::string resolved = name;
-  const std::string& home = gpu.default_intra_node;
-  if (name == "nvswitch") {
-    if (home.rfind("nvswitch", 0) != 0) {
+    if (!r.find(path + ".bandwidth"))
       sink.add(r.where(path), path,
-               gpu.name + " has no NVSwitch board" +
-                   (home.empty() ? "" : " (its usual fabric is " + home + ")") +
-                   "; name a fabric from dtsim catalog fabrics, pcie, or an inline spec");
-      return {};
-    }
-    resolved = home;
-  } else if (name == "pcie") {
-    // The PCIe generation a GPU of that era sits on.
-    resolved = home == "nvswitch-nvlink2" || home == "nvlink-hybrid-cube-mesh" ? "pcie-gen3"
-               : home == "nvswitch-nvlink4" || home == "nvswitch-nvlink5"      ? "pcie-gen5"
-                                                                               : "pcie-gen4";
+               "an inline intra-node fabric needs bandwidth (e.g. 450GBps), or base: "
+               "CATALOG-NAME to start from");
   }
-  if (const IntraNodeFabricSpec* f = find_fabric(resolved)) return *f;
-  sink.add(r.where(path), path,
-           "no fabric named '" + resolved + "' in the catalog (dtsim catalog fabrics)");
-  return {};
+  if (auto n = r.get<std::string>(path + ".name")) f.name = *n;
+  if (auto k = r.get<std::string>(path + ".kind")) {
+    f.kind = kFabricKindNames.from_valid(*k);
+    set.push_back("kind");
+  }
+  override_field<BytesPerSecond>(r, path, "bandwidth", f.per_gpu_bandwidth, set);
+  override_field<Seconds>(r, path, "latency", f.latency, set);
+  override_field<double>(r, path, "protocol_efficiency", f.protocol_efficiency, set);
+  if (!from_catalog) {
+    f.source = "inline spec in " + file;
+  } else if (!set.empty()) {
+    f.source += "; " + overrides_note(set, file);
+  }
+  if (!from_catalog) set.clear();
+  return f;
 }
 
 // The catalog entry whose figures a network of a given kind starts from, when no preset is named.
@@ -144,9 +232,13 @@ NetworkConfig resolve_network(const Reader& r, DiagnosticSink& sink) {
     n.kind = *kind;
   }
   n.topology = kTopologyNames.from_valid(r.value<std::string>(p + ".topology"));
-  n.nic_bandwidth = r.get_or<BytesPerSecond>(p + ".nic_bandwidth", spec->port_bandwidth);
-  n.latency = r.get_or<Seconds>(p + ".latency", spec->latency);
-  n.protocol_efficiency = r.get_or<double>(p + ".protocol_efficiency", spec->protocol_efficiency);
+  n.nic_bandwidth = spec->port_bandwidth;
+  n.latency = spec->latency;
+  n.protocol_efficiency = spec->protocol_efficiency;
+  if (kind && *kind != spec->kind) n.overridden.push_back("kind");
+  override_field<BytesPerSecond>(r, p, "nic_bandwidth", n.nic_bandwidth, n.overridden);
+  override_field<Seconds>(r, p, "latency", n.latency, n.overridden);
+  override_field<double>(r, p, "protocol_efficiency", n.protocol_efficiency, n.overridden);
   n.oversubscription = r.value<double>(p + ".oversubscription");
   return n;
 }
@@ -193,15 +285,31 @@ void resolve_torus(const Reader& r, ClusterConfig& c, DiagnosticSink& sink) {
   for (int64_t k : *dims) net.torus_dims.push_back(static_cast<int>(k));
 }
 
+// A --set override of hardware the cluster never uses would change nothing: say so instead.
+// (Keys in the file are left alone: a file is often swept over node counts.)
+void reject_overrides_without_effect(const Reader& r, const ClusterConfig& c,
+                                     DiagnosticSink& sink) {
+  auto reject = [&](const std::string& prefix, const std::string& why) {
+    for (const auto& [path, entry] : r.under(prefix))
+      if (entry->where.file == "--set") sink.add(entry->where, path, "has no effect: " + why);
+  };
+  if (c.nodes == 1)
+    reject("cluster.network.",
+           "the cluster is one node, so no traffic crosses the network (set cluster.nodes too)");
+  if (c.gpus_per_node == 1)
+    reject("cluster.intra_node.",
+           "each node holds one GPU, so no traffic crosses the intra-node fabric");
+}
+
 }  // namespace
 
 void bind_cluster(const Reader& r, const std::string& file, ClusterConfig& c,
                   DiagnosticSink& sink) {
-  c.gpu = resolve_gpu(r, file, sink);
+  c.gpu = resolve_gpu(r, file, c.gpu_overridden, sink);
   c.gpu_where = r.where("cluster.gpu");
   c.nodes = r.count("cluster.nodes").value;
   c.gpus_per_node = r.count("cluster.gpus_per_node").value;
-  c.intra_node = resolve_fabric(r, c.gpu, file, sink);
+  c.intra_node = resolve_fabric(r, c.gpu, file, c.intra_node_overridden, sink);
   c.network = resolve_network(r, sink);
   c.network.nics_per_node = r.count("cluster.network.nics_per_node", c.gpus_per_node).value;
   c.network.nodes_per_leaf =
@@ -210,6 +318,7 @@ void bind_cluster(const Reader& r, const std::string& file, ClusterConfig& c,
   c.network.leaves_per_pod = r.count("cluster.network.leaves_per_pod").value;
   c.network.pod_oversubscription = r.value<double>("cluster.network.pod_oversubscription");
   resolve_torus(r, c, sink);
+  reject_overrides_without_effect(r, c, sink);
 }
 
 }  // namespace dtsim::scenario_binding

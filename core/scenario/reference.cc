@@ -25,6 +25,11 @@ void rows(const SchemaNode& node, const std::string& prefix, std::string& out) {
       std::string type = describe(c);
       out += "| `" + path + "` | " + escape(type) + " | " + escape(c.doc);
       if (c.unsupported) out += " (some values not supported yet)";
+      if (!c.aliases.empty()) {
+        out += ". Also spelt";
+        for (size_t i = 0; i < c.aliases.size(); ++i)
+          out += std::string(i ? "," : "") + " `" + c.aliases[i] + "`";
+      }
       out += " | " + escape(c.default_text.empty() ? "-" : "`" + c.default_text + "`") + " |\n";
     }
     if (!c.children.empty()) rows(c, path, out);

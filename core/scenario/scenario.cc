@@ -3,12 +3,15 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "core/base/text.h"
 #include "core/scenario/internal/binders.h"
 
 namespace dtsim {
@@ -56,22 +59,30 @@ namespace {
 
 using scenario_binding::Reader;
 
-bool looks_binary(const std::string& bytes) {
-  if (bytes.find('\0') != std::string::npos) return true;
-  // YAML is Unicode text: invalid UTF-8 means a binary (or mis-encoded) file.
-  for (size_t i = 0; i < bytes.size();) {
-    auto c = static_cast<unsigned char>(bytes[i]);
-    size_t extra = c < 0x80           ? 0
-                   : (c >> 5) == 0x6  ? 1
-                   : (c >> 4) == 0xE  ? 2
-                   : (c >> 3) == 0x1E ? 3
-                                      : 9;
-    if (extra == 9 || i + extra >= bytes.size() + (extra == 0 ? 1 : 0)) return extra != 0;
-    for (size_t k = 1; k <= extra; ++k)
-      if ((static_cast<unsigned char>(bytes[i + k]) >> 6) != 0x2) return true;
-    i += extra + 1;
+// The operating system's reason for the last failed call ("Permission denied").
+std::string os_reason() {
+  return std::strerror(errno);
+}
+
+// The largest scenario file dtsim reads: a scenario is a few kilobytes, and the largest of
+// scenarios/ is under 4 KiB, so 16 MiB is generous and still bounds the loader's memory.
+constexpr std::uintmax_t kMaxScenarioBytes = 16u << 20;
+
+// A YAML scenario is UTF-8 text (YAML 1.2, section 5.2): a NUL byte means a binary file, any
+// other ill-formed byte a file saved in another encoding, which is named where it is.
+void check_text(const std::string& bytes, const std::string& file) {
+  if (bytes.find('\0') != std::string::npos)
+    throw InputError(Diagnostic{SourceLocation{file, 0, 0}, "",
+                                "this is a binary file, not a YAML scenario"});
+  if (auto bad = first_invalid_utf8(bytes)) {
+    const TextPosition at = position_of(bytes, *bad);
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(bytes[*bad]));
+    throw InputError(Diagnostic{SourceLocation{file, at.line, at.column}, "",
+                                std::string("byte ") + byte +
+                                    " is not UTF-8 text; save the scenario as UTF-8 (it looks "
+                                    "like another encoding, such as Latin-1)"});
   }
-  return false;
 }
 
 std::vector<std::string> leaf_paths(const SchemaNode& node, const std::string& prefix) {
@@ -96,6 +107,7 @@ void apply_override(const Override& ov, int index, EntryMap& entries, Diagnostic
   std::string path = ov.text.substr(0, eq);
   std::string value_text = ov.text.substr(eq + 1);
   const SchemaNode* node = find_schema_node(scenario_schema(), path);
+  path = canonical_path(scenario_schema(), path);  // parallelism.tp -> parallelism.tensor
   if (!node) {
     std::string msg = "unknown key path '" + path + "'";
     if (auto dym = did_you_mean(path, leaf_paths(scenario_schema(), "")); !dym.empty())
@@ -130,14 +142,23 @@ void bind_model(const Reader& r, const std::string& file, const EntryMap& entrie
     model.preset = Located<std::string>{*p, r.where("model.preset")};
   if (auto f = r.get<std::string>("model.family"))
     model.family = Located<std::string>{*f, r.where("model.family")};
-  if (!model.preset && !model.family)
-    sink.add(SourceLocation{file, 0, 0}, "model",
-             "expected model.preset (see dtsim catalog models) or model.family with its fields");
+  if (model.preset || model.family) return;
+  const bool cluster_only = std::none_of(entries.begin(), entries.end(), [](const auto& e) {
+    return e.first.starts_with("model.") || e.first.starts_with("parallelism.") ||
+           e.first.starts_with("training.");
+  });
+  sink.add(SourceLocation{file, 0, 0}, "model",
+           cluster_only
+               ? "this file describes only a cluster; simulating training needs a model section "
+                 "(e.g. model: {preset: gpt3-1.3b}, see dtsim catalog models). dtsim collective "
+                 "runs on a cluster alone"
+               : "expected model.preset (see dtsim catalog models) or model.family with its "
+                 "fields");
 }
 
 // The bind stage: one binder per section (core/scenario/internal/binders.h), in the order whose
 // diagnostics the bad-input corpus expects.
-Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) {
+Scenario build(const std::string& file, EntryMap entries, LoadScope scope, DiagnosticSink& sink) {
   Scenario s;
   s.file = file;
   const Reader r(entries);
@@ -150,6 +171,11 @@ Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) 
   s.description = r.get_or<std::string>("description", "");
 
   scenario_binding::bind_cluster(r, file, s.cluster, sink);
+  if (scope == LoadScope::kCluster) {
+    scenario_binding::bind_simulate(r, s.simulate);
+    s.entries = std::move(entries);
+    return s;
+  }
   bind_model(r, file, entries, s.model, sink);
   if (scenario_binding::bind_parallelism(r, s.cluster, s.parallelism, sink)) {
     scenario_binding::bind_training(r, s.parallelism, s.training, sink);
@@ -162,11 +188,11 @@ Scenario build(const std::string& file, EntryMap entries, DiagnosticSink& sink) 
 }
 
 Scenario load_from_bytes(const std::string& bytes, const std::string& file,
-                         const std::vector<Override>& overrides, const CrossCheck& check) {
+                         const std::vector<Override>& overrides, const CrossCheck& check,
+                         LoadScope scope) {
   DiagnosticSink sink;
   const SourceLocation whole{file, 0, 0};
-  if (looks_binary(bytes))
-    throw InputError(Diagnostic{whole, "", "this is a binary file, not a YAML scenario"});
+  check_text(bytes, file);
   YAML::Node root;
   try {
     root = YAML::Load(bytes);
@@ -186,10 +212,11 @@ Scenario load_from_bytes(const std::string& bytes, const std::string& file,
   validate(root, scenario_schema(), "", file, SourceLocation{}, entries, sink);
   for (size_t i = 0; i < overrides.size(); ++i)
     apply_override(overrides[i], static_cast<int>(i + 1), entries, sink);
-  Scenario s = build(file, std::move(entries), sink);
+  Scenario s = build(file, std::move(entries), scope, sink);
   // Checks that need more than the scenario (the model's shape) report in the same pass, so a
-  // TP size that does not divide the heads is named even when TP itself is not built yet.
-  if (check) {
+  // TP size that does not divide the heads is named even when TP itself is not built yet. Without
+  // a model there is nothing to check against (bind_model said so).
+  if (check && scope == LoadScope::kTraining && (s.model.preset || s.model.family)) {
     try {
       check(s, sink);
     } catch (const InputError& e) {
@@ -208,25 +235,40 @@ Scenario load_from_bytes(const std::string& bytes, const std::string& file,
 }  // namespace
 
 Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides,
-                       const CrossCheck& check) {
+                       const CrossCheck& check, LoadScope scope) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw InputError(Diagnostic{SourceLocation{path, 0, 0}, "",
                                 "is a directory, not a scenario file (try " + path +
                                     (path.ends_with("/") ? "" : "/") + "default.yaml)"});
+  const SourceLocation whole{path, 0, 0};
+  const auto status = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    throw InputError(Diagnostic{whole, "",
+                                "is not a regular file (a device, pipe or socket); give the path "
+                                "of a scenario file"});
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw InputError(Diagnostic{SourceLocation{path, 0, 0}, "", "cannot open the scenario file"});
-  std::ostringstream buf;
-  buf << in.rdbuf();
+    throw InputError(Diagnostic{whole, "", "cannot open the scenario file: " + os_reason()});
+  // Read at most one byte past the limit, so that a file that grows while read is bounded too.
+  std::string bytes(kMaxScenarioBytes + 1, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (in.bad())
-    throw InputError(Diagnostic{SourceLocation{path, 0, 0}, "", "cannot read the scenario file"});
-  return load_from_bytes(buf.str(), path, overrides, check);
+    throw InputError(Diagnostic{whole, "", "cannot read the scenario file: " + os_reason()});
+  bytes.resize(static_cast<size_t>(in.gcount()));
+  if (bytes.size() > kMaxScenarioBytes)
+    throw InputError(Diagnostic{whole, "",
+                                "the file is larger than " +
+                                    format_bytes(Bytes(static_cast<double>(kMaxScenarioBytes))) +
+                                    "; a scenario is a few kilobytes of YAML (is this the right "
+                                    "file?)"});
+  return load_from_bytes(bytes, path, overrides, check, scope);
 }
 
 Scenario load_scenario_text(const std::string& yaml_text, const std::string& name,
-                            const std::vector<Override>& overrides, const CrossCheck& check) {
-  return load_from_bytes(yaml_text, name, overrides, check);
+                            const std::vector<Override>& overrides, const CrossCheck& check,
+                            LoadScope scope) {
+  return load_from_bytes(yaml_text, name, overrides, check, scope);
 }
 
 }  // namespace dtsim

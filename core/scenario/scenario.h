@@ -158,11 +158,18 @@ struct Override {
 // sizes against the architecture); it adds diagnostics to the sink or throws InputError.
 using CrossCheck = std::function<void(const Scenario&, DiagnosticSink&)>;
 
+// What the caller will do with the scenario. A training run needs every section bound and
+// checked. A cluster alone (dtsim collective) needs the cluster and simulate sections: the other
+// sections, when present, are still checked against the schema (unknown keys, types, units) but
+// not bound, so training-only checks such as batch divisibility do not apply, and the cross-check
+// is not run.
+enum class LoadScope { kTraining, kCluster };
+
 // Throws InputError listing every problem, the cross-check's included.
 Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides = {},
-                       const CrossCheck& check = {});
+                       const CrossCheck& check = {}, LoadScope scope = LoadScope::kTraining);
 Scenario load_scenario_text(const std::string& yaml_text, const std::string& name = "<string>",
                             const std::vector<Override>& overrides = {},
-                            const CrossCheck& check = {});
+                            const CrossCheck& check = {}, LoadScope scope = LoadScope::kTraining);
 
 }  // namespace dtsim

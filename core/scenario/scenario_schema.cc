@@ -36,6 +36,7 @@ using schema::count;
 using schema::leaf;
 using schema::positive;
 using schema::section;
+using schema::with_aliases;
 
 // "not supported yet" unless the value equals the one that is built.
 template <class T>
@@ -59,7 +60,9 @@ SchemaNode build_schema() {
 
   SchemaNode gpu =
       leaf("gpu", ValueType::kNameOrMap,
-           "GPU model: a catalog name (dtsim catalog gpus) or an inline spec", "H100-SXM");
+           "GPU model: a catalog name (dtsim catalog gpus) or an inline spec; each field below "
+           "also overrides a named GPU's figure (--set cluster.gpu.memory=40GiB)",
+           "H100-SXM");
   gpu.catalog = [] {
     std::vector<std::string> names;
     for (const auto& g : gpu_catalog()) names.push_back(g.name);
@@ -99,7 +102,8 @@ SchemaNode build_schema() {
   SchemaNode intra = leaf("intra_node", ValueType::kNameOrMap,
                           "links between the GPUs of a node: nvswitch (the GPU's NVLink "
                           "generation), nvlink-hybrid-cube-mesh, nvlink-ring, pcie, a fabric "
-                          "catalog name, or an inline spec",
+                          "catalog name, or an inline spec; each field below also overrides a "
+                          "named fabric's figure",
                           "nvswitch");
   intra.choices = {"nvswitch", "nvlink-hybrid-cube-mesh", "nvlink-ring", "pcie"};
   intra.catalog = [] {
@@ -109,6 +113,9 @@ SchemaNode build_schema() {
   };
   intra.children = {
       leaf("name", ValueType::kString, "display name of the inline fabric", "custom-fabric"),
+      leaf("base", ValueType::kString,
+           "catalog fabric (or nvswitch, pcie) whose figures the inline spec starts from (fields "
+           "below override)"),
       choice("kind", kFabricKindNames.names(), "how the GPUs are connected",
              std::string(to_string(FabricKind::kSwitch))),
       positive(leaf("bandwidth", ValueType::kBandwidth,
@@ -198,6 +205,12 @@ SchemaNode build_schema() {
                   "expert-parallel size for MoE models: each rank holds num_experts / expert "
                   "experts; carved out of the data-parallel ranks (divides data)",
                   "1", 1, kMaxDegree);
+  // Megatron-LM's argument names and the short forms papers use, as other spellings.
+  tp = with_aliases(tp, {"tp", "tensor_model_parallel_size"});
+  pp = with_aliases(pp, {"pp", "pipeline_model_parallel_size"});
+  dp = with_aliases(dp, {"dp", "data_parallel_size"});
+  cp = with_aliases(cp, {"cp", "context_parallel_size"});
+  ep = with_aliases(ep, {"ep", "expert_model_parallel_size"});
   auto sp = leaf("sequence_parallel", ValueType::kBool,
                  "Megatron sequence parallelism: norms and dropouts split over the TP group, "
                  "all-reduces become reduce-scatter + all-gather",
@@ -212,9 +225,10 @@ SchemaNode build_schema() {
              "interleaved";
     return std::nullopt;
   };
-  auto vs =
+  auto vs = with_aliases(
       count("virtual_stages", "model chunks per device for schedule: interleaved (Megatron-LM's v)",
-            "1", 1, 1e4);
+            "1", 1, 1e4),
+      {"virtual_pipeline_model_parallel_size"});
   auto zero =
       count("zero_stage", "ZeRO stage: 0 none, 1 optimizer, 2 + gradients, 3 + weights (FSDP)", "0",
             0, 3);

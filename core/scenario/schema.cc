@@ -18,6 +18,8 @@ std::vector<std::string> SchemaNode::all_choices() const {
 const SchemaNode* SchemaNode::child(const std::string& name) const {
   for (const auto& c : children)
     if (c.key == name) return &c;
+  for (const auto& c : children)
+    if (std::find(c.aliases.begin(), c.aliases.end(), name) != c.aliases.end()) return &c;
   return nullptr;
 }
 
@@ -261,7 +263,7 @@ struct Validator {
             "expected a map with keys " + join(child_names(s), ", ") + ", found " + kind_of(n));
       return;
     }
-    std::set<std::string> seen;
+    std::map<std::string, std::string> seen;  // key -> the spelling used
     for (auto it = n.begin(); it != n.end(); ++it) {
       const YAML::Node key = it->first;  // by value: it->first is a temporary
       if (!key.IsScalar()) {
@@ -269,12 +271,15 @@ struct Validator {
         continue;
       }
       const std::string name = key.Scalar();
-      const std::string p = child_path(path, name);
-      if (!seen.insert(name).second) {
-        error(key, p, "duplicate key; each key may appear once");
+      const SchemaNode* c = s.child(name);
+      const std::string p = child_path(path, c ? c->key : name);
+      if (auto [at, fresh] = seen.emplace(c ? c->key : name, name); !fresh) {
+        error(key, p,
+              at->second == name ? "duplicate key; each key may appear once"
+                                 : "'" + name + "' and '" + at->second +
+                                       "' are two spellings of the same key; give one");
         continue;
       }
-      const SchemaNode* c = s.child(name);
       if (!c) {
         std::string msg = "unknown key '" + name + "'";
         if (auto dym = did_you_mean(name, child_names(s)); !dym.empty())
@@ -343,17 +348,45 @@ const SchemaNode* find_schema_node(const SchemaNode& root, const std::string& pa
   return n;
 }
 
+std::string canonical_path(const SchemaNode& root, const std::string& path) {
+  const SchemaNode* n = &root;
+  std::string out;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t dot = path.find('.', start);
+    std::string part =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    n = n->child(part);
+    if (!n) return path;
+    out += (out.empty() ? "" : ".") + n->key;
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return out;
+}
+
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
   std::string best;
   size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
   for (const auto& c : candidates) {
     size_t d = edit_distance(word, c);
-    // A prefix or contained word also counts as close ("gpus" for "gpus_per_node").
     if (d < best_d) {
       best_d = d;
       best = c;
     }
   }
+  if (!best.empty() || word.size() < 2) return best;
+  // A word that begins a name is a short form of it ("H100" for "H100-SXM", "gpus" for
+  // "gpus_per_node"); the shortest such name is the likeliest.
+  auto lower = [](std::string s) {
+    for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return s;
+  };
+  const std::string w = lower(word);
+  for (const auto& c : candidates)
+    if (c.size() > w.size() && lower(c).rfind(w, 0) == 0 &&
+        (best.empty() || c.size() < best.size()))
+      best = c;
   return best;
 }
 
@@ -461,6 +494,11 @@ SchemaNode section(std::string key, std::string doc, std::vector<SchemaNode> chi
   SchemaNode n = leaf(std::move(key), ValueType::kMap, std::move(doc));
   n.children = std::move(children);
   return n;
+}
+
+SchemaNode with_aliases(SchemaNode node, std::vector<std::string> aliases) {
+  node.aliases = std::move(aliases);
+  return node;
 }
 
 SchemaNode positive(SchemaNode node, double max) {

@@ -78,9 +78,13 @@ struct SchemaNode {
   double max = 1e18;                 // inclusive upper bound
   bool positive = false;             // sizes, rates and durations must be > 0
   std::vector<SchemaNode> children;  // kMap and kNameOrMap
+  // Other spellings users bring from other tools (Megatron-LM's tensor_model_parallel_size for
+  // tensor). A file or --set may use either; giving both in one map is an error.
+  std::vector<std::string> aliases;
   // Returns a reason when a syntactically valid value asks for a feature that is not built yet.
   std::function<std::optional<std::string>(const Value&)> unsupported;
 
+  // The child named `name` or spelt `name` through an alias; nullptr when none.
   const SchemaNode* child(const std::string& name) const;
   // Every valid word: `choices`, then the names `catalog` supplies now (read at each call, so
   // that names registered at run time, such as engines, are included).
@@ -103,10 +107,16 @@ void validate(const YAML::Node& node, const SchemaNode& schema, const std::strin
               const std::string& file, const SourceLocation& fixed_location, EntryMap& out,
               DiagnosticSink& sink);
 
-// The node at a dotted path, or nullptr. Descends through kMap and kNameOrMap children.
+// The node at a dotted path, or nullptr. Descends through kMap and kNameOrMap children; any
+// segment may be an alias.
 const SchemaNode* find_schema_node(const SchemaNode& root, const std::string& path);
 
-// Closest names within an edit distance that suggests a typo; "" when none is close.
+// The path with every alias replaced by its key ("parallelism.tp" -> "parallelism.tensor"); the
+// path unchanged when a segment is unknown.
+std::string canonical_path(const SchemaNode& root, const std::string& path);
+
+// The closest name within an edit distance that suggests a typo or, failing that, the shortest
+// name the word begins ("H100" -> "H100-SXM"), case-insensitively; "" when none is close.
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
 
 // A human phrase for what a type expects ("a whole number", "a size such as 80GiB").
@@ -130,6 +140,8 @@ SchemaNode choice(std::string key, std::vector<std::string> choices, std::string
 SchemaNode section(std::string key, std::string doc, std::vector<SchemaNode> children);
 // Greater than zero and at most `max`.
 SchemaNode positive(SchemaNode node, double max);
+// Other spellings of the node's key (SchemaNode::aliases).
+SchemaNode with_aliases(SchemaNode node, std::vector<std::string> aliases);
 }  // namespace schema
 
 }  // namespace dtsim

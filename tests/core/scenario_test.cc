@@ -132,6 +132,69 @@ model: {preset: gpt3-125m}
   EXPECT_NE(d[0].message.find("memory"), std::string::npos);
 }
 
+// Megatron-LM's argument names and the short forms are other spellings of the same keys, in a
+// file and in --set; both spellings in one map is an error naming them.
+TEST(Scenario, MegatronSpellingsAreAliases) {
+  const std::string par = R"(
+parallelism:
+  tensor_model_parallel_size: 2
+  pp: 2
+  dp: 4
+)";
+  Scenario s = load_scenario_text(std::string(kMinimal) + par, "s.yaml");
+  EXPECT_EQ(s.parallelism.tensor.value, 2);
+  EXPECT_EQ(s.parallelism.pipeline.value, 2);
+  EXPECT_EQ(s.parallelism.data.value, 4);
+  EXPECT_EQ(s.entries.count("parallelism.tensor"), 1u);
+  EXPECT_EQ(s.entries.count("parallelism.tensor_model_parallel_size"), 0u);
+
+  Scenario o = load_scenario_text(
+      kMinimal, "s.yaml", {{"parallelism.tp=4"}, {"parallelism.pipeline_model_parallel_size=4"}});
+  EXPECT_EQ(o.parallelism.tensor.value, 4);
+  EXPECT_EQ(o.parallelism.pipeline.value, 4);
+
+  auto d = problems(std::string(kMinimal) + "parallelism:\n  tensor: 2\n  tp: 2\n");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].key_path, "parallelism.tensor");
+  EXPECT_NE(d[0].message.find("'tp' and 'tensor' are two spellings"), std::string::npos)
+      << d[0].message;
+}
+
+// A short form of a catalog name suggests the name it begins.
+TEST(Scenario, DidYouMeanCompletesShortNames) {
+  auto d = problems(kMinimal, {{"cluster.gpu=H100"}});
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_NE(d[0].message.find("did you mean H100-SXM?"), std::string::npos) << d[0].message;
+  EXPECT_EQ(did_you_mean("a100", {"V100-SXM2-32GB", "A100-SXM-80GB", "A100-SXM-40GB"}),
+            "A100-SXM-80GB");
+  EXPECT_EQ(did_you_mean("zz", {"H100-SXM"}), "");
+}
+
+// A file with only a cluster is enough for what needs only a cluster (dtsim collective); for a
+// training run it is one clear error.
+TEST(Scenario, ClusterOnlyFiles) {
+  const std::string cluster = "cluster:\n  gpu: H100-SXM\n  nodes: 2\n  gpus_per_node: 8\n";
+  Scenario s = load_scenario_text(cluster, "c.yaml", {}, {}, LoadScope::kCluster);
+  EXPECT_EQ(s.cluster.total_gpus(), 16);
+  EXPECT_EQ(s.simulate.engine, "simgrid");
+  // Training sections in the file are checked against the schema, not bound: a batch that does
+  // not divide is not the cluster's problem, an unknown key still is.
+  EXPECT_NO_THROW(load_scenario_text(cluster + "training: {global_batch_size: 7}\n", "c.yaml", {},
+                                     {}, LoadScope::kCluster));
+  EXPECT_THROW(load_scenario_text(cluster + "training: {global_batch_sise: 7}\n", "c.yaml", {}, {},
+                                  LoadScope::kCluster),
+               InputError);
+  int calls = 0;
+  try {
+    load_scenario_text(cluster, "c.yaml", {}, [&](const Scenario&, DiagnosticSink&) { ++calls; });
+    ADD_FAILURE() << "a cluster-only file was accepted for training";
+  } catch (const InputError& e) {
+    ASSERT_EQ(e.diagnostics().size(), 1u);
+    EXPECT_NE(e.diagnostics()[0].message.find("describes only a cluster"), std::string::npos);
+  }
+  EXPECT_EQ(calls, 0);  // the model cross-check has nothing to check and does not repeat it
+}
+
 TEST(Scenario, WholeFileProblems) {
   EXPECT_EQ(problems("").size(), 1u);
   EXPECT_EQ(problems("- a\n- b\n").size(), 1u);

@@ -64,6 +64,15 @@ class Reader {
     return {static_cast<int>(get_or<int64_t>(path, fallback)), where(path)};
   }
 
+  // Every validated key under `prefix` ("cluster.network."), in key order.
+  std::vector<std::pair<std::string, const Entry*>> under(const std::string& prefix) const {
+    std::vector<std::pair<std::string, const Entry*>> out;
+    for (auto it = entries_.lower_bound(prefix);
+         it != entries_.end() && it->first.starts_with(prefix); ++it)
+      out.emplace_back(it->first, &it->second);
+    return out;
+  }
+
  private:
   const EntryMap& entries_;
 };
@@ -73,7 +82,8 @@ std::string format_count(double v);
 
 // bind_cluster.cc: the GPU, the fabric inside a node and the network (catalog names resolved,
 // inline specs built), with their checks: unknown names, incomplete inline specs, a kind that
-// contradicts its preset, torus dimensions against the node count.
+// contradicts its preset, torus dimensions against the node count, and --set overrides of
+// hardware the cluster does not use (the network of a one-node cluster).
 void bind_cluster(const Reader& r, const std::string& file, ClusterConfig& cluster,
                   DiagnosticSink& sink);
 

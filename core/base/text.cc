@@ -1,0 +1,81 @@
+#include "core/base/text.h"
+
+#include <cstdio>
+
+namespace dtsim {
+
+std::optional<size_t> first_invalid_utf8(std::string_view s) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = byte(i);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    // Lead byte: the sequence length and the range its second byte must fall in (RFC 3629,
+    // section 4), which excludes overlong forms, surrogates and code points above U+10FFFF.
+    size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return i;
+    }
+    if (i + len > s.size()) return i;
+    if (byte(i + 1) < lo || byte(i + 1) > hi) return i;
+    for (size_t k = 2; k < len; ++k)
+      if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return i;
+    i += len;
+  }
+  return std::nullopt;
+}
+
+TextPosition position_of(std::string_view text, size_t offset) {
+  TextPosition p;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++p.line;
+      p.column = 1;
+    } else {
+      ++p.column;
+    }
+  }
+  return p;
+}
+
+std::string printable(std::string_view text, size_t max_bytes) {
+  std::string out;
+  auto append = [&](std::string_view part) {
+    for (char ch : part) {
+      const auto c = static_cast<unsigned char>(ch);
+      if ((c < 0x20 && ch != '\n' && ch != '\t') || c == 0x7F) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\x%02X", c);
+        out += buf;
+      } else {
+        out += ch;
+      }
+    }
+  };
+  if (text.size() <= max_bytes) {
+    append(text);
+    return out;
+  }
+  // Keep the start, where the location and key are, and the end, where hints are.
+  const size_t head = max_bytes * 3 / 4, tail = max_bytes / 4;
+  append(text.substr(0, head));
+  out += " ... (" + std::to_string(text.size() - head - tail) + " bytes cut) ... ";
+  append(text.substr(text.size() - tail));
+  return out;
+}
+
+}  // namespace dtsim
