@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "core/base/error.h"
@@ -12,32 +13,26 @@
 #include "core/scenario/reference.h"
 #include "driver/catalog.h"
 #include "driver/collective_benchmark.h"
+#include "driver/output_file.h"
 #include "driver/predict.h"
 #include "driver/validate.h"
 #include "models/model_builder.h"
 #include "models/model_spec.h"
 
 namespace dtsim::cli {
-namespace {
-
-// Opens an output file before any work is done, so a bad path costs nothing.
-std::ofstream open_output(const std::string& path, const std::string& flag) {
-  std::ofstream f(path, std::ios::trunc);
-  if (!f)
-    throw InputError(Diagnostic{SourceLocation{}, flag,
-                                "cannot write '" + path + "' (does its directory exist?)"});
-  return f;
-}
-
-}  // namespace
-
 int run_simulate(const SimulateOptions& o, std::ostream& out) {
   auto overrides = o.overrides;
   if (!o.engine.empty()) overrides.push_back("simulate.engine=" + o.engine);
   Scenario sc = driver::load(o.scenario, overrides);
-  std::ofstream result_file, trace_file;
-  if (!o.output.empty()) result_file = open_output(o.output, "--output");
-  if (!o.trace.empty()) trace_file = open_output(o.trace, "--trace");
+  // Both outputs are checked before any work, and written only once the run has succeeded.
+  std::optional<driver::OutputFile> result_file, trace_file;
+  const std::vector<std::string> inputs = {o.scenario};
+  if (!o.output.empty())
+    result_file.emplace(o.output, "--output", inputs, std::vector<const driver::OutputFile*>{});
+  if (!o.trace.empty())
+    trace_file.emplace(
+        o.trace, "--trace", inputs,
+        std::vector<const driver::OutputFile*>{result_file ? &*result_file : nullptr});
 
   driver::Prediction p = driver::predict(std::move(sc));
   nlohmann::json j = results_to_json(p.results);
@@ -48,10 +43,8 @@ int run_simulate(const SimulateOptions& o, std::ostream& out) {
   if (!p.results.fits && !o.json)
     out << "\nwarning: the peak memory exceeds the GPU's capacity; run dtsim validate for the "
            "fix.\n";
-  if (result_file.is_open()) result_file << j.dump(2) << "\n";
-  if (trace_file.is_open()) trace_file << chrome_trace(p.trace, p.job, p.cluster).dump() << "\n";
-  if ((result_file.is_open() && !result_file) || (trace_file.is_open() && !trace_file))
-    throw RuntimeError("writing the output files failed (disk full?)");
+  if (trace_file) trace_file->commit(chrome_trace(p.trace, p.job, p.cluster).dump() + "\n");
+  if (result_file) result_file->commit(j.dump(2) + "\n");
   return 0;
 }
 

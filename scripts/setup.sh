@@ -27,7 +27,7 @@ jobs=${JOBS:-$(nproc)}
 packages=(build-essential cmake ninja-build pkg-config
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libeigen3-dev libsimgrid-dev)
+  libeigen3-dev libsimgrid-dev python3 python3-jsonschema)
 
 missing=()
 for p in "${packages[@]}"; do

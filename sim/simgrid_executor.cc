@@ -1,6 +1,7 @@
 #include "sim/simgrid_executor.h"
 
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -241,10 +242,17 @@ std::vector<double> simulate_graph(const ActivityGraph& graph, const Cluster& cl
     throw RuntimeError(std::string("cannot create a pipe for the simulation: ") +
                        std::strerror(errno));
   std::fflush(nullptr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0)
     throw RuntimeError(std::string("cannot start the simulation process: ") + std::strerror(errno));
   if (pid == 0) {
+    // The simulation dies with dtsim, however dtsim ends (SIGINT, SIGTERM, SIGKILL, a crash):
+    // the kernel sends SIGKILL when the parent exits. A parent that died between fork and prctl
+    // is caught by the getppid check, so no simulation outlives it as an orphan.
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(5);
+    // Ctrl-C reaches the whole process group; the parent decides, and its death ends the child.
+    std::signal(SIGINT, SIG_IGN);
     ::close(result_pipe[0]);
     ::close(error_pipe[0]);
     ::dup2(error_pipe[1], STDERR_FILENO);

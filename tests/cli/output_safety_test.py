@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Output files survive every way a run can fail, and no simulation process outlives dtsim.
+
+For each failure (bad input found late, an engine error, SIGKILL of the simulation process,
+SIGKILL, SIGTERM and SIGINT of dtsim itself) the previous contents of -o and --trace must be
+intact and no process of the run may remain; an -o that is the input, directly or through a
+symbolic link, is refused before any work. Usage: output_safety_test.py DTSIM REPO_ROOT
+"""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+DTSIM, ROOT = sys.argv[1], sys.argv[2]
+# The longest example on SimGrid (about 4 s for one iteration here): the simulation process lives
+# long enough to be found and killed.
+SLOW = os.path.join(ROOT, "scenarios/gpt3-175b-tp8-pp8-interleaved-1024-a100.yaml")
+FAST = os.path.join(ROOT, "scenarios/default.yaml")
+OLD_RESULT, OLD_TRACE = "previous result\n", "previous trace\n"
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def children_of(pid):
+    """Pids whose parent is `pid` (from /proc, so no ps is needed)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(entry))
+    return out
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def fresh_outputs(d):
+    result, trace = os.path.join(d, "result.json"), os.path.join(d, "trace.json")
+    with open(result, "w") as f:
+        f.write(OLD_RESULT)
+    with open(trace, "w") as f:
+        f.write(OLD_TRACE)
+    return result, trace
+
+
+def intact(d, result, trace, what):
+    with open(result) as f:
+        r = f.read()
+    with open(trace) as f:
+        t = f.read()
+    check(r == OLD_RESULT and t == OLD_TRACE, f"{what}: -o and --trace keep their contents")
+    leftovers = [n for n in os.listdir(d) if ".dtsim-" in n]
+    return leftovers
+
+
+def start_slow(result, trace):
+    return subprocess.Popen(
+        [DTSIM, "simulate", SLOW, "--set", "simulate.iterations=4", "-o", result, "--trace", trace],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_child(proc, timeout_s=60):
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        kids = children_of(proc.pid)
+        if kids:
+            return kids[0]
+        if proc.poll() is not None:
+            return None
+        time.sleep(0.02)
+    return None
+
+
+with tempfile.TemporaryDirectory() as d:
+    # Bad input found late: the chunk-fidelity limit is checked once the Program is built.
+    result, trace = fresh_outputs(d)
+    p = subprocess.run([DTSIM, "simulate", FAST, "--set", "cluster.nodes=512", "--set",
+                        "training.global_batch_size=16384", "--set", "simulate.fidelity=chunk",
+                        "--engine", "simgrid", "-o", result, "--trace", trace],
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == 2, f"late bad input exits 2 (got {p.returncode}: {p.stderr.strip()})")
+    check(not intact(d, result, trace, "late bad input"), "late bad input leaves no temporary")
+
+    # An engine error: the simulation process killed under dtsim.
+    result, trace = fresh_outputs(d)
+    proc = start_slow(result, trace)
+    child = wait_for_child(proc)
+    check(child is not None, "the SimGrid run has its own process")
+    if child:
+        os.kill(child, signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    check(proc.returncode == 1 and "signal 9" in err,
+          f"a killed simulation is a runtime error naming the signal (got {proc.returncode}: "
+          f"{err.strip()[:200]})")
+    check(not intact(d, result, trace, "engine error"), "an engine error leaves no temporary")
+
+    # dtsim itself killed or stopped: the simulation ends with it.
+    for sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT):
+        name = signal.Signals(sig).name
+        result, trace = fresh_outputs(d)
+        proc = start_slow(result, trace)
+        child = wait_for_child(proc)
+        check(child is not None, f"{name}: the SimGrid run has its own process")
+        os.kill(proc.pid, sig)
+        proc.communicate(timeout=60)
+        deadline = time.time() + 5
+        while child and alive(child) and time.time() < deadline:
+            time.sleep(0.05)
+        check(child is not None and not alive(child),
+              f"{name} of dtsim: no simulation process remains within 5 s")
+        leftovers = intact(d, result, trace, f"{name} of dtsim")
+        if sig != signal.SIGKILL:  # only SIGKILL cannot be handled
+            check(not leftovers, f"{name} of dtsim removes its temporary files ({leftovers})")
+        for n in leftovers:
+            os.unlink(os.path.join(d, n))
+
+    # A successful run replaces both files whole.
+    result, trace = fresh_outputs(d)
+    p = subprocess.run([DTSIM, "simulate", FAST, "--engine", "analytic", "-o", result, "--trace",
+                        trace], capture_output=True, text=True, timeout=120)
+    with open(result) as f:
+        body = f.read()
+    check(p.returncode == 0 and body.lstrip().startswith("{") and body.rstrip().endswith("}"),
+          "a successful run writes the result")
+
+    # An output that is the input, or the other output, is refused before any work.
+    scenario = os.path.join(d, "s.yaml")
+    with open(FAST) as f, open(scenario, "w") as g:
+        g.write(f.read())
+    with open(scenario) as f:
+        before = f.read()
+    link = os.path.join(d, "link.yaml")
+    os.symlink(scenario, link)
+    for out, what in ((scenario, "the input"), (link, "a link to the input")):
+        p = subprocess.run([DTSIM, "simulate", scenario, "--engine", "analytic", "-o", out],
+                           capture_output=True, text=True, timeout=60)
+        with open(scenario) as f:
+            check(p.returncode == 2 and "is the input" in p.stderr and f.read() == before,
+                  f"-o as {what} is refused and the scenario kept ({p.stderr.strip()})")
+    p = subprocess.run([DTSIM, "simulate", scenario, "--engine", "analytic", "-o", result,
+                        "--trace", result], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 2 and "--output file" in p.stderr, "-o and --trace on one file is refused")
+
+print(f"{len(failures)} failed")
+sys.exit(1 if failures else 0)
