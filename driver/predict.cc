@@ -15,6 +15,19 @@ std::vector<Override> as_overrides(const std::vector<std::string>& texts) {
   return out;
 }
 
+// An engine names the key a refusal is about; the scenario knows where that key was written.
+InputError located(const InputError& e, const Scenario& scenario) {
+  std::vector<Diagnostic> ds = e.diagnostics();
+  for (auto& d : ds)
+    if (!d.location.known()) {
+      if (auto it = scenario.entries.find(d.key_path); it != scenario.entries.end())
+        d.location = it->second.where;
+      else
+        d.location = SourceLocation{scenario.file, 0, 0};
+    }
+  return InputError(std::move(ds));
+}
+
 }  // namespace
 
 Scenario load(const std::string& path, const std::vector<std::string>& overrides) {
@@ -57,7 +70,12 @@ Prediction predict(Plan plan) {
                                     " ops are too many to simulate; steps repeat "
                                     "identically without failures, so use fewer iterations"});
   auto executor = make_engine(plan.scenario.simulate.engine, plan.scenario);
-  Trace trace = executor->run(plan.job, plan.cluster, run_options(plan.scenario));
+  Trace trace;
+  try {
+    trace = executor->run(plan.job, plan.cluster, run_options(plan.scenario));
+  } catch (const InputError& e) {
+    throw located(e, plan.scenario);
+  }
   Results results = compute_results(plan.scenario, plan.model, plan.job, trace);
   return Prediction{std::move(plan.scenario), std::move(plan.model), std::move(plan.cluster),
                     std::move(plan.job),      std::move(trace),      std::move(results)};

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -72,8 +72,8 @@ constexpr std::uintmax_t kMaxScenarioBytes = 16u << 20;
 // other ill-formed byte a file saved in another encoding, which is named where it is.
 void check_text(const std::string& bytes, const std::string& file) {
   if (bytes.find('\0') != std::string::npos)
-    throw InputError(Diagnostic{SourceLocation{file, 0, 0}, "",
-                                "this is a binary file, not a YAML scenario"});
+    throw InputError(
+        Diagnostic{SourceLocation{file, 0, 0}, "", "this is a binary file, not a YAML scenario"});
   if (auto bad = first_invalid_utf8(bytes)) {
     const TextPosition at = position_of(bytes, *bad);
     char byte[8];
@@ -248,8 +248,7 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
                                 "is not a regular file (a device, pipe or socket); give the path "
                                 "of a scenario file"});
   std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw InputError(Diagnostic{whole, "", "cannot open the scenario file: " + os_reason()});
+  if (!in) throw InputError(Diagnostic{whole, "", "cannot open the scenario file: " + os_reason()});
   // Read at most one byte past the limit, so that a file that grows while read is bounded too.
   std::string bytes(kMaxScenarioBytes + 1, '\0');
   in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));

@@ -31,9 +31,11 @@ SchemaNode model_section() {
   return model;
 }
 
+using schema::at_most;
 using schema::choice;
 using schema::count;
 using schema::leaf;
+using schema::physical;
 using schema::positive;
 using schema::section;
 using schema::with_aliases;
@@ -54,6 +56,17 @@ std::function<std::optional<std::string>(const Value&)> only_empty(std::string w
   };
 }
 
+// Physical ranges of hardware figures, in base units. They are far outside every device in the
+// catalog (the slowest figures there: V100 15.7 TFLOP/s fp32, PCIe Gen3 x16 ~12 GB/s, 10 Gb/s
+// Ethernet), and close enough to keep every derived time finite and non-zero: a rate of 1e-300
+// would make a step take 1e300 s, or infinitely long.
+constexpr double kMinFlopRate = 1e9;           // 1 GFLOP/s
+constexpr double kMinMemory = 1024.0 * 1024;   // 1 MiB
+constexpr double kMinMemoryBandwidth = 1e9;    // 1 GB/s
+constexpr double kMinLinkBandwidth = 1e9 / 8;  // 1 Gb/s
+constexpr double kMinEfficiency = 0.01;        // 1% of peak
+constexpr double kMaxLatency = 1;              // 1 s for one message or one kernel launch
+
 SchemaNode build_schema() {
   // Limits that catch absurd input (1e30 GPUs) while leaving room for any real cluster.
   constexpr double kMaxNodes = 1e6, kMaxGpusPerNode = 1024, kMaxDegree = 1e7;
@@ -72,28 +85,31 @@ SchemaNode build_schema() {
     SchemaNode peak = section("peak", "dense peak compute per dtype", {});
     for (const auto& dt : kDTypeNames)
       peak.children.push_back(
-          positive(leaf(std::string(dt.name), ValueType::kFlopRate,
+          physical(leaf(std::string(dt.name), ValueType::kFlopRate,
                         "dense " + std::string(dt.name) + " peak, e.g. 312TFLOPS"),
-                   1e21));
+                   kMinFlopRate, 1e21));
     gpu.children = {
         leaf("name", ValueType::kString, "display name of the inline GPU", "custom-gpu"),
         leaf("base", ValueType::kString,
              "catalog GPU whose figures the inline spec starts from (fields below override)"),
         peak,
-        positive(leaf("memory", ValueType::kBytes, "device memory capacity, e.g. 80GiB"), 1e15),
-        positive(leaf("memory_bandwidth", ValueType::kBandwidth,
+        physical(leaf("memory", ValueType::kBytes, "device memory capacity, e.g. 80GiB"),
+                 kMinMemory, 1e15),
+        physical(leaf("memory_bandwidth", ValueType::kBandwidth,
                       "device memory bandwidth, e.g. 3.35TBps"),
-                 1e15),
-        positive(leaf("gemm_efficiency", ValueType::kNumber,
-                      "achieved fraction of peak for large GEMMs (0-1]"),
-                 1),
-        positive(leaf("attention_efficiency", ValueType::kNumber,
-                      "achieved fraction of peak for attention kernels (0-1]"),
-                 1),
-        positive(leaf("memory_efficiency", ValueType::kNumber,
-                      "achieved fraction of memory bandwidth for streaming kernels (0-1]"),
-                 1),
-        leaf("kernel_launch_overhead", ValueType::kDuration, "fixed cost per kernel, e.g. 5us"),
+                 kMinMemoryBandwidth, 1e15),
+        physical(leaf("gemm_efficiency", ValueType::kNumber,
+                      "achieved fraction of peak for large GEMMs [0.01-1]"),
+                 kMinEfficiency, 1),
+        physical(leaf("attention_efficiency", ValueType::kNumber,
+                      "achieved fraction of peak for attention kernels [0.01-1]"),
+                 kMinEfficiency, 1),
+        physical(leaf("memory_efficiency", ValueType::kNumber,
+                      "achieved fraction of memory bandwidth for streaming kernels [0.01-1]"),
+                 kMinEfficiency, 1),
+        at_most(
+            leaf("kernel_launch_overhead", ValueType::kDuration, "fixed cost per kernel, e.g. 5us"),
+            kMaxLatency),
         count("sm_count", "streaming multiprocessors, for GEMM wave quantization (0: off)",
               "from base, else 0", 0, 1e5),
     };
@@ -118,15 +134,16 @@ SchemaNode build_schema() {
            "below override)"),
       choice("kind", kFabricKindNames.names(), "how the GPUs are connected",
              std::string(to_string(FabricKind::kSwitch))),
-      positive(leaf("bandwidth", ValueType::kBandwidth,
+      physical(leaf("bandwidth", ValueType::kBandwidth,
                     "one GPU's injection bandwidth per direction, e.g. 450GBps"),
-               1e15),
-      leaf("latency", ValueType::kDuration, "one GPU-to-GPU hop, e.g. 1us", "1us"),
-      positive(leaf("protocol_efficiency", ValueType::kNumber,
-                    "usable fraction of bandwidth for bulk transfers (0-1]; the catalog's NVLink "
-                    "and PCIe fabrics use NCCL's link figures, e.g. 0.824 on NVLink 4",
+               kMinLinkBandwidth, 1e15),
+      at_most(leaf("latency", ValueType::kDuration, "one GPU-to-GPU hop, e.g. 1us", "1us"),
+              kMaxLatency),
+      physical(leaf("protocol_efficiency", ValueType::kNumber,
+                    "usable fraction of bandwidth for bulk transfers [0.01-1]; the catalog's "
+                    "NVLink and PCIe fabrics use NCCL's link figures, e.g. 0.824 on NVLink 4",
                     "1"),
-               1),
+               kMinEfficiency, 1),
   };
 
   SchemaNode net_preset = leaf("preset", ValueType::kEnum,
@@ -156,13 +173,14 @@ SchemaNode build_schema() {
        choice("kind", kNetworkKindNames.names(), "transport (defaults from the preset)",
               "from preset"),
        topology,
-       positive(leaf("nic_bandwidth", ValueType::kBandwidth, "line rate of one NIC per direction",
+       physical(leaf("nic_bandwidth", ValueType::kBandwidth, "line rate of one NIC per direction",
                      "from preset"),
-                1e15),
+                kMinLinkBandwidth, 1e15),
        count("nics_per_node", "NICs per node (a torus node has 2 cables per dimension instead)",
              "gpus_per_node", 1, 64),
-       leaf("latency", ValueType::kDuration, "end-to-end small-message latency between nodes",
-            "from preset"),
+       at_most(leaf("latency", ValueType::kDuration,
+                    "end-to-end small-message latency between nodes", "from preset"),
+               kMaxLatency),
        count("nodes_per_leaf",
              "nodes under one leaf switch of a fat-tree (64-port switches with "
              "half their ports down: 32 NICs per leaf)",
@@ -177,13 +195,14 @@ SchemaNode build_schema() {
                      "downlink:uplink ratio at the first switch level above the leaves", "1"),
                 1024),
        torus_dims,
-       leaf("torus_hop_latency", ValueType::kDuration,
-            "torus: latency each hop adds beyond the first (a route of h hops takes latency + "
-            "(h - 1) x torus_hop_latency)",
-            "latency"),
-       positive(leaf("protocol_efficiency", ValueType::kNumber,
-                     "usable fraction of line rate for bulk transfers (0-1]", "from preset"),
-                1)});
+       at_most(leaf("torus_hop_latency", ValueType::kDuration,
+                    "torus: latency each hop adds beyond the first (a route of h hops takes "
+                    "latency + (h - 1) x torus_hop_latency)",
+                    "latency"),
+               kMaxLatency),
+       physical(leaf("protocol_efficiency", ValueType::kNumber,
+                     "usable fraction of line rate for bulk transfers [0.01-1]", "from preset"),
+                kMinEfficiency, 1)});
 
   SchemaNode cluster = section(
       "cluster", "the machines",

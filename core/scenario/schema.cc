@@ -25,6 +25,20 @@ const SchemaNode* SchemaNode::child(const std::string& name) const {
 
 namespace {
 
+// A bound in the unit users type, for messages.
+std::string describe_amount(Bytes b) {
+  return format_bytes(b);
+}
+std::string describe_amount(BytesPerSecond r) {
+  return dtsim::format_number("%g Gbps", r.value() * 8 / 1e9);
+}
+std::string describe_amount(Seconds t) {
+  return format_duration(t);
+}
+std::string describe_amount(FlopsPerSecond r) {
+  return dtsim::format_number("%g GFLOPS", r.value() / 1e9);
+}
+
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
@@ -204,6 +218,12 @@ struct Validator {
     }
     if (v > s.max) {
       error(n, path, "'" + n.Scalar() + "' is implausibly large for this key");
+      return;
+    }
+    if (v < s.min) {
+      error(n, path,
+            "'" + n.Scalar() + "' is below what any real hardware has: expected at least " +
+                describe_amount(Q(s.min)));
       return;
     }
     store(n, s, path, *p.value);
@@ -393,7 +413,9 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
 std::string describe(const SchemaNode& s) {
   auto range = [&](const std::string& what) {
     std::string r = what;
-    if (s.positive && s.max < 1e17)
+    if (s.positive && s.min > 0 && s.max < 1e17)
+      r += " from " + format_number(s.min) + " to " + format_number(s.max);
+    else if (s.positive && s.max < 1e17)
       r += " greater than 0 and at most " + format_number(s.max);
     else if (s.max < 1e17)
       r += " from " + format_number(s.min) + " to " + format_number(s.max);
@@ -498,6 +520,18 @@ SchemaNode section(std::string key, std::string doc, std::vector<SchemaNode> chi
 
 SchemaNode with_aliases(SchemaNode node, std::vector<std::string> aliases) {
   node.aliases = std::move(aliases);
+  return node;
+}
+
+SchemaNode physical(SchemaNode node, double min, double max) {
+  node.positive = true;
+  node.min = min;
+  node.max = max;
+  return node;
+}
+
+SchemaNode at_most(SchemaNode node, double max) {
+  node.max = max;
   return node;
 }
 

@@ -140,6 +140,11 @@ SchemaNode choice(std::string key, std::vector<std::string> choices, std::string
 SchemaNode section(std::string key, std::string doc, std::vector<SchemaNode> children);
 // Greater than zero and at most `max`.
 SchemaNode positive(SchemaNode node, double max);
+// Greater than zero and within [min, max], in base units: the physical range of a rate, size or
+// efficiency, so that no figure a user types can make a time infinite or zero.
+SchemaNode physical(SchemaNode node, double min, double max);
+// At most `max` (zero allowed): latencies and overheads.
+SchemaNode at_most(SchemaNode node, double max);
 // Other spellings of the node's key (SchemaNode::aliases).
 SchemaNode with_aliases(SchemaNode node, std::vector<std::string> aliases);
 }  // namespace schema
