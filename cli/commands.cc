@@ -34,7 +34,18 @@ int run_simulate(const SimulateOptions& o, std::ostream& out) {
         o.trace, "--trace", inputs,
         std::vector<const driver::OutputFile*>{result_file ? &*result_file : nullptr});
 
-  driver::Prediction p = driver::predict(std::move(sc));
+  driver::Progress progress;
+  driver::PredictOptions options;
+  options.progress = &progress;
+  options.with_chrome_trace = trace_file.has_value();
+  if (!o.max_memory.empty()) {
+    const auto limit = parse_bytes(o.max_memory);
+    if (!limit || limit.value->value() <= 0)
+      throw InputError(Diagnostic{SourceLocation{}, "--max-memory",
+                                  "expected a size such as 16GiB, found '" + o.max_memory + "'"});
+    options.max_memory_bytes = limit.value->value();
+  }
+  driver::Prediction p = driver::predict(std::move(sc), options);
   nlohmann::json j = results_to_json(p.results);
   if (o.json)
     out << j.dump(2) << "\n";
@@ -43,6 +54,7 @@ int run_simulate(const SimulateOptions& o, std::ostream& out) {
   if (!p.results.fits && !o.json)
     out << "\nwarning: the peak memory exceeds the GPU's capacity; run dtsim validate for the "
            "fix.\n";
+  if (trace_file) progress.phase("writing the trace");
   if (trace_file) trace_file->commit(chrome_trace(p.trace, p.job, p.cluster).dump() + "\n");
   if (result_file) result_file->commit(j.dump(2) + "\n");
   return 0;

@@ -19,6 +19,7 @@ struct SimulateOptions {
   bool json = false;
   std::string output;
   std::string trace;
+  std::string max_memory;  // --max-memory, e.g. 16GiB; empty: the driver's default
 };
 int run_simulate(const SimulateOptions& o, std::ostream& out);
 

@@ -75,6 +75,9 @@ int main(int argc, char** argv) {
   simulate->add_option("-o,--output", sim.output, "also write the JSON result object to this file");
   simulate->add_option("--trace", sim.trace,
                        "write a Chrome trace-event file (open it in Perfetto)");
+  simulate->add_option("--max-memory", sim.max_memory,
+                       "refuse a run whose estimated memory exceeds this size (default 8GiB); "
+                       "the estimate counts the simulated ops, iterations and --trace");
 
   ValidateOptions val;
   auto* validate = app.add_subcommand(

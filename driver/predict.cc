@@ -52,23 +52,45 @@ RunOptions run_options(const Scenario& scenario) {
   return options;
 }
 
-Prediction predict(Scenario scenario) {
-  return predict(plan_scenario(std::move(scenario)));
+Prediction predict(Scenario scenario, const PredictOptions& options) {
+  if (options.progress) options.progress->phase("building each simulated rank's Program");
+  return predict(plan_scenario(std::move(scenario)), options);
 }
 
-Prediction predict(Plan plan) {
-  double ops = 0;
-  for (const auto& p : plan.job.programs) ops += static_cast<double>(p.op_count());
-  const double total = ops * plan.scenario.simulate.iterations;
-  if (total > 2 * kMaxOpsPerStep && plan.scenario.simulate.iterations > 1)
-    throw InputError(Diagnostic{plan.scenario.entries.count("simulate.iterations")
-                                    ? plan.scenario.entries.at("simulate.iterations").where
-                                    : SourceLocation{},
-                                "simulate.iterations",
-                                std::to_string(plan.scenario.simulate.iterations) +
-                                    " iterations of " + std::to_string(static_cast<int64_t>(ops)) +
-                                    " ops are too many to simulate; steps repeat "
-                                    "identically without failures, so use fewer iterations"});
+RunEstimate estimate_run(const Plan& plan, bool with_chrome_trace) {
+  RunEstimate e;
+  for (const auto& p : plan.job.programs) e.ops_per_iteration += static_cast<double>(p.op_count());
+  e.iterations = plan.scenario.simulate.iterations;
+  const double per_op = kBytesPerOpIteration + (with_chrome_trace ? kTraceBytesPerOpIteration : 0);
+  e.bytes = kBaseRunBytes + e.ops_per_iteration * e.iterations * per_op;
+  return e;
+}
+
+Prediction predict(Plan plan, const PredictOptions& options) {
+  const RunEstimate estimate = estimate_run(plan, options.with_chrome_trace);
+  if (estimate.bytes > options.max_memory_bytes) {
+    const bool iterations = estimate.iterations > 1;
+    const std::string key = iterations ? "simulate.iterations" : "training.global_batch_size";
+    const auto it = plan.scenario.entries.find(key);
+    throw InputError(Diagnostic{
+        it != plan.scenario.entries.end() ? it->second.where
+                                          : SourceLocation{plan.scenario.file, 0, 0},
+        key,
+        format_number("%.3g", estimate.ops_per_iteration / 1e6) + " M ops on " +
+            std::to_string(plan.job.programs.size()) + " simulated ranks x " +
+            std::to_string(estimate.iterations) + " iteration(s) would need about " +
+            format_bytes(Bytes(estimate.bytes)) + " of memory, more than the limit of " +
+            format_bytes(Bytes(options.max_memory_bytes)) + ". " +
+            (iterations ? "Steps repeat identically without failures, so use fewer iterations"
+                        : "Raise training.micro_batch_size or lower the global batch") +
+            (options.with_chrome_trace ? ", or leave out --trace" : "") +
+            "; or raise the limit with --max-memory"});
+  }
+  if (options.progress)
+    options.progress->phase(
+        "simulating " + format_number("%.3g", estimate.ops_per_iteration / 1e6) +
+        " M ops per iteration on " + std::to_string(plan.job.programs.size()) +
+        " simulated ranks with the " + plan.scenario.simulate.engine + " engine");
   auto executor = make_engine(plan.scenario.simulate.engine, plan.scenario);
   Trace trace;
   try {
@@ -76,6 +98,7 @@ Prediction predict(Plan plan) {
   } catch (const InputError& e) {
     throw located(e, plan.scenario);
   }
+  if (options.progress) options.progress->phase("computing the results");
   Results results = compute_results(plan.scenario, plan.model, plan.job, trace);
   return Prediction{std::move(plan.scenario), std::move(plan.model), std::move(plan.cluster),
                     std::move(plan.job),      std::move(trace),      std::move(results)};

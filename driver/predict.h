@@ -8,8 +8,10 @@
 // - plan_scenario() resolves everything once: the model spec and its graphs, the Cluster, the
 //   Job. Nothing downstream resolves them again.
 // - predict() runs the plan on the engine the scenario names (core/exec/engine_registry.h) and
-//   computes the results. It refuses, with an InputError naming simulate.iterations, runs whose
-//   op count is beyond what an engine can hold.
+//   computes the results. Before it runs, it estimates the run's memory (estimate_run) and
+//   refuses, with an InputError naming the key that drives it, a run whose estimate exceeds
+//   PredictOptions::max_memory.
+// - A Progress, when given, is told each phase (driver/progress.h).
 #pragma once
 
 #include <string>
@@ -22,6 +24,7 @@
 #include "core/ir/trace.h"
 #include "core/report/metrics.h"
 #include "core/scenario/scenario.h"
+#include "driver/progress.h"
 
 namespace dtsim::driver {
 
@@ -51,7 +54,25 @@ struct Prediction {
   Trace trace;
   Results results;
 };
-Prediction predict(Scenario scenario);
-Prediction predict(Plan plan);
+// What a run will hold in memory, from the Job's op count before anything is lowered. The bytes
+// per op are measured (bench/results/run-memory.md): the activity graph, the Trace and the
+// results for one op of one iteration, and the Chrome trace's JSON objects when one is written.
+struct RunEstimate {
+  double ops_per_iteration = 0;  // over the simulated ranks
+  int iterations = 1;
+  double bytes = 0;
+};
+inline constexpr double kBaseRunBytes = 64.0 * 1024 * 1024;  // the process, catalogs and model
+inline constexpr double kBytesPerOpIteration = 768;
+inline constexpr double kTraceBytesPerOpIteration = 3072;
+RunEstimate estimate_run(const Plan& plan, bool with_chrome_trace);
+
+struct PredictOptions {
+  double max_memory_bytes = 8.0 * 1024 * 1024 * 1024;  // --max-memory
+  bool with_chrome_trace = false;                      // counted in the memory estimate
+  Progress* progress = nullptr;
+};
+Prediction predict(Scenario scenario, const PredictOptions& options = {});
+Prediction predict(Plan plan, const PredictOptions& options = {});
 
 }  // namespace dtsim::driver

@@ -141,6 +141,21 @@ with tempfile.TemporaryDirectory() as d:
     check(p.returncode == 0 and body.lstrip().startswith("{") and body.rstrip().endswith("}"),
           "a successful run writes the result")
 
+    # A long run reports its progress on stderr, and stdout stays one JSON document.
+    p = subprocess.run([DTSIM, "simulate", SLOW, "--set", "simulate.iterations=3", "--json"],
+                       capture_output=True, text=True, timeout=300)
+    try:
+        import json
+        json.loads(p.stdout)
+        clean = True
+    except ValueError:
+        clean = False
+    check(p.returncode == 0 and clean and "dtsim: simulating" in p.stderr,
+          f"a long run shows progress on stderr only ({p.stderr.strip()[:200]})")
+    p = subprocess.run([DTSIM, "simulate", FAST, "--engine", "analytic"], capture_output=True,
+                       text=True, timeout=60)
+    check(p.returncode == 0 and p.stderr == "", "a quick run prints nothing on stderr")
+
     # An output that is the input, or the other output, is refused before any work.
     scenario = os.path.join(d, "s.yaml")
     with open(FAST) as f, open(scenario, "w") as g:

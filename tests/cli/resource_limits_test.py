@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Inputs that could exhaust memory or block forever end quickly with exit 2 and a clear message.
+
+Each case runs dtsim once and must end within 5 s, with exit 2, a message naming the problem,
+and a peak RSS under 1 GiB. Usage: resource_limits_test.py DTSIM REPO_ROOT
+"""
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+DTSIM, ROOT = sys.argv[1], sys.argv[2]
+DEFAULT = os.path.join(ROOT, "scenarios/default.yaml")
+failures = []
+
+
+def run(label, args, expect_text):
+    start = time.time()
+    try:
+        p = subprocess.run([DTSIM] + args, capture_output=True, text=True, timeout=5,
+                           errors="replace")
+    except subprocess.TimeoutExpired:
+        failures.append(label)
+        print(f"FAIL {label}: still running after 5 s")
+        return
+    wall = time.time() - start
+    # ru_maxrss of waited-for children is the largest so far; each case runs after smaller ones,
+    # and any one above 1 GiB fails here.
+    peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    ok = p.returncode == 2 and expect_text in p.stderr and peak_mib < 1024
+    print(f"{'ok  ' if ok else 'FAIL'} {label}: exit {p.returncode} in {wall:.2f} s, "
+          f"peak {peak_mib:.0f} MiB: {p.stderr.strip()[:300]}")
+    if not ok:
+        failures.append(label)
+
+
+with tempfile.TemporaryDirectory() as d:
+    run("/dev/zero as the scenario", ["simulate", "/dev/zero"], "is not a regular file")
+    run("/dev/urandom as the scenario", ["validate", "/dev/urandom"], "is not a regular file")
+    fifo = os.path.join(d, "fifo")
+    os.mkfifo(fifo)
+    run("a FIFO as the scenario", ["simulate", fifo], "is not a regular file")
+    run("a FIFO as -o", ["simulate", DEFAULT, "--engine", "analytic", "-o", fifo],
+        "not a regular file")
+    big = os.path.join(d, "big.yaml")
+    with open(big, "wb") as f:
+        f.truncate(2 << 30)  # 2 GiB, sparse
+    run("a 2 GiB scenario", ["simulate", big], "is larger than")
+    run("iterations beyond the memory limit",
+        ["simulate", DEFAULT, "--engine", "analytic", "--set", "simulate.iterations=4900"],
+        "--max-memory")
+    run("a run over a lowered --max-memory",
+        ["simulate", DEFAULT, "--engine", "analytic", "--max-memory", "16MiB"],
+        "more than the limit of 16.00 MiB")
+
+print(f"{len(failures)} failed")
+sys.exit(1 if failures else 0)
