@@ -1,4 +1,5 @@
 #include "models/scenario_model.h"
+#include "core/base/checked.h"
 
 #include "models/model_builder.h"
 
@@ -65,7 +66,8 @@ ModelSpec spec_from_scenario(const Scenario& sc) {
   auto set_int = [&](const char* field, int& target) {
     auto it = sc.model.entries.find(std::string("model.") + field);
     if (it == sc.model.entries.end()) return;
-    if (const auto* v = std::get_if<int64_t>(&it->second.value)) target = static_cast<int>(*v);
+    if (const auto* v = std::get_if<int64_t>(&it->second.value))
+      target = narrow<int>(*v, it->first.c_str());
   };
   set_int("num_layers", spec.num_layers);
   set_int("hidden_size", spec.hidden_size);
@@ -84,7 +86,7 @@ ModelSpec spec_from_scenario(const Scenario& sc) {
   if (auto it = sc.model.entries.find("model.mlp_widths"); it != sc.model.entries.end())
     if (const auto* v = std::get_if<std::vector<int64_t>>(&it->second.value)) {
       spec.mlp_widths.clear();
-      for (auto w : *v) spec.mlp_widths.push_back(static_cast<int>(w));
+      for (auto w : *v) spec.mlp_widths.push_back(narrow<int>(w, "model.mlp_widths"));
     }
   spec = resolve_spec(spec);
   for (const auto& problem : check_spec(spec))
@@ -113,7 +115,8 @@ ModelSpec checked_spec(const Scenario& sc) {
 
 ModelGraph build_graph(const Scenario& sc, const ModelSpec& spec, bool shard) {
   BuildOptions options;
-  options.micro_batch_size = static_cast<int>(sc.training.micro_batch_size.value);
+  options.micro_batch_size =
+      narrow<int>(sc.training.micro_batch_size.value, "training.micro_batch_size");
   options.activation_bytes_per_element = training_bytes_per_element(sc.training.precision);
   options.flash_attention = sc.training.flash_attention;
   if (shard) {

@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "core/base/checked.h"
 #include "core/hardware/torus.h"
 #include "core/scenario/internal/binders.h"
 
@@ -19,7 +20,7 @@ void override_field(const Reader& r, const std::string& section, const std::stri
                     Field& field, std::vector<std::string>& overridden) {
   if (auto v = r.get<T>(section + "." + key)) {
     if constexpr (std::is_same_v<Field, int>)
-      field = static_cast<int>(*v);
+      field = narrow<int>(*v, "a catalog count");
     else
       field = *v;
     overridden.push_back(key);
@@ -282,7 +283,7 @@ void resolve_torus(const Reader& r, ClusterConfig& c, DiagnosticSink& sink) {
                  "default)");
     return;
   }
-  for (int64_t k : *dims) net.torus_dims.push_back(static_cast<int>(k));
+  for (int64_t k : *dims) net.torus_dims.push_back(narrow<int>(k, "a torus dimension"));
 }
 
 // A --set override of hardware the cluster never uses would change nothing: say so instead.

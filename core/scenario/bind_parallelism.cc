@@ -1,5 +1,6 @@
 // The parallelism section's binder: the parallel sizes against the cluster's GPU count, and the
 // pipeline schedule against the micro-batches the training section gives.
+#include "core/base/checked.h"
 #include "core/scenario/internal/binders.h"
 
 namespace dtsim::scenario_binding {
@@ -56,7 +57,7 @@ bool bind_parallelism(const Reader& r, const ClusterConfig& c, ParallelismConfig
       static_cast<int64_t>(par.tensor.value) * par.pipeline.value * par.context.value;
   if (auto d = r.get<int64_t>("parallelism.data")) {
     par.data_auto = false;
-    par.data = {static_cast<int>(*d), r.where("parallelism.data")};
+    par.data = {narrow<int>(*d, "parallelism.data"), r.where("parallelism.data")};
     if (model_parallel * *d != gpus)
       sink.add(r.where("parallelism.data"), "parallelism.data",
                "tensor x pipeline x context x data = " + std::to_string(par.tensor.value) + " x " +
@@ -79,7 +80,8 @@ bool bind_parallelism(const Reader& r, const ClusterConfig& c, ParallelismConfig
                    " does not divide the cluster's " + std::to_string(gpus) + " GPUs");
       par.data = {1, {}};
     } else {
-      par.data = {static_cast<int>(gpus / model_parallel), r.where("parallelism.data")};
+      par.data = {narrow<int>(gpus / model_parallel, "parallelism.data"),
+                  r.where("parallelism.data")};
     }
   }
   return true;

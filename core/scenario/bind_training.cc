@@ -4,6 +4,10 @@
 
 namespace dtsim::scenario_binding {
 
+// Micro-batches per replica per step: a bound far above real runs (Megatron-LM's GPT-3 175B runs
+// 1536 / (1 x 8) = 192 per pipeline) and far below where a counter wraps (2^31).
+constexpr int64_t kMaxMicroBatchesPerReplica = 1'000'000;
+
 void bind_training(const Reader& r, const ParallelismConfig& par, TrainingConfig& t,
                    DiagnosticSink& sink) {
   t.micro_batch_size = {r.value<int64_t>("training.micro_batch_size"),
@@ -32,6 +36,16 @@ void bind_training(const Reader& r, const ParallelismConfig& par, TrainingConfig
             std::to_string(t.micro_batch_size.value) + " x " + std::to_string(par.data.value) +
             " = " + std::to_string(per_step) + "; use " +
             (lo > 0 ? std::to_string(lo) + " or " : std::string()) + std::to_string(lo + per_step));
+  } else if (per_step > 0 && t.global_batch_size.value / per_step > kMaxMicroBatchesPerReplica) {
+    sink.add(
+        t.global_batch_size.where.known() ? t.global_batch_size.where : t.micro_batch_size.where,
+        "training.global_batch_size",
+        "global batch " + std::to_string(t.global_batch_size.value) + " makes " +
+            std::to_string(t.global_batch_size.value / per_step) +
+            " micro-batches per replica per step; dtsim simulates at most " +
+            std::to_string(kMaxMicroBatchesPerReplica) +
+            " (real runs use tens to thousands). Raise training.micro_batch_size or lower the "
+            "global batch");
   }
 }
 

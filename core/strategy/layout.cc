@@ -1,4 +1,5 @@
 #include "core/strategy/layout.h"
+#include "core/base/checked.h"
 
 #include <algorithm>
 
@@ -65,7 +66,7 @@ std::vector<ChunkRange> pipeline_chunks(const ModelGraph& model, int stages, int
   if (!layers_per_stage.empty()) {
     for (int c = 0; c < chunks; ++c)
       per_chunk[static_cast<size_t>(c)] =
-          static_cast<int>(layers_per_stage[static_cast<size_t>(c)]);
+          narrow<int>(layers_per_stage[static_cast<size_t>(c)], "parallelism.layers_per_stage");
   } else {
     for (int c = 0; c < chunks; ++c)
       per_chunk[static_cast<size_t>(c)] = blocks / chunks + (c < blocks % chunks ? 1 : 0);

@@ -34,6 +34,7 @@
 #include <functional>
 #include <map>
 
+#include "core/base/checked.h"
 #include "core/base/error.h"
 #include "core/strategy/layout.h"
 #include "core/strategy/model_state.h"
@@ -131,7 +132,7 @@ class StepBuilder {
         d_(sc.parallelism.data.value),
         cp_(sc.parallelism.context.value),
         ep_(sc.parallelism.expert.value),
-        m_(static_cast<int>(sc.micro_batches())),
+        m_(narrow<int>(sc.micro_batches(), "micro-batches per replica")),
         zero_(sc.parallelism.zero_stage),
         dtype_(sc.training.precision),
         chunks_(pipeline_chunks(model, p_, v_, sc.parallelism.layers_per_stage)) {
