@@ -320,7 +320,7 @@ std::vector<GpuSpec> make_gpu_catalog() {
                    {DType::kFp8, 5000_TFLOPS}},
           .memory = 186_GiB,
           .memory_bandwidth = BytesPerSecond(8.0e12),
-          .default_intra_node = "nvswitch-nvlink5-nvl72",
+          .default_intra_node = "nvswitch-nvlink5",
           .source = "NVIDIA GB200 NVL72 datasheet, per rack of 72 Blackwell GPUs (one GPU here, "
                     "of a GB200 superchip's two, ~1200 W): FP16/BF16 360, TF32 180, FP8 720 "
                     "PFLOP/s with sparsity = dense 2500, 1250, 5000 TFLOP/s per GPU; FP32 5,760 "
@@ -531,23 +531,12 @@ std::vector<IntraNodeFabricSpec> make_fabric_catalog() {
           .latency = kNcclNvlinkLatency,
           .protocol_efficiency = kNvlinkSm100Efficiency,
           .source = "NVIDIA DGX B200 / Blackwell datasheet: 18 NVLink5 links x 50 GB/s per "
-                    "direction = 900 GB/s (1.8 TB/s bidirectional) through NVSwitch; latency: NCCL "
+                    "direction = 900 GB/s (1.8 TB/s bidirectional) through NVSwitch; the same per "
+                    "GPU in a GB200 NVL72 rack (datasheet: 130 TB/s over 72 GPUs, one NVLink "
+                    "domain through 9 NVLink Switch trays), whose 72-GPU domain is "
+                    "gpus_per_node: 72; latency: NCCL "
                     "NVLink LL per-step 0.6 us; efficiency 0.802: NCCL counts 40.1 GB/s per NVLink "
                     "on SM100 (src/graph/topo.h SM100_NVLINK_BW, v2.28) of the 50 GB/s line rate",
-      },
-      IntraNodeFabricSpec{
-          .name = "nvswitch-nvlink5-nvl72",
-          .kind = FabricKind::kSwitch,
-          .per_gpu_bandwidth = 900_GBps,
-          .latency = kNcclNvlinkLatency,
-          .protocol_efficiency = kNvlinkSm100Efficiency,
-          .source = "NVIDIA GB200 NVL72 datasheet: one NVLink domain of 72 Blackwell GPUs through "
-                    "9 NVLink Switch trays (fifth-generation NVLink Switch chips), 130 TB/s in "
-                    "all = 72 x 1.8 TB/s bidirectional, so 18 NVLink5 links x 50 GB/s = 900 GB/s "
-                    "per GPU per direction to any of the 72; describe a rack as one node with "
-                    "gpus_per_node: 72; latency: NCCL NVLink LL per-step 0.6 us, assumed to hold "
-                    "across the rack's switch trays (no per-hop NVL72 figure found); efficiency "
-                    "0.802: NCCL's SM100 NVLink figure, as nvswitch-nvlink5",
       },
       IntraNodeFabricSpec{
           .name = "nvlink-hybrid-cube-mesh",
