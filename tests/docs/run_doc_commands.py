@@ -191,6 +191,9 @@ def run(command, dtsim, sandbox, default_timeout):
         problems.append(f"exit status {proc.returncode}, the doc expects {command.exit_code}"
                         + (" (mark a documented failure '# doc-test: exit N')"
                            if command.exit_code == 0 else ""))
+        if proc.returncode == 127:
+            problems.append("a program was not found; write dtsim as build/cli/dtsim, which the "
+                            "test maps to the built binary")
     squashed = squash(text)
     for want in command.expect:
         if squash(want) not in squashed:
