@@ -22,6 +22,8 @@ set(stages core/base core/hardware core/scenario core/ir core/strategy core/coll
 if(NOT SOURCE_DIR)
   message(FATAL_ERROR "check_layering: pass -DSOURCE_DIR=<repository root>")
 endif()
+# A relative SOURCE_DIR is taken from the current directory (GLOB RELATIVE needs an absolute one).
+get_filename_component(SOURCE_DIR "${SOURCE_DIR}" ABSOLUTE)
 
 set(violations "")
 foreach(stage IN LISTS stages)

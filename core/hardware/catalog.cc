@@ -125,6 +125,59 @@ std::vector<GpuSpec> make_gpu_catalog() {
           .sm_count = 108,
       },
       GpuSpec{
+          .name = "A100-PCIe-40GB",
+          .vendor = "NVIDIA",
+          .peak = {{DType::kFp32, 19.5_TFLOPS},
+                   {DType::kTf32, 156_TFLOPS},
+                   {DType::kFp16, 312_TFLOPS},
+                   {DType::kBf16, 312_TFLOPS}},
+          .memory = 40_GiB,
+          .memory_bandwidth = 1555_GBps,
+          .default_intra_node = "pcie-gen4",
+          .source = "NVIDIA A100 Tensor Core GPU datasheet (2021), PCIe 40GB column, dense "
+                    "figures (the same as SXM): FP32 19.5, TF32 156, FP16/BF16 312 TFLOP/s (no "
+                    "FP8 on Ampere); 1,555 GB/s HBM2; 250 W; 40 GB stored as 40 GiB (5 HBM2 "
+                    "stacks of 8 GiB); PCIe Gen4 x16 board (an optional NVLink bridge joins pairs "
+                    "only, which this entry does not model)",
+          // The MAMF row says "A100 PCIe" without the memory size; GEMM peak does not depend on it.
+          .gemm_efficiency = 0.81,
+          .attention_efficiency = kDefaults.attention_efficiency,
+          .memory_efficiency = kDefaults.memory_efficiency,
+          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
+          .efficiency_source = std::string("gemm: ") + kMamf +
+                               " v2, A100 PCIe BF16 252.9 of 312 TFLOP/s (torch 2.5.1, CUDA "
+                               "12.4); attention, memory, launch: " +
+                               kAssumedEfficiency,
+          // NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 108 SMs
+          .sm_count = 108,
+      },
+      GpuSpec{
+          .name = "A100-PCIe-80GB",
+          .vendor = "NVIDIA",
+          .peak = {{DType::kFp32, 19.5_TFLOPS},
+                   {DType::kTf32, 156_TFLOPS},
+                   {DType::kFp16, 312_TFLOPS},
+                   {DType::kBf16, 312_TFLOPS}},
+          .memory = 80_GiB,
+          .memory_bandwidth = 1935_GBps,
+          .default_intra_node = "pcie-gen4",
+          .source = "NVIDIA A100 Tensor Core GPU datasheet (2021), PCIe 80GB column, dense "
+                    "figures (the same as SXM): FP32 19.5, TF32 156, FP16/BF16 312 TFLOP/s (no "
+                    "FP8 on Ampere); 1,935 GB/s HBM2e; 300 W; 80 GB stored as 80 GiB (5 HBM2e "
+                    "stacks of 16 GiB); PCIe Gen4 x16 board (an optional NVLink bridge joins pairs "
+                    "only, which this entry does not model)",
+          .gemm_efficiency = 0.81,
+          .attention_efficiency = kDefaults.attention_efficiency,
+          .memory_efficiency = kDefaults.memory_efficiency,
+          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
+          .efficiency_source = std::string("gemm: ") + kMamf +
+                               " v2, A100 PCIe BF16 252.9 of 312 TFLOP/s (torch 2.5.1, CUDA "
+                               "12.4); attention, memory, launch: " +
+                               kAssumedEfficiency,
+          // NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 108 SMs
+          .sm_count = 108,
+      },
+      GpuSpec{
           .name = "H100-SXM",
           .vendor = "NVIDIA",
           .peak = {{DType::kFp32, 67_TFLOPS},
@@ -150,6 +203,31 @@ std::vector<GpuSpec> make_gpu_catalog() {
               kAssumedEfficiency,
           // NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): 132 SMs (SXM5)
           .sm_count = 132,
+      },
+      GpuSpec{
+          .name = "H100-PCIe",
+          .vendor = "NVIDIA",
+          .peak = {{DType::kFp32, 51_TFLOPS},
+                   {DType::kTf32, 378_TFLOPS},
+                   {DType::kFp16, 756.5_TFLOPS},
+                   {DType::kBf16, 756.5_TFLOPS},
+                   {DType::kFp8, 1513_TFLOPS}},
+          .memory = 80_GiB,
+          .memory_bandwidth = BytesPerSecond(2.0e12),
+          .default_intra_node = "pcie-gen5",
+          .source = "NVIDIA H100 Tensor Core GPU datasheet, PCIe column, dense (half of the "
+                    "sparsity figure): TF32 378, FP16/BF16 756.5, FP8 1513 TFLOP/s; FP32 51 "
+                    "TFLOP/s (CUDA cores); 2 TB/s HBM2e; 300-350 W; 80 GB stored as 80 GiB; PCIe "
+                    "Gen5 x16 board (an optional NVLink bridge joins pairs only, which this entry "
+                    "does not model)",
+          .gemm_efficiency = kDefaults.gemm_efficiency,
+          .attention_efficiency = kDefaults.attention_efficiency,
+          .memory_efficiency = kDefaults.memory_efficiency,
+          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
+          // MAMF has no H100 PCIe row, and the SXM row runs at twice the power limit.
+          .efficiency_source = kAssumedEfficiency,
+          // NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): 114 SMs on the PCIe part
+          .sm_count = 114,
       },
       GpuSpec{
           .name = "H200-SXM",
@@ -179,6 +257,87 @@ std::vector<GpuSpec> make_gpu_catalog() {
               kAssumedEfficiency,
           // Same GH100 die as H100 SXM5: 132 SMs (NVIDIA H200 datasheet)
           .sm_count = 132,
+      },
+      GpuSpec{
+          .name = "L40S",
+          .vendor = "NVIDIA",
+          .peak = {{DType::kFp32, 91.6_TFLOPS},
+                   {DType::kTf32, 183_TFLOPS},
+                   {DType::kFp16, 362.05_TFLOPS},
+                   {DType::kBf16, 362.05_TFLOPS},
+                   {DType::kFp8, 733_TFLOPS}},
+          .memory = 48_GiB,
+          .memory_bandwidth = 864_GBps,
+          .default_intra_node = "pcie-gen4",
+          .source = "NVIDIA L40S GPU datasheet, dense column (the sparsity column prints about "
+                    "twice): TF32 183, FP16/BF16 362.05, FP8 733 TFLOP/s; FP32 91.6 TFLOP/s; 48 GB "
+                    "GDDR6 with ECC "
+                    "stored as 48 GiB (24 chips of 2 GiB); 864 GB/s; 350 W; PCIe Gen4 x16, no "
+                    "NVLink",
+          .gemm_efficiency = kDefaults.gemm_efficiency,
+          .attention_efficiency = kDefaults.attention_efficiency,
+          .memory_efficiency = kDefaults.memory_efficiency,
+          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
+          .efficiency_source = kAssumedEfficiency,
+          // NVIDIA L40S datasheet: 18,176 CUDA cores at 128 per Ada SM = 142 SMs
+          .sm_count = 142,
+      },
+      GpuSpec{
+          .name = "B200-SXM",
+          .vendor = "NVIDIA",
+          .peak = {{DType::kFp32, 80_TFLOPS},
+                   {DType::kTf32, 1125_TFLOPS},
+                   {DType::kFp16, 2250_TFLOPS},
+                   {DType::kBf16, 2250_TFLOPS},
+                   {DType::kFp8, 4500_TFLOPS}},
+          .memory = 180_GiB,
+          .memory_bandwidth = BytesPerSecond(8.0e12),
+          .default_intra_node = "nvswitch-nvlink5",
+          .source = "NVIDIA DGX B200 datasheet, one of 8 GPUs (HGX B200, 1000 W each): FP8 72 "
+                    "PFLOP/s with sparsity per system = 4.5 dense per GPU; dense FP16/BF16 2250, "
+                    "TF32 1125, FP32 80 TFLOP/s as tabulated from NVIDIA's specifications in "
+                    "Bekman's ML Engineering TFLOPS table; 1,440 GB and 64 TB/s HBM3e per system "
+                    "= 180 GB (stored as 180 GiB like the other HBM entries) and 8 TB/s per GPU",
+          .gemm_efficiency = 0.78,
+          .attention_efficiency = kDefaults.attention_efficiency,
+          .memory_efficiency = kDefaults.memory_efficiency,
+          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
+          .efficiency_source = std::string("gemm: ") + kMamf +
+                               " v2, B200 SXM BF16 1745.0 of 2250 TFLOP/s (torch 2.7.1, CUDA "
+                               "12.8; FP8 3432.5 of 4500 = 0.76); attention, memory, launch: " +
+                               kAssumedEfficiency,
+          // Chips and Cheese, "Nvidia's B200: Keeping the CUDA Juggernaut Rolling" (2025): 74 of
+          // 80 SMs enabled on each of the two dies, 148 in all (NVIDIA publishes no SM count).
+          .sm_count = 148,
+      },
+      GpuSpec{
+          .name = "GB200-NVL72",
+          .vendor = "NVIDIA",
+          .peak = {{DType::kFp32, 80_TFLOPS},
+                   {DType::kTf32, 1250_TFLOPS},
+                   {DType::kFp16, 2500_TFLOPS},
+                   {DType::kBf16, 2500_TFLOPS},
+                   {DType::kFp8, 5000_TFLOPS}},
+          .memory = 186_GiB,
+          .memory_bandwidth = BytesPerSecond(8.0e12),
+          .default_intra_node = "nvswitch-nvlink5",
+          .source = "NVIDIA GB200 NVL72 datasheet, per rack of 72 Blackwell GPUs (one GPU here, "
+                    "of a GB200 superchip's two, ~1200 W): FP16/BF16 360, TF32 180, FP8 720 "
+                    "PFLOP/s with sparsity = dense 2500, 1250, 5000 TFLOP/s per GPU; FP32 5,760 "
+                    "TFLOP/s = 80 per GPU; 13.4 TB HBM3e at 576 TB/s = 186 GB (stored as 186 "
+                    "GiB) and 8 TB/s per GPU",
+          .gemm_efficiency = 0.73,
+          .attention_efficiency = kDefaults.attention_efficiency,
+          .memory_efficiency = kDefaults.memory_efficiency,
+          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
+          .efficiency_source = std::string("gemm: ") + kMamf +
+                               " v2, GB200 SXM BF16 1822.0 of 2500 TFLOP/s (torch 2.10 nightly, "
+                               "CUDA 13.0; FP8 3615.6 of 5000 = 0.72); attention, memory, "
+                               "launch: " +
+                               kAssumedEfficiency,
+          // NVIDIA publishes no SM count for the GB200's GPUs and no measurement was found, so
+          // the wave-quantization model is off (0) rather than guessed from the B200.
+          .sm_count = 0,
       },
       GpuSpec{
           .name = "MI250X",
@@ -226,6 +385,34 @@ std::vector<GpuSpec> make_gpu_catalog() {
           .efficiency_source = std::string("gemm: ") + kMamf +
                                " v2, MI300X BF16 668.4 of 1307.4 TFLOP/s (torch 2.5.1, ROCm 6.3, "
                                "PYTORCH_TUNABLEOP_ENABLED=1); attention, memory, launch: " +
+                               kAssumedEfficiency,
+      },
+      GpuSpec{
+          .name = "MI355X",
+          .vendor = "AMD",
+          // AMD publishes no TF32 matrix peak for CDNA 4, so TF32 is absent and peak_for() falls
+          // back to FP32.
+          .peak = {{DType::kFp32, 157.3_TFLOPS},
+                   {DType::kFp16, 2516.6_TFLOPS},
+                   {DType::kBf16, 2516.6_TFLOPS},
+                   {DType::kFp8, 5033.2_TFLOPS}},
+          .memory = 288_GiB,
+          .memory_bandwidth = BytesPerSecond(8.0e12),
+          .default_intra_node = "infinity-fabric-mi355x",
+          .source = "AMD Instinct MI355X accelerator specifications (2025), dense (AMD's "
+                    "structured-sparsity figures are twice these): FP32 matrix 157.3, FP16/BF16 "
+                    "2.5 PFLOP/s, exactly 2516.6 (256 CUs x 2400 MHz x 4096 FLOP per clock), FP8 "
+                    "5033.2 TFLOP/s; no TF32 matrix peak published; 8 TB/s HBM3E; 1400 W; 288 GB "
+                    "stored as 288 GiB (8 stacks of 36 GiB)",
+          .gemm_efficiency = 0.62,
+          .attention_efficiency = kDefaults.attention_efficiency,
+          .memory_efficiency = kDefaults.memory_efficiency,
+          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
+          .efficiency_source = std::string("gemm: ") + kMamf +
+                               " v2, MI355X BF16 1565.0 TFLOP/s (torch 2.8, ROCm 7.0.2, "
+                               "PYTORCH_TUNABLEOP_ENABLED=0) of this entry's 2516.6 peak = 0.62 "
+                               "(the table divides by 2300 and prints 68%); attention, memory, "
+                               "launch: " +
                                kAssumedEfficiency,
       },
       GpuSpec{
@@ -344,7 +531,10 @@ std::vector<IntraNodeFabricSpec> make_fabric_catalog() {
           .latency = kNcclNvlinkLatency,
           .protocol_efficiency = kNvlinkSm100Efficiency,
           .source = "NVIDIA DGX B200 / Blackwell datasheet: 18 NVLink5 links x 50 GB/s per "
-                    "direction = 900 GB/s (1.8 TB/s bidirectional) through NVSwitch; latency: NCCL "
+                    "direction = 900 GB/s (1.8 TB/s bidirectional) through NVSwitch; the same per "
+                    "GPU in a GB200 NVL72 rack (datasheet: 130 TB/s over 72 GPUs, one NVLink "
+                    "domain through 9 NVLink Switch trays), whose 72-GPU domain is "
+                    "gpus_per_node: 72; latency: NCCL "
                     "NVLink LL per-step 0.6 us; efficiency 0.802: NCCL counts 40.1 GB/s per NVLink "
                     "on SM100 (src/graph/topo.h SM100_NVLINK_BW, v2.28) of the 50 GB/s line rate",
       },
@@ -399,6 +589,20 @@ std::vector<IntraNodeFabricSpec> make_fabric_catalog() {
               "more links, 200 GB/s); links to peers vary by board; latency: assumed equal to "
               "NCCL's NVLink LL per-step 0.6 us; efficiency 1: no RCCL per-link figure taken, line "
               "rate used",
+      },
+      IntraNodeFabricSpec{
+          .name = "infinity-fabric-mi355x",
+          .kind = FabricKind::kMesh,
+          .per_gpu_bandwidth = BytesPerSecond(537.6e9),
+          .latency = kNcclNvlinkLatency,
+          .protocol_efficiency = 1.0,
+          .source = "AMD Instinct MI355X specifications: 7 Infinity Fabric (4th gen) links per GPU "
+                    "at 153.6 GB/s bidirectional (76.8 GB/s per direction) = 537.6 GB/s "
+                    "injection, fully connected 8-GPU mesh (OAM platform) so one pair sees only "
+                    "76.8 GB/s; approximate: modelled as a uniform mesh without RCCL's own ring "
+                    "and channel choices; latency: assumed equal to NCCL's NVLink LL per-step 0.6 "
+                    "us (no RCCL figure found); efficiency 1: no RCCL per-link figure taken, line "
+                    "rate used",
       },
       IntraNodeFabricSpec{
           .name = "pcie-gen3",
@@ -528,8 +732,10 @@ std::vector<NetworkSpec> make_network_catalog() {
           .port_bandwidth = 400_Gbps,
           .latency = kNcclNetworkLatency,
           .protocol_efficiency = kIbEfficiency,
-          .source = network_source("InfiniBand Trade Association roadmap: NDR 4x = 400 Gb/s",
-                                   kIbLatencySource, kIbEfficiencySource),
+          .source =
+              network_source("InfiniBand Trade Association roadmap: NDR 4x = 400 Gb/s; the port "
+                             "of an NVIDIA ConnectX-7 NDR adapter (ConnectX-7 datasheet)",
+                             kIbLatencySource, kIbEfficiencySource),
       },
       NetworkSpec{
           .name = "ib-xdr",
@@ -537,8 +743,11 @@ std::vector<NetworkSpec> make_network_catalog() {
           .port_bandwidth = 800_Gbps,
           .latency = kNcclNetworkLatency,
           .protocol_efficiency = kIbEfficiency,
-          .source = network_source("InfiniBand Trade Association roadmap: XDR 4x = 800 Gb/s",
-                                   kIbLatencySource, kIbEfficiencySource),
+          .source =
+              network_source("InfiniBand Trade Association roadmap: XDR 4x = 800 Gb/s; the port "
+                             "of an NVIDIA ConnectX-8 SuperNIC (ConnectX-8 datasheet: up "
+                             "to 800 Gb/s; ConnectX-7 stops at 400 Gb/s)",
+                             kIbLatencySource, kIbEfficiencySource),
       },
       NetworkSpec{
           .name = "roce-100g",
@@ -564,7 +773,19 @@ std::vector<NetworkSpec> make_network_catalog() {
           .port_bandwidth = 400_Gbps,
           .latency = kRoceLatency,
           .protocol_efficiency = kRoceEfficiency,
-          .source = network_source("IEEE 802.3 400GBASE Ethernet line rate, RoCE v2",
+          .source = network_source("IEEE 802.3 400GBASE Ethernet line rate, RoCE v2 (e.g. "
+                                   "an NVIDIA ConnectX-7 400GbE port)",
+                                   kRoceLatencySource, kRoceEfficiencySource),
+      },
+      NetworkSpec{
+          .name = "roce-800g",
+          .kind = NetworkKind::kRoCE,
+          .port_bandwidth = 800_Gbps,
+          .latency = kRoceLatency,
+          .protocol_efficiency = kRoceEfficiency,
+          .source = network_source("IEEE 802.3df 800GBASE Ethernet line rate, RoCE v2; the "
+                                   "port of an NVIDIA ConnectX-8 SuperNIC in Ethernet mode "
+                                   "(ConnectX-8 datasheet: up to 800 Gb/s)",
                                    kRoceLatencySource, kRoceEfficiencySource),
       },
       // TCP efficiencies are assumed: 1500-byte frames cap goodput near 94% (90 header bytes per

@@ -137,6 +137,43 @@ std::string render_network_catalog_markdown() {
   return out;
 }
 
+// How to describe the systems whose shape differs from an 8-GPU board, and what the model
+// approximates for each. The commands run in the doc test (tests/docs/run_doc_commands.py).
+std::string render_system_notes_markdown() {
+  return "## Describing rack-scale, AMD and PCIe systems\n\n"
+         "dtsim's cluster is nodes of `gpus_per_node` GPUs joined by one intra-node fabric, and "
+         "the nodes joined by a network.\n\n"
+         "- **GB200 NVL72.** One NVLink domain of 72 GPUs is one node: `gpu: GB200-NVL72` with "
+         "`gpus_per_node: 72`. Its fabric is `nvswitch-nvlink5` (`intra_node: nvswitch`), the "
+         "B200 board's NVLink 5 at 900 GB/s per GPU per direction, now to any of the other 71. "
+         "Each GPU has its own NIC: `nics_per_node: 72`, with `ib-ndr` for ConnectX-7 (400 Gb/s) "
+         "or `ib-xdr` for a ConnectX-8 SuperNIC (800 Gb/s), `roce-800g` for 800 GbE. "
+         "Approximate: the rack's NVLink Switch trays are modelled as one non-blocking switch "
+         "with the per-hop latency of an 8-GPU board; NVLS (NVLink SHARP) keeps the efficiency "
+         "measured on 8-GPU B200 boards; the Grace CPUs and their NVLink-C2C links are not "
+         "modelled. A smaller domain (NVL36, NVL4) is the same with its own `gpus_per_node`.\n"
+         "- **MI355X.** An 8-GPU OAM platform whose GPUs are joined directly, `intra_node: "
+         "infinity-fabric-mi355x` (a scenario written for an NVIDIA board must name it, since "
+         "`nvswitch` is an error there). Approximate: a uniform full mesh, 76.8 GB/s per pair per "
+         "direction, without RCCL's own ring and channel choices; the efficiency factors beyond "
+         "GEMM are assumed.\n"
+         "- **PCIe boards** (A100-PCIe-40GB, A100-PCIe-80GB, H100-PCIe, L40S). The fabric is "
+         "PCIe of the card's generation (`intra_node: pcie` names it). The optional NVLink bridge "
+         "joins pairs only and is not modelled; describe a bridged pair as an inline fabric.\n\n"
+         "Two GB200 NVL72 racks over ConnectX-8, and one MI355X platform:\n\n"
+         "```sh\n"
+         "# doc-test: expect \"2 nodes x 72 GB200-NVL72 = 144 GPUs\"\n"
+         "# doc-test: expect \"nvswitch-nvlink5: 900.00 GB/s per GPU per direction\"\n"
+         "build/cli/dtsim validate scenarios/default.yaml --set cluster.gpu=GB200-NVL72 --set "
+         "cluster.nodes=2 --set cluster.gpus_per_node=72 --set cluster.network.preset=ib-xdr "
+         "--set cluster.network.nics_per_node=72 --set training.global_batch_size=576\n"
+         "# doc-test: expect \"infinity-fabric-mi355x: 537.60 GB/s per GPU per direction\"\n"
+         "build/cli/dtsim validate scenarios/default.yaml --set cluster.gpu=MI355X --set "
+         "cluster.nodes=1 --set cluster.intra_node=infinity-fabric-mi355x --set "
+         "training.global_batch_size=512\n"
+         "```\n";
+}
+
 std::string render_hardware_catalog_markdown() {
   std::string out =
       "# Hardware catalog\n\n"
@@ -149,6 +186,8 @@ std::string render_hardware_catalog_markdown() {
   out += render_fabric_catalog_markdown();
   out += "\n";
   out += render_network_catalog_markdown();
+  out += "\n";
+  out += render_system_notes_markdown();
   return out;
 }
 

@@ -20,7 +20,10 @@ std::string render_gpu_catalog_markdown();
 std::string render_fabric_catalog_markdown();
 // One "## Networks" section.
 std::string render_network_catalog_markdown();
-// "# Hardware catalog", an introductory paragraph, then the three sections above.
+// "## Describing rack-scale, AMD and PCIe systems": how a scenario describes a GB200 NVL72 rack,
+// an MI355X platform and PCIe boards, what the model approximates, and example commands.
+std::string render_system_notes_markdown();
+// "# Hardware catalog", an introductory paragraph, then the four sections above.
 std::string render_hardware_catalog_markdown();
 
 }  // namespace dtsim

@@ -127,10 +127,12 @@ std::string fabric_name(const Reader& r, const std::string& name, const GpuSpec&
     }
     return home;
   }
-  if (name == "pcie")
+  if (name == "pcie") {
+    if (home.rfind("pcie-", 0) == 0) return home;  // a PCIe card: its own generation
     return home == "nvswitch-nvlink2" || home == "nvlink-hybrid-cube-mesh" ? "pcie-gen3"
            : home == "nvswitch-nvlink4" || home == "nvswitch-nvlink5"      ? "pcie-gen5"
                                                                            : "pcie-gen4";
+  }
   return name;
 }
 

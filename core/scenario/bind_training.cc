@@ -51,10 +51,16 @@ void bind_training(const Reader& r, const ParallelismConfig& par, TrainingConfig
 
 void check_precision(const Reader& r, const ClusterConfig& c, const TrainingConfig& t,
                      DiagnosticSink& sink) {
-  if (!c.gpu.name.empty() && !c.gpu.supports(t.precision) && !c.gpu.peak.empty())
+  if (!c.gpu.name.empty() && !c.gpu.supports(t.precision) && !c.gpu.peak.empty()) {
+    std::string supported;  // the formats with a peak, as `dtsim catalog gpus --json` lists them
+    for (const auto& [dtype, rate] : c.gpu.peak)
+      supported += (supported.empty() ? "" : ", ") + std::string(to_string(dtype));
     sink.add(r.where("training.precision"), "training.precision",
              c.gpu.name + " has no " + std::string(to_string(t.precision)) +
-                 " tensor-core peak in the catalog; choose a precision it supports");
+                 " peak in the catalog (the device lacks the format or its vendor publishes no "
+                 "figure); choose one it has: " +
+                 supported);
+  }
 }
 
 }  // namespace dtsim::scenario_binding

@@ -70,6 +70,8 @@ constexpr double kMaxLatency = 1;              // 1 s for one message or one ker
 SchemaNode build_schema() {
   // Limits that catch absurd input (1e30 GPUs) while leaving room for any real cluster.
   constexpr double kMaxNodes = 1e6, kMaxGpusPerNode = 1024, kMaxDegree = 1e7;
+  // A GB200 NVL72 rack, one node here, has 72 NICs (one per GPU); 128 leaves room above it.
+  constexpr double kMaxNicsPerNode = 128;
 
   SchemaNode gpu =
       leaf("gpu", ValueType::kNameOrMap,
@@ -177,7 +179,7 @@ SchemaNode build_schema() {
                      "from preset"),
                 kMinLinkBandwidth, 1e15),
        count("nics_per_node", "NICs per node (a torus node has 2 cables per dimension instead)",
-             "gpus_per_node", 1, 64),
+             "gpus_per_node", 1, kMaxNicsPerNode),
        at_most(leaf("latency", ValueType::kDuration,
                     "end-to-end small-message latency between nodes", "from preset"),
                kMaxLatency),
@@ -331,7 +333,7 @@ SchemaNode build_schema() {
   auto fidelity = choice("fidelity", {"auto", "chunk", "collective"},
                          "SimGrid granularity: chunk = every ring step is a flow; collective = one "
                          "bulk flow per ring edge; auto = chunk while the run has at most 500k "
-                         "chunk-level flows (design.md section 8)",
+                         "chunk-level flows (docs/simgrid-platform.md, Fidelity)",
                          "auto");
   SchemaNode simulate =
       section("simulate", "how to run the prediction",

@@ -89,6 +89,36 @@ TEST(CatalogJson, EveryNetworkRoundTripsThroughInlineOverrides) {
   }
 }
 
+// `intra_node: pcie` on a PCIe card is the card's own PCIe generation.
+TEST(CatalogScenario, PcieOnAPcieCardIsItsOwnGeneration) {
+  EXPECT_EQ(load("  gpu: H100-PCIe\n  intra_node: pcie\n").cluster.intra_node.name, "pcie-gen5");
+  EXPECT_EQ(load("  gpu: L40S\n  intra_node: pcie\n").cluster.intra_node.name, "pcie-gen4");
+  EXPECT_EQ(load("  gpu: A100-PCIe-80GB\n").cluster.intra_node.name, "pcie-gen4");
+}
+
+// A rack-scale NVLink domain is one node: 72 GPUs and a NIC for each.
+TEST(CatalogScenario, Gb200Nvl72IsOneNodeOf72Gpus) {
+  const Scenario sc = load(
+      "  gpu: GB200-NVL72\n  nodes: 2\n  gpus_per_node: 72\n  intra_node: nvswitch\n"
+      "  network: {preset: ib-xdr, nics_per_node: 72}\n");
+  EXPECT_EQ(sc.cluster.intra_node.name, "nvswitch-nvlink5");
+  EXPECT_EQ(sc.cluster.network.nics_per_node, 72);
+  EXPECT_DOUBLE_EQ(sc.cluster.network.nic_bandwidth.value(), 100e9);  // 800 Gb/s
+}
+
+// Training at a precision the GPU has no peak for is an error that names the ones it has.
+TEST(CatalogScenario, UnsupportedPrecisionNamesTheSupportedOnes) {
+  try {
+    load("  gpu: V100-SXM2-32GB\n  intra_node: nvlink-hybrid-cube-mesh\n", "bf16");
+    FAIL() << "bf16 on V100 loaded";
+  } catch (const InputError& e) {
+    ASSERT_FALSE(e.diagnostics().empty());
+    const std::string& m = e.diagnostics().front().message;
+    EXPECT_NE(m.find("no bf16 peak"), std::string::npos) << m;
+    EXPECT_NE(m.find("fp32, fp16"), std::string::npos) << m;
+  }
+}
+
 TEST(CatalogJson, QuantitiesNameTheirUnitsAndEntriesTheirSource) {
   const json gpu = gpu_catalog_json().at(0);
   for (const char* key : {"memory_bytes", "memory_bandwidth_Bps", "peak_flops_per_s",

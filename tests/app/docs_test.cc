@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/hardware/catalog.h"
 #include "core/hardware/catalog_markdown.h"
 #include "core/scenario/reference.h"
 
@@ -29,6 +30,24 @@ TEST(Docs, ScenarioReferenceMatchesTheSchema) {
 TEST(Docs, HardwareCatalogMatchesTheCode) {
   EXPECT_EQ(read(DTSIM_SOURCE_DIR "/docs/hardware.md"), render_hardware_catalog_markdown())
       << "regenerate with: build/cli/dtsim catalog hardware > docs/hardware.md";
+}
+
+// Every catalog row shows its source in docs/hardware.md (as the table cell renders it).
+TEST(Docs, HardwareCatalogShowsEverySource) {
+  const std::string doc = read(DTSIM_SOURCE_DIR "/docs/hardware.md");
+  auto shown = [&](const std::string& name, const std::string& source) {
+    EXPECT_FALSE(source.empty()) << name;
+    std::string cell;
+    for (char c : source) cell += c == '|' ? std::string("\\|") : std::string(1, c);
+    EXPECT_NE(doc.find("| " + name + " |"), std::string::npos) << name;
+    EXPECT_NE(doc.find(cell + " |"), std::string::npos) << name;
+  };
+  for (const GpuSpec& g : gpu_catalog()) {
+    shown(g.name, g.source);
+    shown(g.name, g.efficiency_source);
+  }
+  for (const IntraNodeFabricSpec& f : fabric_catalog()) shown(f.name, f.source);
+  for (const NetworkSpec& n : network_catalog()) shown(n.name, n.source);
 }
 
 TEST(Docs, EveryScenarioKeyIsDocumented) {

@@ -52,6 +52,71 @@ TEST(HardwareCatalog, GpuPeaksMatchReference) {
   EXPECT_DOUBLE_EQ(peak_tflops("TPU-v5p", DType::kBf16), 459);
 }
 
+// The rows added for PCIe boards, Ada, Blackwell and CDNA 4, against the datasheets their source
+// names: dense peaks (half of NVIDIA's sparsity figures), memory and its bandwidth.
+TEST(HardwareCatalog, NewerGpusMatchTheirDatasheets) {
+  for (const char* a100 : {"A100-PCIe-40GB", "A100-PCIe-80GB"}) {
+    EXPECT_DOUBLE_EQ(peak_tflops(a100, DType::kBf16), 312) << a100;
+    EXPECT_FALSE(gpu(a100).supports(DType::kFp8)) << a100;
+    EXPECT_EQ(gpu(a100).default_intra_node, "pcie-gen4") << a100;
+  }
+  EXPECT_DOUBLE_EQ(gpu("A100-PCIe-40GB").memory_bandwidth.value(), 1555 * kGiga);
+  EXPECT_DOUBLE_EQ(gpu("A100-PCIe-80GB").memory_bandwidth.value(), 1935 * kGiga);
+  EXPECT_DOUBLE_EQ(gpu("A100-PCIe-80GB").memory.value(), 80 * kGiB);
+
+  // H100 PCIe datasheet: 1,513 (BF16) and 3,026 (FP8) TFLOP/s with sparsity; 51 FP32; 2 TB/s.
+  EXPECT_DOUBLE_EQ(peak_tflops("H100-PCIe", DType::kBf16), 1513.0 / 2);
+  EXPECT_DOUBLE_EQ(peak_tflops("H100-PCIe", DType::kFp8), 3026.0 / 2);
+  EXPECT_DOUBLE_EQ(peak_tflops("H100-PCIe", DType::kTf32), 756.0 / 2);
+  EXPECT_DOUBLE_EQ(peak_tflops("H100-PCIe", DType::kFp32), 51);
+  EXPECT_DOUBLE_EQ(gpu("H100-PCIe").memory_bandwidth.value(), 2 * kTera);
+  EXPECT_EQ(gpu("H100-PCIe").sm_count, 114);
+
+  // L40S datasheet, dense column: BF16 362.05 (its sparsity column prints 733), FP8 733 (1,466
+  // with sparsity); 48 GB GDDR6 at 864 GB/s.
+  EXPECT_DOUBLE_EQ(peak_tflops("L40S", DType::kBf16), 362.05);
+  EXPECT_DOUBLE_EQ(peak_tflops("L40S", DType::kFp8), 1466.0 / 2);
+  EXPECT_DOUBLE_EQ(gpu("L40S").memory.value(), 48 * kGiB);
+  EXPECT_DOUBLE_EQ(gpu("L40S").memory_bandwidth.value(), 864 * kGiga);
+
+  // DGX B200: 72 PFLOP/s FP8 with sparsity over 8 GPUs, 1,440 GB and 64 TB/s HBM3e.
+  EXPECT_DOUBLE_EQ(peak_tflops("B200-SXM", DType::kFp8), 72000.0 / 8 / 2);
+  EXPECT_DOUBLE_EQ(peak_tflops("B200-SXM", DType::kBf16), 2250);
+  EXPECT_DOUBLE_EQ(gpu("B200-SXM").memory.value(), 1440.0 / 8 * kGiB);
+  EXPECT_DOUBLE_EQ(gpu("B200-SXM").memory_bandwidth.value(), 64 * kTera / 8);
+  EXPECT_EQ(gpu("B200-SXM").default_intra_node, "nvswitch-nvlink5");
+
+  // GB200 NVL72, per rack of 72: 360 PFLOP/s BF16 and 720 FP8 with sparsity; 576 TB/s.
+  EXPECT_DOUBLE_EQ(peak_tflops("GB200-NVL72", DType::kBf16), 360000.0 / 72 / 2);
+  EXPECT_DOUBLE_EQ(peak_tflops("GB200-NVL72", DType::kFp8), 720000.0 / 72 / 2);
+  EXPECT_DOUBLE_EQ(gpu("GB200-NVL72").memory_bandwidth.value(), 576 * kTera / 72);
+  EXPECT_EQ(gpu("GB200-NVL72").default_intra_node, "nvswitch-nvlink5");
+
+  // MI355X: 256 CUs x 2.4 GHz x 4096 (FP16) and 8192 (FP8) FLOP per clock; 288 GB, 8 TB/s.
+  EXPECT_NEAR(peak_tflops("MI355X", DType::kBf16), 256 * 2.4e9 * 4096 / kTera, 0.1);
+  EXPECT_NEAR(peak_tflops("MI355X", DType::kFp8), 256 * 2.4e9 * 8192 / kTera, 0.1);
+  EXPECT_FALSE(gpu("MI355X").supports(DType::kTf32));
+  EXPECT_DOUBLE_EQ(gpu("MI355X").memory.value(), 288 * kGiB);
+  EXPECT_DOUBLE_EQ(gpu("MI355X").memory_bandwidth.value(), 8 * kTera);
+}
+
+TEST(HardwareCatalog, NewerFabricsAndNetworksMatchTheirDatasheets) {
+  // GB200 NVL72: 130 TB/s of NVLink over 72 GPUs, bidirectional, is NVLink 5's 900 GB/s per
+  // direction per GPU, so the rack's GPUs use the B200 board's fabric.
+  const IntraNodeFabricSpec* nvlink5 = find_fabric("nvswitch-nvlink5");
+  EXPECT_NEAR(nvlink5->per_gpu_bandwidth.value() * 2 * 72, 130 * kTera, 0.5 * kTera);
+  EXPECT_NE(nvlink5->source.find("NVL72"), std::string::npos);
+  // MI355X: 7 Infinity Fabric links at 153.6 GB/s bidirectional.
+  const IntraNodeFabricSpec* mi355x = find_fabric("infinity-fabric-mi355x");
+  ASSERT_NE(mi355x, nullptr);
+  EXPECT_DOUBLE_EQ(mi355x->per_gpu_bandwidth.value(), 7 * 153.6 / 2 * kGiga);
+  EXPECT_EQ(mi355x->kind, FabricKind::kMesh);
+  // ConnectX-8 SuperNIC: 800 Gb/s, InfiniBand XDR or Ethernet.
+  EXPECT_DOUBLE_EQ(find_network("roce-800g")->port_bandwidth.value(), 100 * kGiga);
+  EXPECT_NE(find_network("ib-xdr")->source.find("ConnectX-8"), std::string::npos);
+  EXPECT_NE(find_network("ib-ndr")->source.find("ConnectX-7"), std::string::npos);
+}
+
 TEST(HardwareCatalog, H200ComputeEqualsH100) {
   const GpuSpec& h100 = gpu("H100-SXM");
   const GpuSpec& h200 = gpu("H200-SXM");
@@ -82,7 +147,7 @@ TEST(HardwareCatalog, GpuMemoryMatchesReference) {
 }
 
 TEST(HardwareCatalog, EveryGpuIsComplete) {
-  EXPECT_EQ(gpu_catalog().size(), 10u);
+  EXPECT_EQ(gpu_catalog().size(), 17u);
   for (const GpuSpec& g : gpu_catalog()) {
     SCOPED_TRACE(g.name);
     EXPECT_FALSE(g.vendor.empty());
@@ -220,7 +285,7 @@ TEST(HardwareCatalog, NetworksMatchReference) {
 }
 
 TEST(HardwareCatalog, EveryNetworkIsComplete) {
-  EXPECT_EQ(network_catalog().size(), 10u);
+  EXPECT_EQ(network_catalog().size(), 11u);
   for (const NetworkSpec& n : network_catalog()) {
     SCOPED_TRACE(n.name);
     EXPECT_FALSE(n.source.empty());
