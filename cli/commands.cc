@@ -140,16 +140,19 @@ int run_catalog(const CatalogOptions& o, std::ostream& out) {
   }
   char buf[256];
   if (o.what == "gpus") {
-    std::snprintf(buf, sizeof buf, "%-16s %12s %12s %10s %14s\n", "name", "bf16 TFLOP/s",
-                  "fp8 TFLOP/s", "memory GiB", "memory GB/s");
+    std::snprintf(buf, sizeof buf, "%-16s %12s %12s %12s %10s %14s\n", "name", "fp16 TFLOP/s",
+                  "bf16 TFLOP/s", "fp8 TFLOP/s", "memory GiB", "memory GB/s");
     out << buf;
     for (const auto& g : gpu_catalog()) {
-      std::snprintf(buf, sizeof buf, "%-16s %12.1f %12s %10.1f %14.0f\n", g.name.c_str(),
-                    g.peak_for(DType::kBf16).value() / 1e12,
-                    g.supports(DType::kFp8)
-                        ? format_number("%.1f", g.peak_for(DType::kFp8).value() / 1e12).c_str()
-                        : "-",
-                    g.memory.value() / (1024.0 * 1024 * 1024), g.memory_bandwidth.value() / 1e9);
+      // A dtype the GPU has no tensor-core peak for is "-", as simulate refuses it (V100 bf16).
+      const auto peak = [&](DType d) {
+        return g.supports(d) ? format_number("%.1f", g.peak_for(d).value() / 1e12)
+                             : std::string("-");
+      };
+      std::snprintf(buf, sizeof buf, "%-16s %12s %12s %12s %10.1f %14.0f\n", g.name.c_str(),
+                    peak(DType::kFp16).c_str(), peak(DType::kBf16).c_str(),
+                    peak(DType::kFp8).c_str(), g.memory.value() / (1024.0 * 1024 * 1024),
+                    g.memory_bandwidth.value() / 1e9);
       out << buf;
     }
   } else if (o.what == "fabrics") {

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "core/hardware/catalog.h"
 #include "core/scenario/scenario.h"
 #include "driver/catalog.h"
 #include "models/model_spec.h"
@@ -156,6 +157,31 @@ TEST(CatalogJson, EveryListingPrintsValidJson) {
     const json j = json::parse(out.str());
     EXPECT_FALSE(j.empty()) << what;
   }
+}
+
+// The text listing shows a peak only for a dtype simulate accepts on that GPU: V100 has no bf16
+// tensor cores, so its bf16 column is "-", not its fp16 figure.
+TEST(CatalogText, PeaksOnlyForTheDtypesAGpuHas) {
+  std::ostringstream out;
+  cli::CatalogOptions o;
+  o.what = "gpus";
+  ASSERT_EQ(cli::run_catalog(o, out), 0);
+  std::istringstream lines(out.str());
+  std::string line;
+  int rows = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string name, fp16, bf16, fp8;
+    fields >> name >> fp16 >> bf16 >> fp8;
+    const GpuSpec* g = find_gpu(name);
+    if (!g) continue;  // the header
+    ++rows;
+    EXPECT_EQ(bf16 == "-", !g->supports(DType::kBf16)) << line;
+    EXPECT_EQ(fp16 == "-", !g->supports(DType::kFp16)) << line;
+    EXPECT_EQ(fp8 == "-", !g->supports(DType::kFp8)) << line;
+  }
+  EXPECT_EQ(rows, static_cast<int>(gpu_catalog().size()));
+  EXPECT_FALSE(find_gpu("V100-SXM2-32GB")->supports(DType::kBf16));
 }
 
 }  // namespace
