@@ -520,7 +520,10 @@ std::vector<ResolvedCollective> auto_candidates(const CollectiveOp& op,
     out.push_back(
         ResolvedCollective{CollectiveAlgorithm::kRing, CollectiveProtocol::kAuto, {}, {}});
   }
-  if (!nodes.empty()) {
+  // Not on PCIe nodes, where the tree's collective-level decomposition is known to run slower than
+  // its closed form (docs/collectives.md, "The double binary tree"): auto would pick it on a
+  // figure the SimGrid engine does not reproduce.
+  if (!nodes.empty() && !cluster.gpus_on_pcie()) {
     Seconds base{0};
     if (system) {
       std::optional<NcclEstimate> tree;

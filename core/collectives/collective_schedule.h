@@ -137,7 +137,8 @@ std::optional<TorusAllReducePlan> torus_all_reduce_plan(const std::vector<Rank>&
 //
 // Algorithm auto (all-reduce) takes the fastest of the ways NCCL could run it that dtsim builds,
 // timed by dtsim's own closed form (resolved_collective_time, core/collectives/cost_model.h): the
-// ring under LL, LL128 and Simple, the double binary tree, and NVLS inside one NVSwitch node. Where
+// ring under LL, LL128 and Simple, the double binary tree (not on PCIe nodes), and NVLS inside one
+// NVSwitch node. Where
 // NCCL's cost model covers the system (NVSwitch A100/H100/H200 nodes, whole nodes) each pays NCCL's
 // per-call base latency (the tree: that of the protocol NCCL's model runs the tree with) and the
 // ring NCCL's protocol bandwidth caps; elsewhere the candidates are the ring, tree and NVLS without
