@@ -255,9 +255,12 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
         row.note =
             "busbw dips: the tree's pipeline chunk count changes with size (NCCL's tree "
             "chunking)";
+      else if (result.engine == "analytic")
+        row.note = "busbw dips: the same algorithm's closed form grows faster than the size here";
       else
         row.note = "busbw dips: the " + result.engine +
-                   " engine's timing of this size (flow sharing on the platform)";
+                   " engine's flow-level timing of this size (link sharing and per-flow "
+                   "latency) departs from the closed form";
     }
     result.rows.push_back(row);
   }
