@@ -71,40 +71,87 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
   const Scenario sc = driver::load_cluster(o.scenario, overrides);
   const auto& c = sc.cluster;
   const driver::CollectiveBenchmark bench = driver::run_collective_benchmark(sc, o.request);
-  const int ranks = bench.ranks;
-  nlohmann::json rows = nlohmann::json::array();
-  for (const auto& r : bench.rows)
-    rows.push_back({{"op", o.request.op},
-                    {"bytes", r.bytes.value()},
-                    {"count", r.count},
-                    {"dtype", o.request.dtype},
-                    {"ranks", ranks},
-                    {"algorithm", r.algorithm},
-                    {"protocol", r.protocol},
-                    {"engine", bench.engine},
-                    {"time_s", r.time_s},
-                    {"algbw_GBps", r.algbw_GBps},
-                    {"busbw_GBps", r.busbw_GBps}});
+  auto text_or_null = [](const std::string& v) {
+    return v.empty() ? nlohmann::json() : nlohmann::json(v);
+  };
   if (o.json) {
-    out << (rows.size() == 1 ? rows[0] : nlohmann::json{{"results", rows}}).dump(2) << "\n";
+    // One shape for one size and for a sweep (docs/schemas/collective-result.schema.json).
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& r : bench.rows)
+      rows.push_back(
+          {{"size_bytes", r.bytes.value()},
+           {"count_elements", r.count},
+           {"algorithm", r.algorithm},
+           {"protocol", text_or_null(r.protocol)},
+           {"time_s", r.time_s},
+           {"algbw_GBps", r.algbw_GBps},
+           {"busbw_GBps", r.busbw_GBps},
+           {"nccl_algorithm", text_or_null(r.nccl_algorithm)},
+           {"nccl_protocol", text_or_null(r.nccl_protocol)},
+           {"nccl_time_s", r.nccl_time_s ? nlohmann::json(*r.nccl_time_s) : nlohmann::json()},
+           {"note", text_or_null(r.note)}});
+    const nlohmann::json j{{"op", bench.op},
+                           {"dtype", bench.dtype},
+                           {"type", bench.type_name},
+                           {"redop", bench.redop},
+                           {"root_rank", bench.root},
+                           {"ranks", bench.ranks},
+                           {"engine", bench.engine},
+                           {"requested_algorithm", o.request.algorithm},
+                           {"rows", rows}};
+    out << j.dump(2) << "\n";
     return 0;
   }
-  out << "# dtsim collective: " << o.request.op << ", " << rows[0]["algorithm"].get<std::string>()
-      << " (" << rows[0]["protocol"].get<std::string>() << " protocol at the first size), " << ranks
-      << " ranks on " << c.nodes << " x " << c.gpus_per_node << " " << c.gpu.name << ", engine "
-      << bench.engine << "\n";
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "#%14s %14s %7s %12s %10s %10s\n#%14s %14s %7s %12s %10s %10s\n",
-                "size", "count", "type", "time", "algbw", "busbw", "(B)", "(elements)", "", "(us)",
-                "(GB/s)", "(GB/s)");
+  // nccl-tests' all_reduce_perf table (src/common.cu, Reporter): size, count, type, redop, root,
+  // then time, algbw, busbw and #wrong out of place and in place, then dtsim's own columns.
+  char buf[512];
+  out << "# dtsim collective: " << bench.op << " on " << bench.ranks << " ranks (" << c.nodes
+      << " x " << c.gpus_per_node << " " << c.gpu.name << "), algorithm " << o.request.algorithm
+      << ", engine " << bench.engine << "\n"
+      << "# Simulated, not measured: out-of-place and in-place are one simulation, and #wrong is "
+         "0 because dtsim moves no data and checks none.\n"
+      << "# After nccl-tests' columns: algorithm (what each size ran as, /protocol where one is "
+         "modelled), nccl (NCCL's cost model's pick, - where it does not cover the system), note "
+         "(why busbw falls below the previous size's, - where it does not).\n#\n";
+  std::snprintf(buf, sizeof buf,
+                "# %10s  %12s  %8s  %6s  %6s           out-of-place                       "
+                "in-place\n",
+                "", "", "", "", "");
   out << buf;
-  for (const auto& r : rows) {
-    std::snprintf(buf, sizeof buf, " %14.0f %14.0f %7s %12.2f %10.2f %10.2f\n",
-                  r["bytes"].get<double>(), r["count"].get<double>(), o.request.dtype.c_str(),
-                  r["time_s"].get<double>() * 1e6, r["algbw_GBps"].get<double>(),
-                  r["busbw_GBps"].get<double>());
+  std::snprintf(buf, sizeof buf,
+                "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s  %-14s %-14s "
+                "%s\n",
+                "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
+                "time", "algbw", "busbw", "#wrong", "algorithm", "nccl", "note");
+  out << buf;
+  std::snprintf(buf, sizeof buf,
+                "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)",
+                "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
+                "(GB/s)", "");
+  out << buf;
+  double busbw_sum = 0;
+  for (const auto& r : bench.rows) {
+    const std::string algorithm = r.protocol.empty() ? r.algorithm : r.algorithm + "/" + r.protocol;
+    const std::string nccl =
+        r.nccl_algorithm.empty() ? "-" : r.nccl_algorithm + "/" + r.nccl_protocol;
+    const double time_us = r.time_s * 1e6;
+    // As nccl-tests prints times: %7.0f from 10 ms, %7.1f from 100 us, else %7.2f.
+    const std::string time = time_us >= 10000 ? format_number("%7.0f", time_us)
+                             : time_us >= 100 ? format_number("%7.1f", time_us)
+                                              : format_number("%7.2f", time_us);
+    std::snprintf(buf, sizeof buf,
+                  "%12.0f  %12.0f  %8s  %6s  %6i  %7s  %6.2f  %6.2f  %5i  %7s  %6.2f  %6.2f  %5i  "
+                  "%-14s %-14s %s\n",
+                  r.bytes.value(), r.count, bench.type_name.c_str(), bench.redop.c_str(),
+                  bench.root, time.c_str(), r.algbw_GBps, r.busbw_GBps, 0, time.c_str(),
+                  r.algbw_GBps, r.busbw_GBps, 0, algorithm.c_str(), nccl.c_str(),
+                  r.note.empty() ? "-" : r.note.c_str());
     out << buf;
+    busbw_sum += r.busbw_GBps;
   }
+  out << "# Out of bounds values : 0 OK\n"
+      << "# Avg bus bandwidth    : "
+      << format_number("%g", bench.rows.empty() ? 0.0 : busbw_sum / bench.rows.size()) << "\n#\n";
   return 0;
 }
 

@@ -106,26 +106,38 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(dtsim::kCollectiveKindNames.names()));
   collective->add_option("--bytes", col.request.bytes,
                          "operation size with a unit, e.g. 1GiB (nccl-tests size)");
-  collective->add_option("--min-bytes", col.request.min_bytes, "sweep start, e.g. 8B");
-  collective->add_option("--max-bytes", col.request.max_bytes, "sweep end, e.g. 4GiB");
-  collective->add_option("--factor", col.request.factor, "sweep multiplier (default 2)")
-      ->check(CLI::Range(1.0001, 1e6));
+  collective->add_option("--min-bytes", col.request.min_bytes, "sweep start with a unit, e.g. 8B");
+  collective->add_option("--max-bytes", col.request.max_bytes, "sweep end with a unit, e.g. 4GiB");
+  collective->add_option("-b", col.request.min_bytes_nccl,
+                         "sweep start as nccl-tests reads it: bytes, or with a K, M or G suffix "
+                         "(x 1024^1..3), e.g. -b 8 or -b 1M");
+  collective->add_option("-e", col.request.max_bytes_nccl,
+                         "sweep end as nccl-tests reads it, e.g. -e 128M");
+  collective->add_option("-f,--factor", col.request.factor,
+                         "sweep multiplier, a finite number above 1 (default 2); sizes round to "
+                         "whole elements and the sweep ends at the maximum");
   collective->add_option("--algorithm", col.request.algorithm,
-                         "ring | tree | halving-doubling | hierarchical | nvls | auto (NCCL's cost "
-                         "model picks among the built algorithms and the protocol)");
+                         "ring | tree | halving-doubling | hierarchical | nvls | auto (the fastest "
+                         "way NCCL could run it, under dtsim's timing; NCCL's own pick is shown "
+                         "beside it)");
   collective
       ->add_option("--protocol", col.request.protocol,
-                   "NCCL protocol for the ring: LL | LL128 | Simple (auto: NCCL's choice with "
+                   "NCCL protocol for the ring: LL | LL128 | Simple (auto: the fastest with "
                    "--algorithm auto, else the pure alpha-beta model)")
       ->check(CLI::IsMember(dtsim::kCollectiveProtocolNames.names()));
+  collective->add_option("-d,--dtype", col.request.dtype,
+                         "element type: " + alternatives(dtsim::kDTypeNames.names()) +
+                             ", or nccl-tests' float | half | bfloat16 | f8e4m3");
+  auto* ranks_flag = collective
+                         ->add_option("--ranks", col.request.ranks,
+                                      "ranks taking part (the first N GPUs; default all)")
+                         ->check(CLI::Range(1, 100000000));
   collective
-      ->add_option("--dtype", col.request.dtype,
-                   "element type: " + alternatives(dtsim::kDTypeNames.names()))
-      ->check(CLI::IsMember(dtsim::kDTypeNames.names()));
-  collective
-      ->add_option("--ranks", col.request.ranks,
-                   "ranks taking part (the first N GPUs; default all)")
-      ->check(CLI::Range(1, 100000000));
+      ->add_option("-g", col.request.ranks,
+                   "nccl-tests' GPUs per thread; dtsim simulates one process with one thread "
+                   "driving them, so -g N is --ranks N")
+      ->check(CLI::Range(1, 100000000))
+      ->excludes(ranks_flag);
   collective->add_option("--engine", col.engine, engine_help())->check(CLI::IsMember(engines));
   collective->add_flag("--json", col.json, "print JSON");
 

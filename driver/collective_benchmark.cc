@@ -1,7 +1,9 @@
 #include "driver/collective_benchmark.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "core/base/error.h"
 #include "core/collectives/collective_schedule.h"
@@ -21,45 +23,149 @@ E parse_flag(const EnumTable<E, N>& names, const std::string& flag, const std::s
       Diagnostic{SourceLocation{}, flag, "expected one of " + expected + ", found '" + text + "'"});
 }
 
+InputError bad(const std::string& flag, const std::string& msg) {
+  return InputError(Diagnostic{SourceLocation{}, flag, msg});
+}
+
+// nccl-tests' type names (src/common.cu test_typenames) that dtsim has a dtype for.
+struct NcclTestsType {
+  const char* name;
+  DType dtype;
+};
+constexpr NcclTestsType kNcclTestsTypes[] = {{"float", DType::kFp32},
+                                             {"half", DType::kFp16},
+                                             {"bfloat16", DType::kBf16},
+                                             {"f8e4m3", DType::kFp8}};
+
+DType parse_dtype(const std::string& text) {
+  if (auto d = kDTypeNames.parse(text)) return *d;
+  for (const auto& t : kNcclTestsTypes)
+    if (text == t.name) return t.dtype;
+  std::string expected;
+  for (const auto& name : kDTypeNames.names()) expected += name + ", ";
+  throw bad("--dtype", "expected one of " + expected +
+                           "or nccl-tests' float, half, bfloat16, f8e4m3; found '" + text + "'");
+}
+
+// A size as nccl-tests reads -b and -e (src/common.cu parsesize): a number of bytes, optionally
+// followed by K, M or G (x 1024, 1024^2, 1024^3, either case).
+Bytes parse_nccl_tests_size(const std::string& flag, const std::string& text) {
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  const double number = std::strtod(begin, &end);
+  std::string suffix(end);
+  double unit = 1;
+  if (suffix.size() == 1) {
+    const char c = static_cast<char>(std::toupper(static_cast<unsigned char>(suffix[0])));
+    unit = c == 'K' ? 1024.0 : c == 'M' ? 1048576.0 : c == 'G' ? 1073741824.0 : 0;
+  }
+  if (end == begin || suffix.size() > 1 || unit == 0 || !std::isfinite(number))
+    throw bad(flag,
+              "expected a number of bytes with an optional K, M or G suffix, as nccl-tests "
+              "reads it (e.g. 8, 1M, 4G), found '" +
+                  text + "'");
+  if (number < 0) throw bad(flag, "the size must not be negative, found '" + text + "'");
+  const double bytes = number * unit;
+  if (bytes != std::floor(bytes)) throw bad(flag, "'" + text + "' is not a whole number of bytes");
+  return Bytes(bytes);
+}
+
+// The sweep factor: a finite number above 1 (nccl-tests -f).
+double parse_factor(const std::string& text) {
+  char* end = nullptr;
+  const double f = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(f) || f <= 1)
+    throw bad("--factor",
+              "expected a finite number greater than 1 (each size is the previous one "
+              "times it), found '" +
+                  text + "'");
+  return f;
+}
+
+std::string algorithm_label(const CollectiveRow& r) {
+  return r.protocol.empty() ? r.algorithm : r.algorithm + "/" + r.protocol;
+}
+
 }  // namespace
+
+std::string nccl_tests_type_name(DType dtype) {
+  if (dtype == DType::kTf32) return "float";  // stored as fp32
+  for (const auto& t : kNcclTestsTypes)
+    if (t.dtype == dtype) return t.name;
+  return std::string(to_string(dtype));
+}
 
 CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const CollectiveRequest& q) {
   const Cluster c(sc.cluster);
-  auto bad = [](const std::string& flag, const std::string& msg) {
-    return InputError(Diagnostic{SourceLocation{}, flag, msg});
+  const CollectiveKind kind = parse_flag(kCollectiveKindNames, "--op", q.op);
+  const DType dtype = parse_dtype(q.dtype);
+  const double elem = bytes_per_element(dtype);
+  // One element up to 1 TiB: nccl-tests sweeps stop far below; larger is a typo.
+  auto checked = [&](const std::string& flag, const std::string& text, Bytes b) {
+    if (b.value() < 1)
+      throw bad(flag, "the size must be at least one element, found '" + text + "'");
+    if (b.value() > 1099511627776.0)
+      throw bad(flag, "'" + text + "' is larger than 1 TiB; check the unit");
+    if (std::fmod(b.value(), elem) != 0)
+      throw bad(flag, format_number("%.0f B", b.value()) + " is not a whole number of " + q.dtype +
+                          " elements of " + format_number("%.0f", elem) + " B");
+    return b;
   };
-  // Sizes.
-  // One element up to 1 TiB: nccl-tests sweeps stop far below; larger is a typq.
   auto size = [&](const std::string& flag, const std::string& text) {
     auto p = parse_bytes(text);
     if (!p) throw bad(flag, p.error);
-    if (p.value->value() < 1)
-      throw bad(flag, "the size must be at least one element, found '" + text + "'");
-    if (p.value->value() > 1099511627776.0)
-      throw bad(flag, "'" + text + "' is larger than 1 TiB; check the unit");
-    return *p.value;
+    return checked(flag, text, *p.value);
   };
+  auto nccl_size = [&](const std::string& flag, const std::string& text) {
+    return checked(flag, text, parse_nccl_tests_size(flag, text));
+  };
+  if (!q.min_bytes.empty() && !q.min_bytes_nccl.empty())
+    throw bad("-b", "give -b or --min-bytes, not both");
+  if (!q.max_bytes.empty() && !q.max_bytes_nccl.empty())
+    throw bad("-e", "give -e or --max-bytes, not both");
+  const bool has_min = !q.min_bytes.empty() || !q.min_bytes_nccl.empty();
+  const bool has_max = !q.max_bytes.empty() || !q.max_bytes_nccl.empty();
   std::vector<Bytes> sizes;
-  if (!q.bytes.empty()) {
-    if (!q.min_bytes.empty() || !q.max_bytes.empty())
+  if (kind == CollectiveKind::kBarrier) {
+    if (!q.bytes.empty() || has_min || has_max)
+      throw bad(q.bytes.empty() ? (has_min ? "--min-bytes" : "--max-bytes") : "--bytes",
+                "a barrier moves no data: leave out the size flags");
+    sizes.push_back(Bytes(0));
+  } else if (!q.bytes.empty()) {
+    if (has_min || has_max)
       throw bad("--bytes", "give either --bytes or --min-bytes/--max-bytes, not both");
     sizes.push_back(size("--bytes", q.bytes));
-  } else if (!q.min_bytes.empty() && !q.max_bytes.empty()) {
-    const Bytes lo = size("--min-bytes", q.min_bytes), hi = size("--max-bytes", q.max_bytes);
-    if (hi < lo) throw bad("--max-bytes", "--max-bytes is smaller than --min-bytes");
-    for (double b = lo.value(); b <= hi.value() * (1 + 1e-12) && sizes.size() < 200; b *= q.factor)
-      sizes.push_back(Bytes(std::round(b)));
+  } else if (has_min && has_max) {
+    const Bytes lo =
+        q.min_bytes.empty() ? nccl_size("-b", q.min_bytes_nccl) : size("--min-bytes", q.min_bytes);
+    const Bytes hi =
+        q.max_bytes.empty() ? nccl_size("-e", q.max_bytes_nccl) : size("--max-bytes", q.max_bytes);
+    if (hi < lo)
+      throw bad(q.max_bytes.empty() ? "-e" : "--max-bytes",
+                "the sweep's maximum is smaller than its minimum");
+    const double factor = q.factor.empty() ? 2.0 : parse_factor(q.factor);
+    // Each size is the previous one times the factor, rounded to whole elements; sizes already
+    // listed are skipped, and the sweep always ends at the maximum.
+    const double lo_e = lo.value() / elem, hi_e = hi.value() / elem;
+    double last = 0;
+    for (double x = lo_e; x < hi_e; x *= factor) {
+      const double whole = std::min(hi_e, std::round(x));
+      if (whole > last) {
+        sizes.push_back(Bytes(whole * elem));
+        last = whole;
+      }
+      if (sizes.size() > kMaxSweepSizes)
+        throw bad("--factor", "factor " + q.factor + " gives more than " +
+                                  std::to_string(kMaxSweepSizes) +
+                                  " sizes between the minimum and the maximum; use a larger one");
+    }
+    if (last < hi_e) sizes.push_back(hi);
   } else {
     throw bad("--bytes",
               "give --bytes SIZE, or --min-bytes and --max-bytes for a sweep (e.g. --bytes 1GiB)");
   }
-  const DType dtype = parse_flag(kDTypeNames, "--dtype", q.dtype);
-  const double elem = bytes_per_element(dtype);
-  for (Bytes b : sizes)
-    if (std::fmod(b.value(), elem) != 0)
-      throw bad(q.bytes.empty() ? "--min-bytes" : "--bytes",
-                format_number("%.0f B", b.value()) + " is not a whole number of " + q.dtype +
-                    " elements of " + format_number("%.0f", elem) + " B");
+  if (!q.factor.empty() && sizes.size() == 1 && !(has_min && has_max))
+    throw bad("--factor", "the factor steps a sweep: give it with --min-bytes and --max-bytes");
   const int ranks = q.ranks > 0 ? q.ranks : c.total_gpus();
   if (ranks > c.total_gpus())
     throw bad("--ranks", std::to_string(ranks) + " ranks requested but the cluster has " +
@@ -71,7 +177,6 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
       parse_flag(kCollectiveProtocolNames, "--protocol", q.protocol);
   if (protocol != CollectiveProtocol::kAuto && named != CollectiveAlgorithm::kRing)
     throw bad("--protocol", "protocols shape the ring only so far; add --algorithm ring");
-  const CollectiveKind kind = parse_flag(kCollectiveKindNames, "--op", q.op);
   if (named && algorithm != CollectiveAlgorithm::kAuto && algorithm != CollectiveAlgorithm::kRing) {
     if (kind != CollectiveKind::kAllReduce)
       throw bad("--algorithm",
@@ -89,8 +194,8 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
     const bool planned = q.algorithm == "pat" || q.algorithm == "nvls-tree";
     throw bad("--algorithm",
               "'" + q.algorithm + (planned ? "' is not supported yet" : "' is not an algorithm") +
-                  ": choose ring, tree, halving-doubling, hierarchical, nvls or auto (what "
-                  "NCCL's cost model would pick among them); PAT and NVLS-tree are not built");
+                  ": choose ring, tree, halving-doubling, hierarchical, nvls or auto (the fastest "
+                  "way NCCL could run it, as dtsim times it); PAT and NVLS-tree are not built");
   }
 
   // One program runs the sizes back to back; the other members are folded by symmetry.
@@ -114,6 +219,13 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
   CollectiveBenchmark result;
   result.ranks = ranks;
   result.engine = t.engine;
+  result.op = std::string(to_string(kind));
+  result.dtype = std::string(to_string(dtype));
+  result.type_name = nccl_tests_type_name(dtype);
+  const bool reduces = kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduce ||
+                       kind == CollectiveKind::kReduceScatter;
+  result.redop = reduces ? "sum" : "none";
+  result.root = kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kReduce ? 0 : -1;
   const double bus_factor = bus_bandwidth_factor(kind, ranks);
   for (size_t i = 0; i < sizes.size(); ++i) {
     const double algbw = times[i] > 0 ? sizes[i].value() / times[i] / 1e9 : 0;
@@ -123,12 +235,33 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
     row.bytes = sizes[i];
     row.count = sizes[i].value() / elem;
     row.algorithm = std::string(to_string(resolved.algorithm));
-    row.protocol = resolved.protocol == CollectiveProtocol::kAuto
-                       ? "none"
-                       : std::string(to_string(resolved.protocol));
+    if (resolved.protocol != CollectiveProtocol::kAuto)
+      row.protocol = std::string(to_string(resolved.protocol));
     row.time_s = times[i];
     row.algbw_GBps = algbw;
     row.busbw_GBps = algbw * bus_factor;
+    if (const auto nccl = nccl_reference_choice(op, g.ranks, c)) {
+      row.nccl_algorithm = std::string(to_string(nccl->algorithm));
+      row.nccl_protocol = std::string(to_string(nccl->protocol));
+      row.nccl_time_s = nccl->time_us * 1e-6;
+    }
+    // Why busbw falls, where it does (a size is never slower per byte without a stated reason).
+    if (i > 0 && row.busbw_GBps < result.rows.back().busbw_GBps) {
+      const CollectiveRow& prev = result.rows.back();
+      if (algorithm_label(prev) != algorithm_label(row))
+        row.note = "busbw dips: switches from " + algorithm_label(prev) + " to " +
+                   algorithm_label(row) + " here";
+      else if (resolved.algorithm == CollectiveAlgorithm::kTree)
+        row.note =
+            "busbw dips: the tree's pipeline chunk count changes with size (NCCL's tree "
+            "chunking)";
+      else if (result.engine == "analytic")
+        row.note = "busbw dips: the same algorithm's closed form grows faster than the size here";
+      else
+        row.note = "busbw dips: the " + result.engine +
+                   " engine's flow-level timing of this size (link sharing and per-flow "
+                   "latency) departs from the closed form";
+    }
     result.rows.push_back(row);
   }
   return result;

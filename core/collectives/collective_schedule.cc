@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <tuple>
 
 #include "core/base/error.h"
 #include "core/collectives/cost_model.h"
@@ -13,10 +14,72 @@
 
 namespace dtsim {
 
+namespace {
+
+// A group's ranks by node in order of first appearance, whatever their counts.
+std::vector<std::vector<Rank>> group_by_node(const std::vector<Rank>& ranks,
+                                             const Cluster& cluster) {
+  std::vector<int> node_order;
+  std::map<int, std::vector<Rank>> by_node;
+  for (Rank r : ranks) {
+    const int n = cluster.node_of(r);
+    if (!by_node.count(n)) node_order.push_back(n);
+    by_node[n].push_back(r);
+  }
+  std::vector<std::vector<Rank>> out;
+  for (int n : node_order) out.push_back(by_node[n]);
+  return out;
+}
+
+// Channels of a ring over nodes holding different numbers of the group's ranks (a group that
+// ends part-way through a node): as many channels as the smallest node has ranks, C; on a node
+// with g ranks channel c leaves through local position floor(c g / C) and enters at the next one,
+// so the channels leave and enter each node through different GPUs, spread over the node, and so
+// through the NICs those GPUs are paired with (Cluster::local_nic_of).
+std::vector<std::vector<Rank>> irregular_ring_channels(
+    const std::vector<std::vector<Rank>>& nodes) {
+  size_t channels = nodes.front().size();
+  for (const auto& node : nodes) channels = std::min(channels, node.size());
+  std::vector<std::vector<Rank>> out;
+  for (size_t c = 0; c < channels; ++c) {
+    std::vector<Rank> order;
+    for (const auto& node : nodes) {
+      const size_t g = node.size(), exit = c * g / channels, entry = (exit + 1) % g;
+      for (size_t j = 0; j < g; ++j) order.push_back(node[(entry + j) % g]);
+    }
+    out.push_back(std::move(order));
+  }
+  return out;
+}
+
+}  // namespace
+
+double ring_nic_count(const std::vector<Rank>& ranks, const Cluster& cluster) {
+  const auto channels = ring_channels(ranks, cluster);
+  // Channels leaving and entering through each NIC, by (node, local NIC, direction).
+  std::map<std::tuple<int, int, bool>, int> load;
+  for (const auto& order : channels)
+    for (size_t i = 0; i < order.size(); ++i) {
+      const Rank a = order[i], b = order[(i + 1) % order.size()];
+      if (cluster.node_of(a) == cluster.node_of(b)) continue;
+      ++load[{cluster.node_of(a), cluster.local_nic_of(a), true}];
+      ++load[{cluster.node_of(b), cluster.local_nic_of(b), false}];
+    }
+  int busiest = 0;
+  for (const auto& [nic, count] : load) busiest = std::max(busiest, count);
+  return busiest == 0 ? 0 : static_cast<double>(channels.size()) / busiest;
+}
+
 std::vector<std::vector<Rank>> ring_channels(const std::vector<Rank>& ranks,
                                              const Cluster& cluster) {
   const auto nodes = ranks_by_node(ranks, cluster);
-  if (nodes.size() <= 1) return {ranks};  // one node, or irregular groups: one ring in rank order
+  if (nodes.empty()) {
+    const auto uneven = group_by_node(ranks, cluster);
+    // A torus ring leaves each node over one cable whatever the channels: one ring in rank order.
+    if (uneven.size() <= 1 || cluster.is_torus()) return {ranks};
+    return irregular_ring_channels(uneven);
+  }
+  if (nodes.size() <= 1) return {ranks};  // one node: one ring in rank order
   const int g = static_cast<int>(nodes.front().size());
   std::vector<std::vector<Rank>> channels;
   for (int c = 0; c < g; ++c) {
@@ -427,40 +490,90 @@ BytesPerSecond ring_cap(const std::optional<NcclSystem>& system, CollectiveProto
   return std::isfinite(cap_GBps) ? BytesPerSecond(cap_GBps * 1e9) : BytesPerSecond(0);
 }
 
-// NCCL's choice restricted to what dtsim builds; nullopt where the model does not apply.
-std::optional<ResolvedCollective> nccl_auto(const CollectiveOp& op, const std::vector<Rank>& ranks,
-                                            const Cluster& cluster) {
+CollectiveProtocol dtsim_protocol(NcclProtocol p) {
+  return p == NcclProtocol::kLL      ? CollectiveProtocol::kLL
+         : p == NcclProtocol::kLL128 ? CollectiveProtocol::kLL128
+                                     : CollectiveProtocol::kSimple;
+}
+
+// Every way NCCL could run this all-reduce that dtsim builds, each as dtsim runs it: the ring under
+// LL, LL128 and Simple with NCCL's base latency and bandwidth cap; the double binary tree (where
+// the group has the same ranks on every node) with the base latency of the protocol NCCL's model
+// would run the tree with at this size; NVLS inside one NVSwitch node. On systems NCCL's model does
+// not cover: the ring, the tree and NVLS without NCCL's per-call terms. In this order; ties keep
+// the first.
+std::vector<ResolvedCollective> auto_candidates(const CollectiveOp& op,
+                                                const std::vector<Rank>& ranks,
+                                                const Cluster& cluster) {
+  const auto system = nccl_system_of(ranks, cluster);
+  const auto nodes = ranks_by_node(ranks, cluster);
+  std::vector<ResolvedCollective> out;
+  if (system) {
+    for (NcclProtocol p : {NcclProtocol::kLL, NcclProtocol::kLL128, NcclProtocol::kSimple}) {
+      const CollectiveProtocol protocol = dtsim_protocol(p);
+      out.push_back(
+          ResolvedCollective{CollectiveAlgorithm::kRing, protocol,
+                             Seconds(nccl_base_latency_us(NcclAlgorithm::kRing, p) * 1e-6),
+                             ring_cap(system, protocol)});
+    }
+  } else {
+    out.push_back(
+        ResolvedCollective{CollectiveAlgorithm::kRing, CollectiveProtocol::kAuto, {}, {}});
+  }
+  // Not on PCIe nodes, where the tree's collective-level decomposition is known to run slower than
+  // its closed form (docs/collectives.md, "The double binary tree"): auto would pick it on a
+  // figure the SimGrid engine does not reproduce.
+  if (!nodes.empty() && !cluster.gpus_on_pcie()) {
+    Seconds base{0};
+    if (system) {
+      std::optional<NcclEstimate> tree;
+      for (const auto& e : nccl_all_reduce_estimates(*system, op.bytes.value()))
+        if (e.algorithm == NcclAlgorithm::kTree && (!tree || e.time_us < tree->time_us)) tree = e;
+      if (tree) base = Seconds(nccl_base_latency_us(NcclAlgorithm::kTree, tree->protocol) * 1e-6);
+    }
+    out.push_back(
+        ResolvedCollective{CollectiveAlgorithm::kTree, CollectiveProtocol::kAuto, base, {}});
+  }
+  // NCCL runs NVLS under Simple only (src/tuning/nvls.cc); dtsim's NVLS has no protocol effect.
+  if (nvls_supported(cluster) && nodes.size() == 1)
+    out.push_back(
+        ResolvedCollective{CollectiveAlgorithm::kNvls,
+                           system ? CollectiveProtocol::kSimple : CollectiveProtocol::kAuto,
+                           {},
+                           {}});
+  return out;
+}
+
+// Algorithm auto for an all-reduce: the fastest candidate under dtsim's closed form; nullopt for
+// other collectives (they run as the ring).
+std::optional<ResolvedCollective> fastest_auto(const CollectiveOp& op,
+                                               const std::vector<Rank>& ranks,
+                                               const Cluster& cluster) {
   if (auto torus = torus_auto(op, ranks, cluster)) return torus;
+  if (op.kind != CollectiveKind::kAllReduce || ranks.size() < 2) return std::nullopt;
+  std::optional<ResolvedCollective> best;
+  Seconds best_time{0};
+  for (const auto& candidate : auto_candidates(op, ranks, cluster)) {
+    const Seconds t = resolved_collective_time(op, ranks, cluster, candidate);
+    if (!best || t < best_time) best = candidate, best_time = t;
+  }
+  return best;
+}
+}  // namespace
+
+std::optional<NcclEstimate> nccl_reference_choice(const CollectiveOp& op,
+                                                  const std::vector<Rank>& ranks,
+                                                  const Cluster& cluster) {
   if (op.kind != CollectiveKind::kAllReduce) return std::nullopt;
   const auto system = nccl_system_of(ranks, cluster);
   if (!system) return std::nullopt;
-  const bool one_node = system->nodes == 1;
-  std::optional<NcclEstimate> best;
-  for (const auto& e : nccl_all_reduce_estimates(*system, op.bytes.value())) {
-    const bool built = e.algorithm == NcclAlgorithm::kRing || e.algorithm == NcclAlgorithm::kTree ||
-                       (e.algorithm == NcclAlgorithm::kNvls && one_node);
-    if (built && (!best || e.time_us < best->time_us)) best = e;
-  }
-  if (!best) return std::nullopt;
-  const Seconds base(nccl_base_latency_us(best->algorithm, best->protocol) * 1e-6);
-  // The tree is modelled without protocol effects (docs/collectives.md), but pays NCCL's base
-  // latency for the protocol NCCL would run it with.
-  if (best->algorithm == NcclAlgorithm::kTree)
-    return ResolvedCollective{CollectiveAlgorithm::kTree, CollectiveProtocol::kAuto, base, {}};
-  const CollectiveProtocol protocol = best->protocol == NcclProtocol::kLL ? CollectiveProtocol::kLL
-                                      : best->protocol == NcclProtocol::kLL128
-                                          ? CollectiveProtocol::kLL128
-                                          : CollectiveProtocol::kSimple;
-  if (best->algorithm == NcclAlgorithm::kNvls)
-    return ResolvedCollective{CollectiveAlgorithm::kNvls, protocol, base, {}};
-  return ResolvedCollective{CollectiveAlgorithm::kRing, protocol, base, ring_cap(system, protocol)};
+  return nccl_all_reduce_choice(*system, op.bytes.value());
 }
-}  // namespace
 
 ResolvedCollective resolve_collective(const CollectiveOp& op, const std::vector<Rank>& ranks,
                                       const Cluster& cluster) {
   if (op.algorithm == CollectiveAlgorithm::kAuto && op.protocol == CollectiveProtocol::kAuto)
-    if (auto chosen = nccl_auto(op, ranks, cluster)) return *chosen;
+    if (auto chosen = fastest_auto(op, ranks, cluster)) return *chosen;
   ResolvedCollective r{resolve_algorithm(op, ranks, cluster), op.protocol, {}, {}};
   // Protocols shape the ring only; the other algorithms keep their own closed forms.
   if (r.algorithm != CollectiveAlgorithm::kRing) r.protocol = CollectiveProtocol::kAuto;
@@ -477,7 +590,7 @@ ResolvedCollective resolve_collective(const CollectiveOp& op, const std::vector<
 CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<Rank>& ranks,
                                       const Cluster& cluster) {
   if (op.algorithm == CollectiveAlgorithm::kAuto && op.protocol == CollectiveProtocol::kAuto)
-    if (auto chosen = nccl_auto(op, ranks, cluster)) return chosen->algorithm;
+    if (auto chosen = fastest_auto(op, ranks, cluster)) return chosen->algorithm;
   if (op.kind != CollectiveKind::kAllReduce) return CollectiveAlgorithm::kRing;
   switch (op.algorithm) {
     case CollectiveAlgorithm::kHalvingDoubling:
@@ -842,7 +955,11 @@ CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Ran
       all.push_back(static_cast<int>(s.flows.size()));
       s.flows.push_back(Flow::transfer(sw, Endpoint::gpu(r), per_link));
     }
-    s.flows.push_back(Flow::delay_of(cluster.intra_node.latency / 2.0, all));
+    // The flows carry one GPU link's latency (half a hop, core/hardware/cluster.h); the delay
+    // makes the whole call NCCL's NVLS latency, 25 us (nccl_nvls_latency_us), as the closed form.
+    const Seconds nvls_latency(nccl_nvls_latency_us() * 1e-6);
+    s.flows.push_back(
+        Flow::delay_of(std::max(Seconds(0), nvls_latency - cluster.intra_node.latency / 2.0), all));
     s.steps = 1;
     return s;
   }

@@ -10,7 +10,9 @@
 // - Multi-node rings use one channel per GPU of the group on a node, each carrying S/channels and
 //   leaving the node through a different GPU's NIC, as NCCL spreads its channels over the NICs.
 //   Ring orders rotate per node so that the GPU leaving a node and the GPU entering the next one
-//   have the same local index (same rail on a rail-optimized network).
+//   have the same local index (same rail on a rail-optimized network). A group that ends part-way
+//   through a node has as many channels as its smallest node has ranks (ring_channels), spread
+//   over every NIC its GPUs reach.
 // - Fidelity kChunk emits every step's flows. Fidelity kCollective emits one bulk flow per ring
 //   edge carrying everything that edge moves over the whole collective, all concurrent, plus
 //   (steps - 1) x alpha of latency: N flows instead of steps x N, and concurrent collectives still
@@ -23,8 +25,11 @@
 // - NVLS all-reduce (one node): the switch (a flow endpoint, Endpoint::node_switch) reduces and
 //   multicasts; with NCCL's pipelining each GPU link carries S (1 + 1/n) each way (its data read
 //   for reduction plus its chunk stored for multicast, and the same back), at the NVLS
-//   efficiency: alpha + S (1 + 1/n) / (eta beta). beta is the fabric's usable bandwidth (NCCL's
-//   NVLink figure), to which NCCL applies eta as well.
+//   efficiency, and the call costs NCCL's NVLS latency L = 25 us (hwLat[NVLINK][NVLS], base 0;
+//   core/collectives/nccl_model.h nccl_nvls_latency_us, docs/evidence/nccl-tuning-model.md 1.3):
+//   L + S (1 + 1/n) / (eta beta). beta is the fabric's usable bandwidth (NCCL's NVLink figure), to
+//   which NCCL applies eta as well. The flows carry one link's latency (alpha / 2) and a delay
+//   after them the rest of L.
 // - Tree all-reduce: NCCL's double binary tree, below (TreePlan).
 // - Broadcast and reduce are pipelined chains; all-to-all is pairwise exchange (N-1 steps);
 //   barrier is a zero-byte all-reduce.
@@ -35,6 +40,7 @@
 #include <vector>
 
 #include "core/base/units.h"
+#include "core/collectives/nccl_model.h"
 #include "core/hardware/cluster.h"
 #include "core/hardware/endpoint.h"
 #include "core/ir/program.h"
@@ -86,9 +92,15 @@ struct CollectiveSchedule {
   int steps = 0;
 };
 
-// Ring orders, one per channel (see the contract above).
+// Ring orders, one per channel (see the contract above). A group whose nodes hold different
+// numbers of its ranks (one that ends part-way through a node) gets as many channels as its
+// smallest node has ranks, each leaving and entering every node through a different GPU, spread
+// over the node: NCCL drives every NIC the group's GPUs reach (Cluster::local_nic_of pairs them).
 std::vector<std::vector<Rank>> ring_channels(const std::vector<Rank>& ranks,
                                              const Cluster& cluster);
+// The NICs' worth of bandwidth a multi-node ring over `ranks` drives per node: its channels over
+// the most channels any one NIC carries in one direction (0 inside one node).
+double ring_nic_count(const std::vector<Rank>& ranks, const Cluster& cluster);
 
 // How many flows decompose() would emit at chunk fidelity, without building them.
 double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
@@ -121,15 +133,28 @@ std::optional<TorusAllReducePlan> torus_all_reduce_plan(const std::vector<Rank>&
 
 // What a request runs as. Explicit algorithms fall back to the ring where they do not apply.
 // On a torus network, auto runs an all-reduce as the torus all-reduce (hierarchical) when its
-// closed form is faster than the ring's. Algorithm auto follows NCCL's cost model
-// (core/collectives/nccl_model.h) among the algorithms dtsim builds, on systems that model covers
-// (NVSwitch A100/H100/H200 nodes, whole nodes); elsewhere the ring with the pure alpha-beta model.
+// closed form is faster than the ring's.
+//
+// Algorithm auto (all-reduce) takes the fastest of the ways NCCL could run it that dtsim builds,
+// timed by dtsim's own closed form (resolved_collective_time, core/collectives/cost_model.h): the
+// ring under LL, LL128 and Simple, the double binary tree (not on PCIe nodes), and NVLS inside one
+// NVSwitch node. Where
+// NCCL's cost model covers the system (NVSwitch A100/H100/H200 nodes, whole nodes) each pays NCCL's
+// per-call base latency (the tree: that of the protocol NCCL's model runs the tree with) and the
+// ring NCCL's protocol bandwidth caps; elsewhere the candidates are the ring, tree and NVLS without
+// them. So auto is never slower, under dtsim's timing, than any candidate run explicitly.
+// NCCL's own pick (nccl_reference_choice) can differ where NCCL's model and dtsim's timing
+// disagree; dtsim collective reports it beside auto's (docs/collectives.md). The protocol-free
+// explicit algorithms (ring, halving-doubling, hierarchical without --protocol) are textbook
+// alpha-beta models without NCCL's per-call and protocol costs; auto does not choose them.
+// Collectives other than all-reduce run as the ring.
 //
 // A collective that runs as NCCL would (auto on a system NCCL's model covers, or the ring with an
 // explicit protocol) also pays NCCL's per-call base latency (core/collectives/nccl_model.h
 // nccl_base_latency_us: 6.6-14 us by protocol), once, before its flows; a ring under LL or LL128
 // has its bus bandwidth capped as NCCL caps it (nccl_ring_bus_bandwidth_cap_GBps) where the system
-// is one NCCL's model covers. Explicit algorithms without a protocol stay pure alpha-beta.
+// is one NCCL's model covers. Explicit algorithms without a protocol stay pure alpha-beta (NVLS
+// always pays NCCL's NVLS latency).
 struct ResolvedCollective {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
   CollectiveProtocol protocol = CollectiveProtocol::kAuto;  // kAuto here: no protocol effect
@@ -140,6 +165,12 @@ ResolvedCollective resolve_collective(const CollectiveOp& op, const std::vector<
                                       const Cluster& cluster);
 CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<Rank>& ranks,
                                       const Cluster& cluster);
+// What NCCL's own cost model (core/collectives/nccl_model.h) would pick for this all-reduce among
+// all its algorithms, with its predicted time; nullopt for other collectives and for systems the
+// model does not cover.
+std::optional<NcclEstimate> nccl_reference_choice(const CollectiveOp& op,
+                                                  const std::vector<Rank>& ranks,
+                                                  const Cluster& cluster);
 
 // A protocol's effect on a ring (NCCL src/tuning constants, docs/evidence/nccl-tuning-model.md):
 // per-step latency scales by NCCL's hardware latency for the protocol over its LL latency (the

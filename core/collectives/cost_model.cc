@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/collectives/collective_schedule.h"
+#include "core/collectives/nccl_model.h"
 #include "core/hardware/torus.h"
 
 namespace dtsim {
@@ -77,7 +78,11 @@ LinkCost ring_link(const std::vector<Rank>& ranks, const Cluster& cluster) {
   // On a torus a ring leaves each node over one cable (its next node's), whatever nics_per_node.
   const int ports = cluster.is_torus() ? 1 : cluster.nics();
   const BytesPerSecond node_nics = cluster.usable_nic_bandwidth() * ports;
-  const BytesPerSecond inter = node_nics * node_port_share(ranks_per_node, cluster);
+  BytesPerSecond inter = node_nics * node_port_share(ranks_per_node, cluster);
+  // A group that ends part-way through a node: its channels drive the NICs its GPUs reach, as many
+  // as the busiest NIC allows (ring_nic_count, from the ring's channels and the GPU-NIC pairing).
+  if (!cluster.is_torus() && ranks_by_node(ranks, cluster).empty())
+    inter = cluster.usable_nic_bandwidth() * ring_nic_count(ranks, cluster);
   return {std::max(cluster.network.latency, intra.alpha), std::min(inter, intra.beta)};
 }
 
@@ -110,7 +115,9 @@ Seconds transfer_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
   const double steps_all_reduce = 2.0 * (n - 1);
   const CollectiveAlgorithm algorithm = resolved.algorithm;
   if (algorithm == CollectiveAlgorithm::kNvls)
-    return link.alpha + op.bytes * ((1.0 + 1.0 / n) / nvls_efficiency(cluster)) / link.beta;
+    // NCCL's NVLS latency (25 us, nccl_nvls_latency_us) for the whole call, not a link's hop.
+    return Seconds(nccl_nvls_latency_us() * 1e-6) +
+           op.bytes * ((1.0 + 1.0 / n) / nvls_efficiency(cluster)) / link.beta;
   if (algorithm == CollectiveAlgorithm::kTree)
     // NCCL's double binary tree, pipelined in chunks (core/collectives/collective_schedule.h,
     // TreePlan): sum over the 2h stages of (alpha + b) plus (K - 1) times the slowest stage's b.
@@ -161,11 +168,16 @@ Seconds transfer_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
 
 }  // namespace
 
+Seconds resolved_collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                                 const Cluster& cluster, const ResolvedCollective& resolved) {
+  if (ranks.size() <= 1) return Seconds(0);
+  return resolved.call_latency + transfer_time(op, ranks, cluster, resolved);
+}
+
 Seconds collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
                         const Cluster& cluster) {
   if (ranks.size() <= 1) return Seconds(0);
-  const ResolvedCollective resolved = resolve_collective(op, ranks, cluster);
-  return resolved.call_latency + transfer_time(op, ranks, cluster, resolved);
+  return resolved_collective_time(op, ranks, cluster, resolve_collective(op, ranks, cluster));
 }
 
 Seconds point_to_point_time(Bytes bytes, Endpoint a, Endpoint b, const Cluster& cluster) {

@@ -13,6 +13,8 @@
 //   ResolvedCollective) adds NCCL's per-call base latency to its closed form, and a ring under LL
 //   or LL128 has NCCL's bandwidth cap; explicit algorithms without a protocol are the pure
 //   formulas above.
+// - NVLS pays NCCL's NVLS latency (25 us, core/collectives/nccl_model.h nccl_nvls_latency_us) for
+//   the whole call: 25 us + S (1 + 1/n) / (eta beta).
 // - The same functions give the SimGrid executor its host speeds and the differential tests
 //   their oracle, so there is one definition of each cost.
 #pragma once
@@ -51,6 +53,11 @@ Seconds torus_all_reduce_time(Bytes bytes, const std::vector<Rank>& ranks, const
 
 Seconds collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
                         const Cluster& cluster);
+// The closed form of `op` run as `resolved` says (algorithm, protocol, NCCL's per-call latency and
+// bandwidth cap), without resolving it again: how algorithm auto times its candidates.
+struct ResolvedCollective;
+Seconds resolved_collective_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
+                                 const Cluster& cluster, const ResolvedCollective& resolved);
 Seconds point_to_point_time(Bytes bytes, Endpoint a, Endpoint b, const Cluster& cluster);
 
 // nccl-tests bus-bandwidth factor (reference.md): 2(n-1)/n for all-reduce, (n-1)/n for

@@ -120,6 +120,10 @@ double nccl_base_latency_us(NcclAlgorithm algorithm, NcclProtocol protocol) {
   return 0;
 }
 
+double nccl_nvls_latency_us() {
+  return kNvlsLatNvlink;
+}
+
 double nccl_ring_bus_bandwidth_cap_GBps(const NcclSystem& s, NcclProtocol protocol) {
   switch (protocol) {
     case NcclProtocol::kLL:

@@ -78,6 +78,13 @@ NcclEstimate nccl_all_reduce_choice(const NcclSystem& system, double bytes);
 // hardware latencies.
 double nccl_base_latency_us(NcclAlgorithm algorithm, NcclProtocol protocol);
 
+// NCCL's latency for an NVLS all-reduce inside one node, in us: hwLat[NVLINK][NVLS][Simple] = 25
+// (src/tuning/cost_model.cc ncclTunerConstantsDefaults; v2.28 src/graph/tuning.cc; V20 had 23),
+// with a base latency of 0, so the whole call costs 25 us plus its bytes over the NVLS bandwidth
+// (docs/evidence/nccl-tuning-model.md sections 1 and 1.3). It covers the switch's reduction and
+// multicast round trip, which a per-hop link latency does not.
+double nccl_nvls_latency_us();
+
 // The cap NCCL puts on a ring's bus bandwidth under a protocol (src/tuning/ring.cc), in GB/s: LL at
 // most llMaxBw (141 on one Hopper node, 87.7 on one Ampere node, 39 / 39 / 20.4 on 1 / 2 / 4+
 // nodes' Intel hosts), LL128 at most the ring's channels x perChMaxRingLL128Bw (36.7 Hopper, 20

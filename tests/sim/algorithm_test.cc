@@ -85,13 +85,15 @@ namespace dtsim::testing {
 namespace {
 
 TEST(Nvls, MatchesItsClosedFormOnHopperNodes) {
-  // 8 H100 on NVSwitch: alpha 0.6 us, beta 370.8 GB/s (NCCL's 18 x 20.6 GB/s), NVLS efficiency 0.85
-  // on top of it (NCCL nvls.cc applies it to the NVLink bandwidth its search counts).
+  // 8 H100 on NVSwitch: NCCL's NVLS latency 25 us per call (hwLat[NVLINK][NVLS], base 0;
+  // docs/evidence/nccl-tuning-model.md 1.3), not one 0.6 us hop; beta 370.8 GB/s (NCCL's 18 x 20.6
+  // GB/s), NVLS efficiency 0.85 on top of it (NCCL nvls.cc applies it to the NVLink bandwidth its
+  // search counts).
   const Cluster c = cluster_from("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n");
   ASSERT_TRUE(nvls_supported(c));
   for (int n : {2, 3, 6, 8}) {
-    for (double s : {8.0, 1048576.0, 4294967296.0}) {
-      const double expected = 0.6e-6 + s * (1 + 1.0 / n) / (0.85 * 370.8e9);
+    for (double s : {8.0, 131072.0, 1048576.0, 4294967296.0}) {
+      const double expected = 25e-6 + s * (1 + 1.0 / n) / (0.85 * 370.8e9);
       const Job job = concurrent_collectives(
           {first_ranks(n)}, Bytes(s), 8, CollectiveKind::kAllReduce, CollectiveAlgorithm::kNvls);
       EXPECT_NEAR(analytic_time(job, c), expected, 1e-9 * expected) << n << " " << s;
@@ -109,8 +111,8 @@ TEST(Nvls, MatchesItsClosedFormOnHopperNodes) {
 }
 
 TEST(Nvls, FlowsGoToAndFromTheirNodesSwitch) {
-  // The group on node 1: every GPU sends to node 1's switch and receives from it, then the second
-  // half-hop of latency; the switch is a typed endpoint, never a rank.
+  // The group on node 1: every GPU sends to node 1's switch and receives from it, then the rest of
+  // NCCL's NVLS latency; the switch is a typed endpoint, never a rank.
   const Cluster c = cluster_from(
       "cluster:\n  gpu: H100-SXM\n  nodes: 2\n  gpus_per_node: 8\n  network: {preset: ib-ndr}\n");
   std::vector<Rank> ranks;
@@ -127,8 +129,9 @@ TEST(Nvls, FlowsGoToAndFromTheirNodesSwitch) {
     EXPECT_EQ(s.flows[2 * i + 1].transfer().src, sw);
     EXPECT_EQ(s.flows[2 * i + 1].transfer().dst, gpu);
   }
+  // The flows carry one GPU link's latency (half a hop); the delay brings the call to NCCL's 25 us.
   EXPECT_TRUE(s.flows.back().is_delay());
-  EXPECT_DOUBLE_EQ(s.flows.back().delay().value(), c.intra_node.latency.value() / 2);
+  EXPECT_DOUBLE_EQ(s.flows.back().delay().value(), 25e-6 - c.intra_node.latency.value() / 2);
 }
 
 }  // namespace

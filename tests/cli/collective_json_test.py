@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Validates `dtsim collective --json` against docs/schemas/collective-result.schema.json.
+
+Runs the real dtsim binary for one size, a sweep and a barrier, and checks each object against the
+schema with Python's jsonschema module (Debian's python3-jsonschema; 4.10 or later has the draft
+2020-12 validator). A missing module is a failure, not a skip: the check must run in CI.
+
+Usage: collective_json_test.py DTSIM SOURCE_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+
+try:
+    import jsonschema
+except ImportError:
+    sys.exit("FAIL: Python's jsonschema module is missing; install python3-jsonschema "
+             "(scripts/setup.sh) to run this test")
+
+
+def run(dtsim, args):
+    p = subprocess.run([dtsim, "collective"] + args + ["--json"], capture_output=True, text=True,
+                       timeout=300)
+    if p.returncode != 0:
+        sys.exit(f"FAIL: dtsim collective {' '.join(args)} exited {p.returncode}: {p.stderr}")
+    return json.loads(p.stdout)
+
+
+def main():
+    dtsim, source = sys.argv[1], sys.argv[2]
+    with open(os.path.join(source, "docs", "schemas", "collective-result.schema.json")) as f:
+        schema = json.load(f)
+    validator_class = jsonschema.validators.validator_for(schema)
+    validator_class.check_schema(schema)
+    validator = validator_class(schema)
+    scenario = os.path.join(source, "scenarios", "default.yaml")
+    cases = {
+        "one size": [scenario, "--op", "all-reduce", "--bytes", "1GiB", "--engine", "analytic"],
+        "sweep": [scenario, "--op", "all-reduce", "-b", "8", "-e", "64M", "-f", "4", "--engine",
+                  "analytic"],
+        "sweep on simgrid": [scenario, "--op", "all-gather", "--min-bytes", "1MiB", "--max-bytes",
+                             "4MiB", "--ranks", "12"],
+        "barrier": [scenario, "--op", "barrier", "--engine", "analytic"],
+        "uncovered system": [scenario, "--op", "broadcast", "--bytes", "1MiB", "--set",
+                             "cluster.intra_node=pcie", "--engine", "analytic"],
+    }
+    failures = 0
+    for name, args in cases.items():
+        result = run(dtsim, args)
+        errors = sorted(validator.iter_errors(result), key=lambda e: list(e.path))
+        for e in errors:
+            print(f"FAIL {name}: {'/'.join(map(str, e.path))}: {e.message}")
+        failures += len(errors)
+        # The contract keys (design.md section 5) are reachable in every row.
+        for row in result["rows"]:
+            for key in ("time_s", "algbw_GBps", "busbw_GBps"):
+                if not isinstance(row.get(key), (int, float)):
+                    print(f"FAIL {name}: rows[].{key} missing")
+                    failures += 1
+    one = run(dtsim, cases["one size"])
+    if len(one["rows"]) != 1 or one["rows"][0]["size_bytes"] != 1073741824:
+        print("FAIL one size: expected one row of 1073741824 bytes")
+        failures += 1
+    # A document that breaks the schema is rejected, so the check above can fail.
+    broken = dict(one, rows=[dict(one["rows"][0], time_us=1.0)])
+    if validator.is_valid(broken):
+        print("FAIL: the schema accepts a row with an unknown key")
+        failures += 1
+    if failures:
+        sys.exit(f"FAIL: {failures} problem(s)")
+    print("OK: dtsim collective --json matches docs/schemas/collective-result.schema.json")
+
+
+if __name__ == "__main__":
+    main()
