@@ -61,6 +61,12 @@ void validate(const Plan& plan, std::ostream& out) {
   out << ", data " << par.data.value << (par.data_auto ? " (auto)" : "") << ", expert "
       << par.expert.value << ", ZeRO stage " << par.zero_stage << "; " << s.micro_batches()
       << " micro-batches of " << s.training.micro_batch_size.value << " per replica per step\n";
+  out << "  gradients    " << to_string(s.training.grad_dtype)
+      << (s.training.grad_dtype_auto
+              ? " (auto for " + std::string(to_string(s.training.precision)) + ")"
+              : std::string())
+      << ", buckets of " << format_bytes(s.training.gradient_bucket) << " (the first "
+      << format_bytes(s.training.first_gradient_bucket) << "), reverse layer order\n";
   out << "  placement    order " << to_string(par.placement_order)
       << " (innermost first); rank r runs on node r / " << c.gpus_per_node << ", GPU r % "
       << c.gpus_per_node << "; simulated ranks: " << plan.job.programs.size() << " of "
@@ -91,8 +97,8 @@ void validate(const Plan& plan, std::ostream& out) {
     for (const CollectiveOp* col : found->second) {
       const ResolvedCollective r = resolve_collective(*col, g.ranks, c);
       const std::string how =
-          std::string(to_string(col->kind)) + " " + format_bytes(col->bytes) + ": " +
-          std::string(to_string(r.algorithm)) +
+          std::string(to_string(col->kind)) + " " + format_bytes(col->bytes) + " " +
+          std::string(to_string(col->dtype)) + ": " + std::string(to_string(r.algorithm)) +
           (r.protocol == CollectiveProtocol::kAuto ? std::string()
                                                    : "/" + std::string(to_string(r.protocol)));
       ++seen[how];

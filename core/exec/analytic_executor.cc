@@ -1,13 +1,68 @@
 #include "core/exec/analytic_executor.h"
 
+#include <set>
+
+#include "core/base/units.h"
 #include "core/exec/activity_graph.h"
 
 namespace dtsim {
+namespace {
+
+// Whether any communication of the Job crosses a link the closed forms treat as non-blocking
+// although the network oversubscribes it: a leaf's (or rail's) uplinks, or a pod's.
+struct Crossing {
+  bool leaves = false, pods = false;
+};
+
+Crossing oversubscribed_crossings(const Job& job, const Cluster& cluster) {
+  Crossing c;
+  const bool leaf_limited = cluster.network.oversubscription > 1 && cluster.network_groups() > 1;
+  const bool pod_limited = cluster.has_pods() && cluster.network.pod_oversubscription > 1;
+  if (!leaf_limited && !pod_limited) return c;
+  auto note_pair = [&](Rank a, Rank b) {
+    if (cluster.node_of(a) == cluster.node_of(b)) return;
+    if (leaf_limited && cluster.network_group(a) != cluster.network_group(b)) c.leaves = true;
+    if (pod_limited && cluster.pod_of(a) != cluster.pod_of(b)) c.pods = true;
+  };
+  std::set<GroupId> groups;
+  for (const Program& p : job.programs)
+    for (const auto& stream : p.streams)
+      for (const Op& op : stream.ops) {
+        if (const auto* col = std::get_if<CollectiveOp>(&op.body))
+          groups.insert(col->group);
+        else if (const auto* send = std::get_if<SendOp>(&op.body))
+          note_pair(p.rank, send->peer);
+      }
+  for (GroupId id : groups) {
+    const auto& ranks = job.group(id).ranks;
+    for (size_t i = 1; i < ranks.size(); ++i) note_pair(ranks.front(), ranks[i]);
+  }
+  return c;
+}
+
+}  // namespace
 
 Trace AnalyticExecutor::run(const Job& job, const Cluster& nominal, const RunOptions& options) {
   const Cluster cluster = apply_perturbations(nominal, options);
   const ActivityGraph graph = lower(job, cluster, options.iterations, CollectiveBody::kClosedForm);
-  return trace_from_times(graph, job, finish_times_without_contention(graph, cluster), name());
+  Trace trace =
+      trace_from_times(graph, job, finish_times_without_contention(graph, cluster), name());
+  // The closed forms run every flow at its NIC's rate; an oversubscribed switch level is a
+  // contention effect, which only the simgrid engine models.
+  const Crossing crossing = oversubscribed_crossings(job, cluster);
+  if (crossing.leaves)
+    trace.notes.push_back(
+        "the analytic engine does not model the network's " +
+        format_number("%g", cluster.network.oversubscription) +
+        ":1 oversubscription: traffic between leaf switches runs at the full NIC rate here, so "
+        "communication across leaves may take longer than shown; the simgrid engine models it");
+  if (crossing.pods)
+    trace.notes.push_back(
+        "the analytic engine does not model the " +
+        format_number("%g", cluster.network.pod_oversubscription) +
+        ":1 oversubscription above the pods: traffic between pods runs at the full NIC rate "
+        "here; the simgrid engine models it");
+  return trace;
 }
 
 }  // namespace dtsim

@@ -6,6 +6,8 @@
 //   overlap.
 // - Memory: per simulated rank, the peak of live bytes and the split by category at that peak.
 // - Simulator traces contain no wall-clock times, so identical inputs give identical traces.
+// - notes: the approximations the engine made for this run that change its answer (one
+//   sentence each, addressed to the user), for reports to print with the result.
 #pragma once
 
 #include <array>
@@ -41,6 +43,7 @@ struct Trace {
   std::vector<Span> spans;
   std::vector<RankMemory> memory;
   std::vector<Seconds> iteration_end;  // end of each iteration, max over ranks
+  std::vector<std::string> notes;      // approximations made (see the contract above)
   Seconds makespan() const { return iteration_end.empty() ? Seconds(0) : iteration_end.back(); }
 };
 

@@ -20,6 +20,10 @@ void bind_training(const Reader& r, const ParallelismConfig& par, TrainingConfig
   t.optimizer = kOptimizerNames.from_valid(r.value<std::string>("training.optimizer"));
   t.gradient_bucket = r.value<Bytes>("training.gradient_bucket");
   t.first_gradient_bucket = r.value<Bytes>("training.first_gradient_bucket");
+  const std::string grad_dtype = r.value<std::string>("training.grad_dtype");
+  t.grad_dtype_auto = grad_dtype == "auto";
+  t.grad_dtype =
+      t.grad_dtype_auto ? default_grad_dtype(t.precision) : kDTypeNames.from_valid(grad_dtype);
   t.overlap_grad_reduce = r.value<bool>("training.overlap_grad_reduce");
   t.flash_attention = r.value<bool>("training.flash_attention");
   t.runtime_reserve = r.value<Bytes>("training.runtime_reserve");

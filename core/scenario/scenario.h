@@ -107,6 +107,10 @@ struct TrainingConfig {
   Optimizer optimizer = Optimizer::kAdam;
   Bytes gradient_bucket{25.0 * 1024 * 1024};
   Bytes first_gradient_bucket{1.0 * 1024 * 1024};
+  // Precision gradients are accumulated, stored and reduced in (training.grad_dtype), resolved:
+  // `auto` is default_grad_dtype(precision) and sets grad_dtype_auto.
+  DType grad_dtype = DType::kFp32;
+  bool grad_dtype_auto = true;
   bool overlap_grad_reduce = true;
   bool flash_attention = false;
   // CUDA context, library workspaces and allocator slack held outside the modelled tensors.
@@ -114,6 +118,17 @@ struct TrainingConfig {
   std::string sync = "synchronous";
   std::string compression = "none";
 };
+
+// What `grad_dtype: auto` resolves to: fp16 training keeps fp16 gradients; every other precision
+// accumulates and reduces them in fp32. Sources: Megatron-LM (megatron/training/arguments.py,
+// validate_args: --bf16 forces accumulate_allreduce_grads_in_fp32; fp16 leaves it off) and
+// NeMo's bf16_mixed / fp16_mixed recipes (grad_reduce_in_fp32 true / false); PyTorch AMP keeps
+// fp32 parameters, so their gradients are fp32; fp8 runs with bf16 parameters (Transformer
+// Engine under Megatron-LM's --bf16), so it follows bf16; fp32 and tf32 training has fp32
+// gradients.
+constexpr DType default_grad_dtype(DType precision) {
+  return precision == DType::kFp16 ? DType::kFp16 : DType::kFp32;
+}
 
 struct SimulateConfig {
   std::string engine = "simgrid";  // a registered engine (core/scenario/engine_choices.h)

@@ -303,11 +303,22 @@ SchemaNode build_schema() {
        choice("optimizer", kOptimizerNames.names(), "optimizer",
               std::string(to_string(Optimizer::kAdam))),
        positive(leaf("gradient_bucket", ValueType::kBytes,
-                     "gradient all-reduce bucket size (PyTorch DDP default)", "25MiB"),
+                     "gradient bucket size: gradients, taken in reverse layer order, are packed "
+                     "into buckets of this many bytes (a layer split across buckets where "
+                     "needed), each all-reduced (reduce-scattered under ZeRO 1-2) once backward "
+                     "has produced all of it (PyTorch DDP's bucket_cap_mb, 25 MiB by default)",
+                     "25MiB"),
                 1e15),
        positive(leaf("first_gradient_bucket", ValueType::kBytes,
-                     "size of the first bucket (PyTorch DDP uses 1 MiB)", "1MiB"),
+                     "size of the first gradient bucket, the last layers' (PyTorch DDP uses 1 MiB)",
+                     "1MiB"),
                 1e15),
+       choice("grad_dtype", {"auto", "fp32", "bf16", "fp16"},
+              "precision gradients are accumulated, stored and reduced in: bytes per parameter "
+              "in memory and on the data-parallel all-reduce or reduce-scatter; auto = fp16 "
+              "when precision is fp16, fp32 otherwise (Megatron-LM accumulates and reduces "
+              "bf16 training's gradients in fp32; PyTorch AMP's gradients are fp32)",
+              "auto"),
        leaf("overlap_grad_reduce", ValueType::kBool,
             "overlap gradient all-reduce with the rest of backward", "true"),
        sync, compression});

@@ -6,6 +6,10 @@ double weight_bytes_per_parameter(DType precision) {
   return training_bytes_per_element(precision);
 }
 
+double gradient_bytes_per_parameter(DType grad_dtype) {
+  return bytes_per_element(grad_dtype);
+}
+
 double optimizer_bytes_per_parameter(DType precision, Optimizer optimizer) {
   // fp32 master weights, unless the training tensors are fp32 already.
   const double master = training_bytes_per_element(precision) < 4 ? 4.0 : 0.0;
@@ -20,11 +24,11 @@ double optimizer_bytes_per_parameter(DType precision, Optimizer optimizer) {
   return master + 8.0;
 }
 
-ModelStateBytes model_state_bytes(double parameters, DType precision, Optimizer optimizer,
-                                  int zero_stage, int data_parallel) {
+ModelStateBytes model_state_bytes(double parameters, DType precision, DType grad_dtype,
+                                  Optimizer optimizer, int zero_stage, int data_parallel) {
   const double nd = data_parallel > 0 ? data_parallel : 1;
   const double w = weight_bytes_per_parameter(precision) * parameters;
-  const double g = weight_bytes_per_parameter(precision) * parameters;
+  const double g = gradient_bytes_per_parameter(grad_dtype) * parameters;
   const double k = optimizer_bytes_per_parameter(precision, optimizer) * parameters;
   ModelStateBytes m;
   m.weights = Bytes(zero_stage >= 3 ? w / nd : w);

@@ -7,9 +7,13 @@
 // - fp32/tf32 training: 4 B weights, 4 B gradients; Adam K = 8 (momentum, variance; the weights
 //   are already fp32), SGD with momentum K = 4, Adafactor K = 4 x (factored second moments
 //   are O(rows + cols), taken as negligible; its first moment is off by default) -> K = 0.
-// - 16-bit and fp8 training: 2 B weights and gradients (fp8 GEMMs keep bf16 weights and
-//   gradients, as Transformer Engine does); fp32 master weights add 4 B to K: Adam K = 12,
-//   SGD K = 8, Adafactor K = 4.
+// - 16-bit and fp8 training: 2 B weights (fp8 GEMMs keep bf16 weights, as Transformer Engine
+//   does); fp32 master weights add 4 B to K: Adam K = 12, SGD K = 8, Adafactor K = 4.
+// - Gradients take the bytes of training.grad_dtype (bytes_per_element): the paper's 2 B with
+//   16-bit gradients, 4 B with fp32 ones, which is Megatron-LM's bf16 default (its distributed
+//   optimizer's table, docs/source/distrib_optimizer.md: "bf16 param, fp32 grads" = 2 + 4 + 12 =
+//   18 B/param without ZeRO, 6 + 12/d with the optimizer sharded). The optimizer states do not
+//   depend on it.
 // The ZeRO stage divides optimizer states (stage >= 1), gradients (>= 2) and weights (3) by the
 // data-parallel size.
 #pragma once
@@ -29,10 +33,12 @@ struct ModelStateBytes {
 
 // Bytes per parameter of the optimizer states (K in the ZeRO paper).
 double optimizer_bytes_per_parameter(DType precision, Optimizer optimizer);
-// Bytes per parameter of the weights and of the gradients as stored and communicated.
+// Bytes per parameter of the weights as stored and communicated.
 double weight_bytes_per_parameter(DType precision);
+// Bytes per parameter of the gradients as accumulated and reduced (training.grad_dtype).
+double gradient_bytes_per_parameter(DType grad_dtype);
 
-ModelStateBytes model_state_bytes(double parameters, DType precision, Optimizer optimizer,
-                                  int zero_stage, int data_parallel);
+ModelStateBytes model_state_bytes(double parameters, DType precision, DType grad_dtype,
+                                  Optimizer optimizer, int zero_stage, int data_parallel);
 
 }  // namespace dtsim

@@ -27,9 +27,14 @@
 //
 // ZeRO (Rajbhandari et al. 2020): stage 0 all-reduces gradients; stages 1 and 2 reduce-scatter
 // them and all-gather the updated weights after the optimizer step (Megatron-LM's distributed
-// optimizer): the same 2Ψ of traffic; stage 3 also all-gathers each layer's weights before its
-// forward and its backward, for every micro-batch, and reduce-scatters its gradients after
-// every backward: 3Ψ per micro-batch (DeepSpeed's ZeRO-3 keeps gradients sharded throughout).
+// optimizer): the same 2Ψ of traffic with 16-bit gradients; stage 3 also all-gathers each
+// layer's weights before its forward and its backward, for every micro-batch, and
+// reduce-scatters its gradients after every backward: 3Ψ per micro-batch (DeepSpeed's ZeRO-3
+// keeps gradients sharded throughout; its unit is one layer, not a DDP bucket).
+//
+// Gradient precision (training.grad_dtype): gradients are stored and reduced in it, so with fp32
+// gradients the all-reduce and reduce-scatter carry 4 B per parameter while the weight
+// all-gathers stay in the training precision.
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -135,6 +140,7 @@ class StepBuilder {
         m_(narrow<int>(sc.micro_batches(), "micro-batches per replica")),
         zero_(sc.parallelism.zero_stage),
         dtype_(sc.training.precision),
+        grad_dtype_(sc.training.grad_dtype),
         chunks_(pipeline_chunks(model, p_, v_, sc.parallelism.layers_per_stage)) {
     job_.world_size = sc.cluster.total_gpus();
     for (const auto& l : model.layers)
@@ -471,7 +477,8 @@ class StepBuilder {
           Op& rs = r.p.append(
               r.grad_comm,
               CollectiveOp{CollectiveKind::kReduceScatter, part.group,
-                           Bytes(part.params(l) * weight_bytes_per_parameter(dtype_)), dtype_},
+                           Bytes(part.params(l) * gradient_bytes_per_parameter(grad_dtype_)),
+                           grad_dtype_},
               Label{l.name + ".zero3_reduce_scatter", i, mb, Phase::kGradientSync});
           rs.waits.push_back(r.last_layer_end);
         }
@@ -517,7 +524,7 @@ class StepBuilder {
   // Stage 0 all-reduces a bucket; stages 1-2 reduce-scatter it (the distributed optimizer).
   CollectiveOp gradient_collective(const Part& part, Bytes bytes) const {
     return CollectiveOp{zero_ == 0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter,
-                        part.group, bytes, dtype_};
+                        part.group, bytes, grad_dtype_};
   }
 
   static Label bucket_label(const Part& part, int chunk, size_t k, const GradientBucket& b,
@@ -567,7 +574,7 @@ class StepBuilder {
 
     // This rank's layers, its gradient buckets and its model state.
     double kernels_per_micro_batch = 0;
-    const double grad_bytes = weight_bytes_per_parameter(dtype_);
+    const double grad_bytes = gradient_bytes_per_parameter(grad_dtype_);
     Bytes largest_bucket{0};
     std::vector<double> part_params(r.parts.size(), 0.0);
     for (auto& part : r.parts) part.buckets.assign(chunks_.size(), {});
@@ -582,6 +589,24 @@ class StepBuilder {
                                                        3);  // + stash, recompute, free events
       }
       for (auto& part : r.parts) {
+        double chunk_bytes = 0;
+        for (int i = range.first; i <= range.last; ++i)
+          chunk_bytes += std::max(0.0, part.params(model_.layers[static_cast<size_t>(i)]));
+        chunk_bytes *= grad_bytes;
+        const double count =
+            gradient_bucket_count(chunk_bytes, tr.first_gradient_bucket, tr.gradient_bucket);
+        if (count > kMaxGradientBuckets)
+          throw InputError(
+              Diagnostic{sc_.entries.count("training.gradient_bucket")
+                             ? sc_.entries.at("training.gradient_bucket").where
+                             : SourceLocation{sc_.file, 0, 0},
+                         "training.gradient_bucket",
+                         format_bytes(Bytes(chunk_bytes)) + " of gradients in buckets of " +
+                             format_bytes(tr.gradient_bucket) + " would make about " +
+                             std::to_string(static_cast<int64_t>(count)) +
+                             " buckets on one rank; dtsim handles at most " +
+                             std::to_string(static_cast<int64_t>(kMaxGradientBuckets)) +
+                             ". Raise training.gradient_bucket"});
         auto& buckets = part.buckets[static_cast<size_t>(c)];
         buckets =
             assign_gradient_buckets(model_, range.first, range.last, grad_bytes,
@@ -604,8 +629,8 @@ class StepBuilder {
     ModelStateBytes state;
     double optimizer_shard = 0;  // parameters whose optimizer step this rank runs
     for (size_t k = 0; k < r.parts.size(); ++k) {
-      const ModelStateBytes s_k =
-          model_state_bytes(part_params[k], dtype_, tr.optimizer, zero_, r.parts[k].size);
+      const ModelStateBytes s_k = model_state_bytes(part_params[k], dtype_, grad_dtype_,
+                                                    tr.optimizer, zero_, r.parts[k].size);
       state.weights += s_k.weights;
       state.gradients += s_k.gradients;
       state.optimizer += s_k.optimizer;
@@ -640,7 +665,8 @@ class StepBuilder {
       Op& ar = r.p.append(
           r.grad_comm,
           CollectiveOp{CollectiveKind::kAllReduce, groups.embedding,
-                       Bytes(tied_parameters_ * weight_bytes_per_parameter(dtype_)), dtype_},
+                       Bytes(tied_parameters_ * gradient_bytes_per_parameter(grad_dtype_)),
+                       grad_dtype_},
           Label{"tied_embedding_grad_all_reduce", -1, -1, Phase::kGradientSync});
       ar.waits.push_back(done);
     }
@@ -649,9 +675,12 @@ class StepBuilder {
     // states of this rank's shard and writes them back.
     auto& comm_ops = r.p.streams[static_cast<size_t>(r.grad_comm)].ops;
     const EventId comm_done = comm_ops.empty() ? -1 : mark_end(r.p, r.grad_comm);
+    // Per parameter: gradients read, 16-bit (or fp32) weights written, optimizer states
+    // (master weights included) read and written.
     const double state_bytes =
-        optimizer_shard * (2 * weight_bytes_per_parameter(dtype_) +
-                           2 * optimizer_bytes_per_parameter(dtype_, tr.optimizer));
+        optimizer_shard *
+        (gradient_bytes_per_parameter(grad_dtype_) + weight_bytes_per_parameter(dtype_) +
+         2 * optimizer_bytes_per_parameter(dtype_, tr.optimizer));
     // fp16 needs dynamic loss scaling (Micikevicius et al. 2018): before the step every local
     // gradient is checked for inf/NaN and unscaled (PyTorch's fused
     // _amp_foreach_non_finite_check_and_unscale_: one read and one write), and the overflow
@@ -693,6 +722,7 @@ class StepBuilder {
   RankLayout layout_;
   int t_, p_, v_, d_, cp_, ep_, m_, zero_;
   DType dtype_;
+  DType grad_dtype_;  // training.grad_dtype, resolved
   std::vector<ChunkRange> chunks_;
   double tied_parameters_ = 0;    // the largest layer's tied (shared) parameters
   Bytes boundary_bytes_{0};       // one send between stages, per TP rank

@@ -30,16 +30,24 @@ namespace dtsim {
 
 // One gradient bucket: the layers whose gradients it holds and its size.
 struct GradientBucket {
-  int first_layer = 0;  // lowest layer index in the bucket
+  int first_layer = 0;  // lowest layer index in the bucket; backward reaches it last
   int last_layer = 0;   // highest layer index; backward reaches it first
   Bytes bytes{0};
 };
 
-// PyTorch DDP's bucketing (torch/csrc/distributed/c10d/reducer.cpp,
-// compute_bucket_assignment_by_size): parameters are taken in reverse layer order, the order
-// their gradients become ready in backward, and a bucket closes once it holds at least its cap.
-// The first bucket's cap is first_cap (1 MiB in DDP), later ones use cap (25 MiB). A bucket is
-// ready when the backward of its lowest layer ends. Granularity here is a whole layer.
+// PyTorch DDP's bucketing (torch/nn/parallel/distributed.py: bucket_cap_mb = 25 and
+// _DEFAULT_FIRST_BUCKET_BYTES = 1 MiB; torch/csrc/distributed/c10d/reducer.cpp,
+// compute_bucket_assignment_by_size): parameters are taken in reverse order, the order their
+// gradients become ready in backward, and packed into buckets of `cap` bytes, the first one of
+// `first_cap`. A layer whose gradients do not fit in what is left of the open bucket is split:
+// it fills that bucket and continues in the next ones. A bucket is ready, and its collective may
+// start, once the backward of its lowest layer (first_layer) has ended: every layer whose
+// gradients it holds is then done.
+// Granularity: the layer graph has no per-tensor sizes, so a bucket closes at exactly its cap
+// (DDP closes it at the first tensor that reaches the cap, overshooting by under one tensor).
+// Megatron-LM's own DDP (a contiguous gradient buffer cut into buckets of `bucket_size`
+// parameters, with no small first bucket) is a different rule; dtsim has no Megatron framework
+// profile, so these are DDP's buckets for every scenario.
 std::vector<GradientBucket> assign_gradient_buckets(const ModelGraph& model,
                                                     double grad_bytes_per_param, Bytes first_cap,
                                                     Bytes cap);
@@ -51,6 +59,10 @@ std::vector<GradientBucket> assign_gradient_buckets(
     const std::function<double(const Layer&)>& params_of = [](const Layer& l) {
       return l.parameters;
     });
+// How many buckets assign_gradient_buckets makes of `gradient_bytes` (to bound them first).
+double gradient_bucket_count(double gradient_bytes, Bytes first_cap, Bytes cap);
+// The most gradient buckets one rank may have; more is an InputError naming the bucket size.
+inline constexpr double kMaxGradientBuckets = 1e6;
 
 // The largest step a strategy builds (ops per simulated rank); larger inputs are an InputError.
 inline constexpr double kMaxOpsPerStep = 20e6;

@@ -173,7 +173,10 @@ TEST(Validate, ShowsPlacementAndTheCollectivesAutoPicks) {
   EXPECT_NE(text.find("group dp: [0, 1, 2, 3, 4, 5, 6, 7], spans 1 node(s)"), std::string::npos)
       << text;
   // One H100 node: NCCL's model picks NVLS for these large gradient buckets.
-  EXPECT_NE(text.find("all-reduce 96.05 MiB: nvls/Simple"), std::string::npos) << text;
+  // DDP's buckets: the first 1 MiB, then 25 MiB ones, of fp32 gradients (grad_dtype auto).
+  EXPECT_NE(text.find("1 x all-reduce 1.00 MiB fp32: ring/LL"), std::string::npos) << text;
+  EXPECT_NE(text.find("x all-reduce 25.00 MiB fp32: nvls/Simple"), std::string::npos) << text;
+  EXPECT_NE(text.find("gradients    fp32 (auto for bf16)"), std::string::npos) << text;
   EXPECT_NE(text.find("valid: "), std::string::npos);
 }
 

@@ -85,14 +85,17 @@ simulate: {engine: analytic}
 // ---------------------------------------------------------------------------------------------
 // ZeRO: per-device model-state bytes for a 7.5B-parameter model, mixed-precision Adam (K = 12),
 // against Rajbhandari et al. 2020, Table 1, through the whole pipeline (the memory events of
-// the built program, timed by the analytic engine).
+// the built program, timed by the analytic engine). The paper's table has 16-bit gradients
+// (2 + 2 + K bytes per parameter), so these scenarios set grad_dtype to bf16; fp32 gradients
+// (the bf16 default) are checked against Megatron-LM's distributed-optimizer table below.
 
-std::string zero_yaml(int nd, int stage) {
+std::string zero_yaml(int nd, int stage, const std::string& grad_dtype = "bf16") {
   return "cluster:\n  gpu: A100-SXM-80GB\n  nodes: " + std::to_string((nd + 7) / 8) +
          "\n  gpus_per_node: " + std::to_string(std::min(nd, 8)) +
          "\nmodel: {preset: unused}\nparallelism: {zero_stage: " + std::to_string(stage) +
          "}\ntraining: {global_batch_size: " + std::to_string(nd) +
-         ", micro_batch_size: 1, precision: bf16, optimizer: adam}\n"
+         ", micro_batch_size: 1, precision: bf16, optimizer: adam, grad_dtype: " + grad_dtype +
+         "}\n"
          "simulate: {engine: analytic}\n";
 }
 
@@ -106,8 +109,8 @@ struct StateBytes {
   double total() const { return weights + gradients + optimizer; }
 };
 
-StateBytes simulated_state(int nd, int stage) {
-  const Scenario sc = load_scenario_text(zero_yaml(nd, stage), "zero.yaml");
+StateBytes simulated_state(int nd, int stage, const std::string& grad_dtype = "bf16") {
+  const Scenario sc = load_scenario_text(zero_yaml(nd, stage, grad_dtype), "zero.yaml");
   const ModelGraph g = seven_and_a_half_billion();
   const Job job = build_job(g, sc);
   const Trace trace = AnalyticExecutor().run(job, Cluster(sc.cluster), RunOptions{});
@@ -132,6 +135,24 @@ TEST(ZeroMemory, ModelStatesEqualTheZeroFormulas) {
       const StateBytes s = simulated_state(nd, stage);
       std::printf("%6d  %5d  %11.3f  %13.3f\n", nd, stage, s.total() / 1e9, formula / 1e9);
       EXPECT_DOUBLE_EQ(s.total(), formula) << "N_d=" << nd << " stage " << stage;
+    }
+}
+
+// bf16 training with fp32 gradients (grad_dtype auto: Megatron-LM's default for bf16): 2 B
+// weights, 4 B gradients, K = 12, as Megatron-LM's docs/source/distrib_optimizer.md counts them
+// ("bf16 param, fp32 grads": 18 B/param, 6 + 12/d with the distributed optimizer).
+TEST(ZeroMemory, Fp32GradientsTakeFourBytesPerParameter) {
+  const double psi = 7.5e9, k = 12;
+  for (int nd : {1, 16, 256})
+    for (int stage = 0; stage <= 3; ++stage) {
+      const double formula = stage == 0   ? (2 + 4 + k) * psi
+                             : stage == 1 ? (2 + 4) * psi + k * psi / nd
+                             : stage == 2 ? 2 * psi + (4 + k) * psi / nd
+                                          : (2 + 4 + k) * psi / nd;
+      const StateBytes s = simulated_state(nd, stage, "auto");
+      EXPECT_DOUBLE_EQ(s.total(), formula) << "N_d=" << nd << " stage " << stage;
+      EXPECT_DOUBLE_EQ(s.gradients, stage >= 2 ? 4 * psi / nd : 4 * psi);
+      EXPECT_DOUBLE_EQ(simulated_state(nd, stage, "fp32").total(), formula);
     }
 }
 
@@ -246,6 +267,32 @@ TEST(Traffic, ZeroThreeMovesOneAndAHalfTimesDataParallel) {
   EXPECT_DOUBLE_EQ(moved[2], 2 * psi_bytes);
   EXPECT_DOUBLE_EQ(moved[3], 3 * psi_bytes);
   EXPECT_DOUBLE_EQ(moved[3] / moved[0], 1.5);
+}
+
+// fp32 gradients double the gradient traffic, not the weight all-gathers: stage 0 all-reduces
+// 4Ψ bytes (8Ψ moved), stages 1-2 reduce-scatter 4Ψ and all-gather 2Ψ of bf16 weights; stage
+// 3 gathers 2Ψ twice and reduce-scatters 4Ψ. The collectives carry the fp32 dtype.
+TEST(Traffic, Fp32GradientsAreReducedInFp32) {
+  const ModelGraph g = seven_and_a_half_billion();
+  const double psi = 7.5e9;
+  std::map<int, double> moved;
+  for (int stage = 0; stage <= 3; ++stage) {
+    const Scenario sc = load_scenario_text(zero_yaml(64, stage, "auto"), "zero.yaml");
+    ASSERT_EQ(sc.training.grad_dtype, DType::kFp32);
+    const Job job = build_job(g, sc);
+    moved[stage] = zero_traffic(job);
+    for (const auto& st : job.programs.front().streams)
+      for (const auto& op : st.ops)
+        if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
+          if (c->kind != CollectiveKind::kAllGather && job.group(c->group).name == "dp") {
+            EXPECT_EQ(c->dtype, DType::kFp32) << op.label.name;
+          }
+        }
+  }
+  EXPECT_DOUBLE_EQ(moved[0], 8 * psi);
+  EXPECT_DOUBLE_EQ(moved[1], 6 * psi);
+  EXPECT_DOUBLE_EQ(moved[2], 6 * psi);
+  EXPECT_DOUBLE_EQ(moved[3], 8 * psi);
 }
 
 // Expert parallelism (Megatron-Core's all-to-all dispatcher): per MoE layer and micro-batch, a
@@ -381,8 +428,9 @@ TEST(Traffic, TiedEmbeddingsAreSyncedBetweenFirstAndLastStage) {
       EXPECT_TRUE(first_bytes.empty());
       continue;
     }
-    EXPECT_DOUBLE_EQ(first_bytes.at(CollectiveKind::kAllReduce), 2 * shard);
-    EXPECT_DOUBLE_EQ(last_bytes.at(CollectiveKind::kAllReduce), 2 * shard);
+    // fp32 gradients (bf16 training's grad_dtype auto): 4 B per parameter.
+    EXPECT_DOUBLE_EQ(first_bytes.at(CollectiveKind::kAllReduce), 4 * shard);
+    EXPECT_DOUBLE_EQ(last_bytes.at(CollectiveKind::kAllReduce), 4 * shard);
     // The last stage's weights: its blocks, final norm and the tied copy (bf16, 2 B each).
     double params = shard;
     const ModelGraph g = models::shard_from_scenario(plan.scenario);
