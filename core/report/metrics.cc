@@ -141,7 +141,8 @@ std::vector<CommGroupVolume> communication_volume(const Job& job, int pipeline) 
 }  // namespace
 
 bool is_block(const Layer& layer) {
-  return layer.kind == "transformer" || layer.kind == "conv" || layer.kind == "fc";
+  return layer.kind == "transformer" || layer.kind == "residual" || layer.kind == "inception" ||
+         layer.kind == "conv" || layer.kind == "fc";
 }
 
 LayerCounts count_layers(const ModelGraph& model) {
@@ -149,10 +150,13 @@ LayerCounts count_layers(const ModelGraph& model) {
   for (const auto& l : model.layers) {
     if (is_block(l)) {
       ++c.blocks;
-      if (c.block_kind.empty())
-        c.block_kind = l.kind;
-      else if (c.block_kind != l.kind && c.block_kind != "mixed")
-        c.block_kind = "mixed";
+      auto it = std::find_if(c.per_kind.begin(), c.per_kind.end(),
+                             [&](const auto& k) { return k.first == l.kind; });
+      if (it == c.per_kind.end())
+        c.per_kind.emplace_back(l.kind, 1);
+      else
+        ++it->second;
+      c.block_kind = c.per_kind.size() == 1 ? l.kind : "mixed";
     } else {
       c.other.push_back(OtherLayer{l.name, l.kind, l.parameters});
     }

@@ -17,7 +17,8 @@
 //   peers; a GPU outside the groups that talk counts as 0); `count` is the operations per step
 //   of the GPU that issues the most.
 // - Layers: `blocks` counts the repeated blocks (transformer layers; conv or fc layers for
-//   CNNs and MLPs); embedding, final norm, pooling and the head are listed apart.
+//   ResNet's residual and Inception's mixed blocks, VGG's conv and fc layers, an MLP's hidden
+//   layers); the stem, embedding, final norm, pooling and the head are listed apart.
 // - FLOPs: model FLOPs are the architecture's forward+backward GEMM and attention FLOPs over
 //   the global batch (Narayanan et al. 2021); hardware FLOPs add recomputation. MFU and HFU
 //   divide by step time x GPUs x dense peak at the training precision.
@@ -25,6 +26,7 @@
 
 #include <array>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/ir/model_graph.h"
@@ -70,7 +72,8 @@ struct OtherLayer {
 // The layers users count: blocks, and the rest by name.
 struct LayerCounts {
   int64_t blocks = 0;
-  std::string block_kind;  // "transformer", "conv", "fc"
+  std::string block_kind;  // "transformer", "residual", "inception", "conv", "fc"; or "mixed"
+  std::vector<std::pair<std::string, int64_t>> per_kind;  // blocks by kind, in graph order
   std::vector<OtherLayer> other;
 };
 // Whether a layer of this kind is a repeated block (see the contract above).

@@ -141,8 +141,14 @@ std::string format_count(double n) {
 
 std::string describe_layers(const LayerCounts& c) {
   std::string s = std::to_string(c.blocks) + " " +
-                  (c.block_kind.empty() ? "" : c.block_kind + " ") +
+                  (c.per_kind.size() == 1 ? c.block_kind + " " : std::string()) +
                   (c.blocks == 1 ? "block" : "blocks");
+  if (c.per_kind.size() > 1) {
+    s += " (";
+    for (size_t i = 0; i < c.per_kind.size(); ++i)
+      s += (i ? ", " : "") + std::to_string(c.per_kind[i].second) + " " + c.per_kind[i].first;
+    s += ")";
+  }
   if (!c.other.empty()) {
     s += " (+ ";
     for (size_t i = 0; i < c.other.size(); ++i) s += (i ? ", " : "") + c.other[i].name;

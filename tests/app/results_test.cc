@@ -338,6 +338,18 @@ TEST(Results, LayersAreTransformerBlocksWithEmbeddingAndHeadApart) {
   EXPECT_GT(j["model"]["other_layers"][0]["parameters"].get<double>(), 1e8);  // 51200 x 2048
 }
 
+TEST(Results, CnnLayersAreTheirBlocks) {
+  const auto describe = [](const std::string& preset) {
+    const models::ModelSpec* spec = models::find_preset(preset);
+    EXPECT_NE(spec, nullptr) << preset;
+    return describe_layers(count_layers(models::build_model(*spec, models::BuildOptions{})));
+  };
+  EXPECT_EQ(describe("resnet-50"), "16 residual blocks (+ stem, head)");
+  EXPECT_EQ(describe("vgg-16"),
+            "15 blocks (13 conv, 2 fc) (+ pool1, pool2, pool3, pool4, pool5, avgpool, fc8)");
+  EXPECT_EQ(describe("mlp-mnist"), "5 fc blocks (+ fc.5)");
+}
+
 TEST(Results, ParameterCountsUseAScaleThatFits) {
   EXPECT_EQ(format_count(25.557e6), "25.6 M");
   EXPECT_EQ(format_count(1.3158e9), "1.32 B");
