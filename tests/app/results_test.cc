@@ -266,6 +266,11 @@ TEST(Results, FloatNoiseIsZeroAndWholeNumbersAreIntegers) {
   EXPECT_EQ(j["memory"]["per_category_bytes"]["gradients"].get<double>(), 0.0);
   EXPECT_TRUE(j["model"]["parameters"].is_number_integer());
   EXPECT_TRUE(j["step_time_s"].is_number_float());  // 2.5 stays a float
+  // A real case: the Mixtral example's breakdown left other = 2.2e-16 s (of a 3.75 s step).
+  const nlohmann::json mixtral = simulate_file_json(
+      DTSIM_SOURCE_DIR "/scenarios/mixtral-8x7b-ep8-64-h100.yaml", {"simulate.engine=analytic"});
+  EXPECT_TRUE(mixtral["breakdown_s"]["other"].is_number_integer()) << mixtral["breakdown_s"].dump();
+  EXPECT_EQ(mixtral["breakdown_s"]["other"].get<double>(), 0.0);
 }
 
 // The DP gradient all-reduce of pure data parallelism (scenarios/default.yaml: GPT-3 1.3B on 16
