@@ -55,7 +55,8 @@ int run_simulate(const SimulateOptions& o, std::ostream& out) {
     out << "\nwarning: the peak memory exceeds the GPU's capacity; run dtsim validate for the "
            "fix.\n";
   if (trace_file) progress.phase("writing the trace");
-  if (trace_file) trace_file->commit(chrome_trace(p.trace, p.job, p.cluster).dump() + "\n");
+  if (trace_file)
+    trace_file->commit(chrome_trace(p.trace, p.job, p.cluster, p.model).dump() + "\n");
   if (result_file) result_file->commit(j.dump(2) + "\n");
   return 0;
 }
@@ -230,8 +231,7 @@ int run_catalog(const CatalogOptions& o, std::ostream& out) {
       const models::ModelSpec* spec = models::find_preset(name);
       ModelGraph g = models::build_model(*spec, models::BuildOptions{});
       const double p = g.parameters();
-      const std::string count =
-          p >= 1e9 ? format_number("%.3f B", p / 1e9) : format_number("%.1f M", p / 1e6);
+      const std::string count = format_count(p);
       std::snprintf(buf, sizeof buf, "%-16s %-10s %14s  %s\n", name.c_str(),
                     std::string(models::to_string(spec->family)).c_str(), count.c_str(),
                     spec->source.substr(0, 60).c_str());

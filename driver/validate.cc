@@ -8,6 +8,7 @@
 #include "core/base/error.h"
 #include "core/collectives/collective_schedule.h"
 #include "core/exec/analytic_executor.h"
+#include "core/report/report.h"
 #include "core/strategy/layout.h"
 
 namespace dtsim::driver {
@@ -45,9 +46,8 @@ void validate(const Plan& plan, std::ostream& out) {
       << format_number("%.0f Gb/s", c.network.nic_bandwidth.value() * 8 / 1e9) << " per node, "
       << format_duration(c.network.latency) << ", oversubscription " << c.network.oversubscription
       << ":1\n";
-  out << "  model        " << plan.model.name << ": "
-      << format_number("%.3f B", plan.model.parameters() / 1e9) << " parameters, "
-      << plan.model.layers.size() << " layers\n";
+  out << "  model        " << plan.model.name << ": " << format_count(plan.model.parameters())
+      << " parameters, " << describe_layers(count_layers(plan.model)) << "\n";
   const auto& par = s.parallelism;
   out << "  parallelism  tensor " << par.tensor.value
       << (par.sequence_parallel ? " (sequence parallel)" : "") << ", context " << par.context.value

@@ -35,6 +35,10 @@
 // the max pool that follows them), "Mixed_5b".."Mixed_7c", "head" (average pool, dropout, fc,
 // loss); with aux_logits the auxiliary classifier's kernels are part of "Mixed_6e", whose
 // output feeds it. The first layer and the head are not recomputable; the rest are.
+// Kinds, which the report counts by (core/report/metrics.h, count_layers): ResNet "stem",
+// "residual" (the blocks users count: 16 in ResNet-50), "head"; VGG "conv", "pool", "fc",
+// "head"; Inception-v3 "stem" (the five stem convolutions), "inception" (the 11 Mixed blocks),
+// "head".
 #include <optional>
 #include <string>
 #include <utility>
@@ -234,7 +238,7 @@ FeatureMap resnet_block(Net& net, const std::string& name, const FeatureMap& x, 
   const int expansion = bottleneck ? 4 : 1;
   const int out_channels = width * expansion;
   const bool downsample = stride != 1 || x.channels != out_channels;
-  net.begin_layer(name, "conv", x, true);
+  net.begin_layer(name, "residual", x, true);
   // x feeds the residual branch and the shortcut.
   net.grad_accumulate("input_grad_add", x, 2);
   FeatureMap y;
@@ -263,7 +267,7 @@ FeatureMap resnet_block(Net& net, const std::string& name, const FeatureMap& x, 
 
 void build_resnet(Net& net, const ModelSpec& spec) {
   FeatureMap x = net.image(spec.image_channels, spec.image_size);
-  net.begin_layer("stem", "conv", x, false);
+  net.begin_layer("stem", "stem", x, false);
   x = net.conv("conv1", x, 64, 7, 7, 2, 3, 3, false);
   x = net.relu("relu", net.batch_norm("bn1", x));
   x = net.max_pool("maxpool", x, 3, 2, 1);
@@ -435,14 +439,14 @@ void build_inception(Net& net, const ModelSpec& spec) {
                            {"Conv2d_4a_3x3", 192, 3, 1, 0, true}};
   bool first = true;
   for (const StemConv& c : stem) {
-    net.begin_layer(c.name, "conv", x, !first);
+    net.begin_layer(c.name, "stem", x, !first);
     first = false;
     x = net.conv_bn_relu("basic", x, c.out, c.kernel, c.kernel, c.stride, c.pad, c.pad);
     if (c.pool_after) x = net.max_pool("maxpool", x, 3, 2, 0);
     net.end_layer(&x);
   }
   auto mixed = [&](const char* name, auto&& body) {
-    net.begin_layer(name, "conv", x, true);
+    net.begin_layer(name, "inception", x, true);
     x = body();
     net.end_layer(&x);
   };

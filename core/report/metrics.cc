@@ -1,7 +1,9 @@
 #include "core/report/metrics.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <set>
 
 namespace dtsim {
 namespace {
@@ -52,7 +54,123 @@ std::vector<Interval> unite(const std::vector<Interval>& a, const std::vector<In
   return merge(std::move(all));
 }
 
+// nccl-tests' bus-bandwidth factor (doc/PERFORMANCE.md): the bytes each rank moves on its links
+// per byte of operation size, for n ranks.
+double bus_factor(CollectiveKind kind, double n) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return 2 * (n - 1) / n;
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllToAll:
+      return (n - 1) / n;
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kReduce:
+      return 1;
+    case CollectiveKind::kBarrier:
+      return 0;
+  }
+  return 0;
+}
+
+// `pipeline`: the pipeline depth, for the sends, which go between neighbouring stages of one
+// pipeline rather than over a named group.
+std::vector<CommGroupVolume> communication_volume(const Job& job, int pipeline) {
+  struct Sum {
+    double size = 0, bus = 0;
+    int64_t most_ops = 0;  // on the simulated rank that issues the most
+  };
+  // (group name, kind) -> operations of the current program.
+  std::map<std::pair<std::string, std::string>, int64_t> ops;
+  // group name -> kind -> sums over the simulated ranks.
+  std::map<std::string, std::map<std::string, Sum>> sums;
+  for (const auto& p : job.programs) {
+    ops.clear();
+    for (const auto& s : p.streams)
+      for (const auto& op : s.ops) {
+        if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
+          const Group& g = job.group(c->group);
+          if (g.ranks.size() <= 1) continue;  // a group of one moves nothing
+          Sum& sum = sums[g.name][std::string(to_string(c->kind))];
+          ++ops[{g.name, std::string(to_string(c->kind))}];
+          sum.size += c->bytes.value();
+          sum.bus += c->bytes.value() * bus_factor(c->kind, static_cast<double>(g.ranks.size()));
+        } else if (const auto* snd = std::get_if<SendOp>(&op.body)) {
+          Sum& sum = sums["pp"]["send"];
+          ++ops[{"pp", "send"}];
+          sum.size += snd->bytes.value();
+          sum.bus += snd->bytes.value();
+        }
+      }
+    for (const auto& [key, n] : ops) {
+      Sum& sum = sums[key.first][key.second];
+      sum.most_ops = std::max(sum.most_ops, n);
+    }
+  }
+  const double programs = std::max<size_t>(1, job.programs.size());
+  std::vector<CommGroupVolume> out;
+  for (const auto& [name, kinds] : sums) {
+    CommGroupVolume v;
+    v.name = name;
+    std::set<std::vector<Rank>> distinct;
+    for (const auto& g : job.groups)
+      if (g.name == name) {
+        distinct.insert(g.ranks);
+        v.ranks = std::max(v.ranks, static_cast<int>(g.ranks.size()));
+      }
+    v.groups = static_cast<int64_t>(distinct.size());
+    if (distinct.empty() && name == "pp") {  // sends only: one pipeline is the group
+      v.ranks = pipeline;
+      v.groups = job.world_size / std::max(1, pipeline);
+    }
+    for (const auto& [kind, sum] : kinds) {
+      CommVolume k;
+      k.kind = kind;
+      k.count = sum.most_ops;
+      k.size_bytes = sum.size / programs;
+      k.bus_bytes = sum.bus / programs;
+      v.size_bytes += k.size_bytes;
+      v.bus_bytes += k.bus_bytes;
+      v.per_kind.push_back(k);
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
 }  // namespace
+
+bool is_block(const Layer& layer) {
+  return layer.kind == "transformer" || layer.kind == "residual" || layer.kind == "inception" ||
+         layer.kind == "conv" || layer.kind == "fc";
+}
+
+LayerCounts count_layers(const ModelGraph& model) {
+  LayerCounts c;
+  for (const auto& l : model.layers) {
+    if (is_block(l)) {
+      ++c.blocks;
+      auto it = std::find_if(c.per_kind.begin(), c.per_kind.end(),
+                             [&](const auto& k) { return k.first == l.kind; });
+      if (it == c.per_kind.end())
+        c.per_kind.emplace_back(l.kind, 1);
+      else
+        ++it->second;
+      c.block_kind = c.per_kind.size() == 1 ? l.kind : "mixed";
+    } else {
+      c.other.push_back(OtherLayer{l.name, l.kind, l.parameters});
+    }
+  }
+  return c;
+}
+
+int block_index(const ModelGraph& model, int index) {
+  if (index < 0 || static_cast<size_t>(index) >= model.layers.size()) return -1;
+  if (!is_block(model.layers[static_cast<size_t>(index)])) return -1;
+  int b = 0;
+  for (int i = 0; i < index; ++i) b += is_block(model.layers[static_cast<size_t>(i)]) ? 1 : 0;
+  return b;
+}
 
 Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& job,
                         const Trace& trace) {
@@ -83,6 +201,26 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
   r.iterations = trace.iterations;
   r.gpu = with_overrides(sc.cluster.gpu.name, sc.cluster.gpu_overridden);
   r.precision = std::string(to_string(sc.training.precision));
+  r.tp = sc.parallelism.tensor.value;
+  r.pp = sc.parallelism.pipeline.value;
+  r.cp = sc.parallelism.context.value;
+  r.ep = sc.parallelism.expert.value;
+  r.sequence_parallel = sc.parallelism.sequence_parallel;
+  r.zero_stage = sc.parallelism.zero_stage;
+  r.schedule = std::string(to_string(sc.parallelism.schedule));
+  r.virtual_stages = sc.parallelism.virtual_stages;
+  r.micro_batch_size = sc.training.micro_batch_size.value;
+  r.seq_length = model.tokens_per_sample();
+  r.recompute = std::string(to_string(sc.training.recompute));
+  r.optimizer = std::string(to_string(sc.training.optimizer));
+  r.fidelity = sc.simulate.fidelity;
+  r.model_name = model.name;
+  r.layers = count_layers(model);
+  r.communication = communication_volume(job, r.pp);
+  for (const auto& g : r.communication) {
+    r.communication_size_bytes += g.size_bytes;
+    r.communication_bus_bytes += g.bus_bytes;
+  }
 
   const double iterations = std::max(1, trace.iterations);
   const double total_time = trace.makespan().value();

@@ -7,6 +7,18 @@
 //   while no compute does; pipeline_bubble = time send/recv waits while nothing else runs, plus
 //   idle time on pipelined jobs; straggler_wait (later: injected slowdowns); other = the rest
 //   (idle gaps, launch latency between dependent ops).
+// - Communication: per group kind (the Job's group names: tp, cp, pp, dp, ep, ...) and per
+//   collective kind, the bytes one GPU issues per step, read from the Programs (exact, not
+//   estimated): `size` is the operation's size in the nccl-tests sense (CollectiveOp::bytes);
+//   `bus` is what each GPU moves on its links for it, size x nccl-tests' bus-bandwidth factor
+//   (all-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n; broadcast, reduce 1;
+//   nccl-tests doc/PERFORMANCE.md). Pipeline sends count under the group "pp" as "send".
+//   Byte values are the mean per GPU over the simulated ranks (each stands for its symmetric
+//   peers; a GPU outside the groups that talk counts as 0); `count` is the operations per step
+//   of the GPU that issues the most.
+// - Layers: `blocks` counts the repeated blocks (transformer layers; conv or fc layers for
+//   ResNet's residual and Inception's mixed blocks, VGG's conv and fc layers, an MLP's hidden
+//   layers); the stem, embedding, final norm, pooling and the head are listed apart.
 // - FLOPs: model FLOPs are the architecture's forward+backward GEMM and attention FLOPs over
 //   the global batch (Narayanan et al. 2021); hardware FLOPs add recomputation. MFU and HFU
 //   divide by step time x GPUs x dense peak at the training precision.
@@ -14,6 +26,8 @@
 
 #include <array>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/ir/model_graph.h"
 #include "core/ir/program.h"
@@ -29,6 +43,44 @@ struct Breakdown {
   double straggler_wait = 0;
   double other = 0;
 };
+
+// The bytes of one collective kind (or "send") one GPU issues per step.
+struct CommVolume {
+  std::string kind;   // "all-reduce", ..., "send"
+  int64_t count = 0;  // operations per step on the GPU that issues the most of them
+  double size_bytes = 0;
+  double bus_bytes = 0;
+};
+
+// One kind of communication group (all the "dp" groups, all the "tp" groups, ...).
+struct CommGroupVolume {
+  std::string name;    // the Job's group name: "tp", "cp", "pp", "dp", "ep", "edp", ...
+  int ranks = 0;       // members of one such group
+  int64_t groups = 0;  // how many such groups the world has
+  std::vector<CommVolume> per_kind;
+  double size_bytes = 0;  // sums over per_kind
+  double bus_bytes = 0;
+};
+
+// A layer of the graph that is not a repeated block (embedding, final norm, pool, head).
+struct OtherLayer {
+  std::string name;
+  std::string kind;
+  double parameters = 0;
+};
+
+// The layers users count: blocks, and the rest by name.
+struct LayerCounts {
+  int64_t blocks = 0;
+  std::string block_kind;  // "transformer", "residual", "inception", "conv", "fc"; or "mixed"
+  std::vector<std::pair<std::string, int64_t>> per_kind;  // blocks by kind, in graph order
+  std::vector<OtherLayer> other;
+};
+// Whether a layer of this kind is a repeated block (see the contract above).
+bool is_block(const Layer& layer);
+LayerCounts count_layers(const ModelGraph& model);
+// The index of layer `index` among the graph's blocks, or -1 when it is not a block.
+int block_index(const ModelGraph& model, int index);
 
 struct Results {
   std::string engine;
@@ -57,6 +109,22 @@ struct Results {
   int iterations = 1;
   std::string gpu;
   std::string precision;
+  // Every resolved parallel and training setting, for scripts that sweep configs.
+  int tp = 1, pp = 1, cp = 1, ep = 1;
+  bool sequence_parallel = false;
+  int zero_stage = 0;
+  std::string schedule;
+  int virtual_stages = 1;
+  int64_t micro_batch_size = 1;
+  int64_t seq_length = 1;
+  std::string recompute;
+  std::string optimizer;
+  std::string fidelity;
+  std::string model_name;
+  LayerCounts layers;
+  std::vector<CommGroupVolume> communication;
+  double communication_size_bytes = 0;  // all groups, per GPU per step
+  double communication_bus_bytes = 0;
 };
 
 Results compute_results(const Scenario& scenario, const ModelGraph& model, const Job& job,

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/hardware/cluster.h"
+#include "core/ir/model_graph.h"
 #include "core/ir/program.h"
 #include "core/ir/trace.h"
 #include "core/report/metrics.h"
@@ -17,11 +18,24 @@ namespace dtsim {
 // The result object with every key of design.md section 5, nested by its dotted path.
 nlohmann::json results_to_json(const Results& r);
 
-// A readable summary with units on every line.
+// Float noise: 0 when |value| <= 1e-9 x scale (the step time for times), else value. The one
+// rule the JSON and the summary apply (report.cc, kNoiseTolerance).
+double without_noise(double value, double scale);
+
+// A count with a scale that fits it: "25.6 M", "1.32 B", "512".
+std::string format_count(double n);
+// "24 transformer blocks (+ embedding, final_norm, lm_head)".
+std::string describe_layers(const LayerCounts& counts);
+
+// A readable summary with units on every line. Fractions (MFU, HFU) are shown as percentages
+// with a "%" sign; the JSON holds them as fractions.
 std::string render_summary(const Results& r);
 
 // Chrome trace-event JSON: one process per node, one thread per rank and stream; complete
 // events ("ph": "X") with ts and dur in microseconds; args carry the op's label, FLOPs, bytes.
-nlohmann::json chrome_trace(const Trace& trace, const Job& job, const Cluster& cluster);
+// args.layer is the block index (block 0 is layer 0: the embedding and head are not counted,
+// count_layers); args.layer_name names the model layer ("embedding", "block.0", "lm_head").
+nlohmann::json chrome_trace(const Trace& trace, const Job& job, const Cluster& cluster,
+                            const ModelGraph& model);
 
 }  // namespace dtsim

@@ -182,3 +182,253 @@ TEST(Validate, ShowsPlacementAndTheCollectivesAutoPicks) {
 
 }  // namespace
 }  // namespace dtsim::cli
+
+// Scripts that read the result (design.md section 5): every resolved setting, integers for
+// counts, no float noise, and the communication volume per group and collective kind.
+#include "core/report/report.h"
+#include "models/model_builder.h"
+#include "models/model_spec.h"
+
+namespace dtsim::cli {
+namespace {
+
+const std::string kSmallGpt =
+    "name: small\ncluster: {gpu: H100-SXM, nodes: 2, gpus_per_node: 8}\n"
+    "model: {preset: gpt3-1.3b}\n"
+    "parallelism: {tensor: 2, pipeline: 2, data: auto, schedule: interleaved, virtual_stages: 2,"
+    " zero_stage: 1, sequence_parallel: true}\n"
+    "training: {global_batch_size: 64, micro_batch_size: 2, recompute: selective}\n"
+    "simulate: {engine: analytic}\n";
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto path =
+      std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+nlohmann::json simulate_file_json(const std::string& path,
+                                  std::vector<std::string> overrides = {}) {
+  SimulateOptions o;
+  o.scenario = path;
+  o.overrides = std::move(overrides);
+  o.json = true;
+  std::ostringstream out;
+  EXPECT_EQ(run_simulate(o, out), 0);
+  return nlohmann::json::parse(out.str());
+}
+
+TEST(Results, ConfigHoldsEveryResolvedParallelSettingAsIntegers) {
+  const std::string path = write_temp("dtsim_config", kSmallGpt);
+  const nlohmann::json c = simulate_file_json(path)["config"];
+  std::filesystem::remove(path);
+  const std::map<std::string, int64_t> counts = {{"gpus", 16},
+                                                 {"tp", 2},
+                                                 {"pp", 2},
+                                                 {"dp", 4},
+                                                 {"cp", 1},
+                                                 {"ep", 1},
+                                                 {"zero_stage", 1},
+                                                 {"virtual_stages", 2},
+                                                 {"micro_batch_size", 2},
+                                                 {"seq_length", 2048},
+                                                 {"global_batch_size", 64},
+                                                 {"micro_batches", 8},
+                                                 {"iterations", 1}};
+  for (const auto& [key, value] : counts) {
+    ASSERT_TRUE(c.contains(key)) << key;
+    EXPECT_TRUE(c[key].is_number_integer()) << key << " = " << c[key].dump();
+    EXPECT_EQ(c[key].get<int64_t>(), value) << key;
+  }
+  EXPECT_EQ(c["schedule"], "interleaved");
+  EXPECT_EQ(c["recompute"], "selective");
+  EXPECT_EQ(c["precision"], "bf16");
+  EXPECT_EQ(c["engine"], "analytic");
+  EXPECT_EQ(c["fidelity"], "auto");
+  EXPECT_EQ(c["sequence_parallel"], true);
+}
+
+TEST(Results, FloatNoiseIsZeroAndWholeNumbersAreIntegers) {
+  Results r;
+  r.step_time_s = 2.5;
+  r.breakdown_s.compute = 2.0;
+  r.breakdown_s.exposed_communication = 0.5;
+  r.breakdown_s.other = 8.9e-16;         // 2.5 - 2.0 - 0.5 in floating point
+  r.breakdown_s.pipeline_bubble = 1e-6;  // real: 0.4 ppm of the step, well above 1e-9
+  r.per_category_bytes[0] = 2.6e9;       // whole bytes
+  r.per_category_bytes[1] = 1.0e-7;      // noise against an 80 GB capacity
+  r.capacity_bytes = 80e9;
+  r.peak_bytes_per_gpu = 2.6e9;
+  r.parameters = 1315758080;
+  const nlohmann::json j = results_to_json(r);
+  EXPECT_TRUE(j["breakdown_s"]["other"].is_number_integer()) << j["breakdown_s"].dump();
+  EXPECT_EQ(j["breakdown_s"]["other"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(j["breakdown_s"]["pipeline_bubble"].get<double>(), 1e-6);
+  EXPECT_TRUE(j["memory"]["per_category_bytes"]["weights"].is_number_integer());
+  EXPECT_EQ(j["memory"]["per_category_bytes"]["weights"].get<int64_t>(), 2600000000);
+  EXPECT_EQ(j["memory"]["per_category_bytes"]["gradients"].get<double>(), 0.0);
+  EXPECT_TRUE(j["model"]["parameters"].is_number_integer());
+  EXPECT_TRUE(j["step_time_s"].is_number_float());  // 2.5 stays a float
+  // A real case: the Mixtral example's breakdown left other = 2.2e-16 s (of a 3.75 s step).
+  const nlohmann::json mixtral = simulate_file_json(
+      DTSIM_SOURCE_DIR "/scenarios/mixtral-8x7b-ep8-64-h100.yaml", {"simulate.engine=analytic"});
+  EXPECT_TRUE(mixtral["breakdown_s"]["other"].is_number_integer()) << mixtral["breakdown_s"].dump();
+  EXPECT_EQ(mixtral["breakdown_s"]["other"].get<double>(), 0.0);
+}
+
+// The DP gradient all-reduce of pure data parallelism (scenarios/default.yaml: GPT-3 1.3B on 16
+// H100, bf16, no ZeRO): per step each GPU all-reduces every gradient once, P x 2 bytes in total
+// (bf16 gradients), and a ring moves 2 (n-1)/n of it (nccl-tests' all-reduce bus factor).
+TEST(Results, DataParallelAllReduceVolumeIsTheGradientBytes) {
+  for (const char* engine : {"analytic", "simgrid"}) {
+    const nlohmann::json j =
+        simulate_file_json(kDefault, {std::string("simulate.engine=") + engine});
+    const double P = j["model"]["parameters"].get<double>();
+    const auto& groups = j["communication"]["per_group"];
+    ASSERT_EQ(groups.size(), 1u) << groups.dump();  // only the data-parallel group talks
+    const auto& dp = groups[0];
+    EXPECT_EQ(dp["name"], "dp");
+    EXPECT_EQ(dp["ranks"].get<int>(), 16);
+    EXPECT_EQ(dp["groups"].get<int>(), 1);
+    const auto& ar = dp["per_kind"]["all-reduce"];
+    EXPECT_NEAR(ar["size_bytes"].get<double>(), 2 * P, 1e-9 * P) << engine;
+    EXPECT_NEAR(ar["bus_bytes"].get<double>(), 2.0 * 15 / 16 * 2 * P, 1e-9 * P) << engine;
+    EXPECT_GT(ar["count"].get<int64_t>(), 1);  // bucketed
+    EXPECT_DOUBLE_EQ(j["communication"]["size_bytes"].get<double>(),
+                     dp["size_bytes"].get<double>());
+  }
+}
+
+// Tensor parallelism, Megatron-LM (Shoeybi et al. 2019, section 3): per micro-batch, two forward
+// and two backward all-reduces of the b x s x h activations per block, one forward all-reduce
+// after the vocab-parallel embedding and one backward all-reduce at the column-parallel head's
+// input: (4 l + 2) b s h x 2 bytes (bf16); plus the vocab-parallel cross-entropy's one all-reduce
+// of three fp32 values per token (the max logit, the sum of exponentials, the target logit).
+TEST(Results, TensorParallelAllReduceVolumeFollowsMegatron) {
+  const std::string yaml =
+      "cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 2}\nmodel: {preset: gpt3-1.3b}\n"
+      "parallelism: {tensor: 2, data: 1}\n"
+      "training: {global_batch_size: 4, micro_batch_size: 1}\nsimulate: {engine: analytic}\n";
+  const std::string path = write_temp("dtsim_tp", yaml);
+  const nlohmann::json j = simulate_file_json(path);
+  std::filesystem::remove(path);
+  const double b = 1, s = 2048, h = 2048, l = 24, m = 4;
+  const double expected = m * ((4 * l + 2) * b * s * h * 2 + 3 * b * s * 4);
+  nlohmann::json tp;
+  for (const auto& g : j["communication"]["per_group"])
+    if (g["name"] == "tp") tp = g;
+  ASSERT_FALSE(tp.is_null()) << j["communication"].dump();
+  EXPECT_EQ(tp["ranks"].get<int>(), 2);
+  const auto& ar = tp["per_kind"]["all-reduce"];
+  EXPECT_DOUBLE_EQ(ar["size_bytes"].get<double>(), expected);
+  EXPECT_DOUBLE_EQ(ar["bus_bytes"].get<double>(), expected);  // 2 (n-1)/n = 1 for n = 2
+  EXPECT_EQ(ar["count"].get<int64_t>(), m * (4 * l + 2 + 1));
+}
+
+TEST(Results, LayersAreTransformerBlocksWithEmbeddingAndHeadApart) {
+  for (const auto& [preset, blocks] :
+       std::vector<std::pair<std::string, int>>{{"gpt3-1.3b", 24}, {"gpt3-175b", 96}}) {
+    const models::ModelSpec* spec = models::find_preset(preset);
+    ASSERT_NE(spec, nullptr);
+    const ModelGraph g = models::build_model(*spec, models::BuildOptions{});
+    const LayerCounts c = count_layers(g);
+    EXPECT_EQ(c.blocks, blocks) << preset;
+    EXPECT_EQ(c.block_kind, "transformer");
+    std::vector<std::string> names;
+    for (const auto& o : c.other) names.push_back(o.name);
+    EXPECT_EQ(names, (std::vector<std::string>{"embedding", "final_norm", "lm_head"}));
+    EXPECT_EQ(describe_layers(c),
+              std::to_string(blocks) + " transformer blocks (+ embedding, final_norm, lm_head)");
+  }
+  const nlohmann::json j = simulate_file_json(kDefault, {"simulate.engine=analytic"});
+  EXPECT_EQ(j["model"]["layers"], 24);
+  EXPECT_EQ(j["model"]["other_layers"][0]["name"], "embedding");
+  EXPECT_GT(j["model"]["other_layers"][0]["parameters"].get<double>(), 1e8);  // 51200 x 2048
+}
+
+TEST(Results, CnnLayersAreTheirBlocks) {
+  const auto describe = [](const std::string& preset) {
+    const models::ModelSpec* spec = models::find_preset(preset);
+    EXPECT_NE(spec, nullptr) << preset;
+    return describe_layers(count_layers(models::build_model(*spec, models::BuildOptions{})));
+  };
+  EXPECT_EQ(describe("resnet-50"), "16 residual blocks (+ stem, head)");
+  EXPECT_EQ(describe("vgg-16"),
+            "15 blocks (13 conv, 2 fc) (+ pool1, pool2, pool3, pool4, pool5, avgpool, fc8)");
+  EXPECT_EQ(describe("mlp-mnist"), "5 fc blocks (+ fc.5)");
+}
+
+TEST(Results, ParameterCountsUseAScaleThatFits) {
+  EXPECT_EQ(format_count(25.557e6), "25.6 M");
+  EXPECT_EQ(format_count(1.3158e9), "1.32 B");
+  EXPECT_EQ(format_count(175e9), "175.00 B");
+  EXPECT_EQ(format_count(5.0e3), "5.0 K");
+  EXPECT_EQ(format_count(512), "512");
+  SimulateOptions o;
+  o.scenario = DTSIM_SOURCE_DIR "/scenarios/resnet50-dp8-a100.yaml";
+  o.overrides = {"simulate.engine=analytic"};
+  std::ostringstream out;
+  ASSERT_EQ(run_simulate(o, out), 0);
+  EXPECT_NE(out.str().find("25.6 M"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("0.026 B"), std::string::npos) << out.str();
+}
+
+TEST(Results, SummarySaysPercentAndShowsTheCommunicationTable) {
+  SimulateOptions o;
+  o.scenario = kDefault;
+  o.overrides = {"simulate.engine=analytic"};
+  std::ostringstream out;
+  ASSERT_EQ(run_simulate(o, out), 0);
+  const std::string text = out.str();
+  EXPECT_TRUE(std::regex_search(text, std::regex(R"(MFU +[0-9.]+ % of dense bf16 peak)"))) << text;
+  EXPECT_TRUE(std::regex_search(text, std::regex(R"(\n +dp +16 +all-reduce +[0-9]+ +)"))) << text;
+  EXPECT_NE(text.find("24 transformer blocks"), std::string::npos) << text;
+}
+
+TEST(Results, TraceNumbersBlocksFromZero) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("dtsim_blocks_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  SimulateOptions o;
+  o.scenario = kDefault;
+  o.overrides = {"simulate.engine=analytic"};
+  o.trace = (dir / "trace.json").string();
+  std::ostringstream out;
+  ASSERT_EQ(run_simulate(o, out), 0);
+  std::ifstream f(o.trace);
+  const nlohmann::json t = nlohmann::json::parse(f);
+  std::filesystem::remove_all(dir);
+  size_t block0 = 0, embedding = 0;
+  int highest = -1;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] != "X" || !e["args"].contains("layer_name")) continue;
+    const std::string name = e["args"]["layer_name"];
+    if (name == "block.0") {
+      ++block0;
+      EXPECT_EQ(e["args"]["layer"], 0) << e.dump();
+    }
+    if (name == "embedding" || name == "lm_head") {
+      ++embedding;
+      EXPECT_FALSE(e["args"].contains("layer")) << e.dump();
+    }
+    if (e["args"].contains("layer")) highest = std::max(highest, e["args"]["layer"].get<int>());
+  }
+  EXPECT_GT(block0, 0u);
+  EXPECT_GT(embedding, 0u);
+  EXPECT_EQ(highest, 23);  // 24 blocks: 0..23
+}
+
+TEST(Validate, CountsTransformerBlocksAndScalesParameters) {
+  ValidateOptions o;
+  o.scenario = DTSIM_SOURCE_DIR "/scenarios/default.yaml";
+  std::ostringstream out;
+  ASSERT_EQ(run_validate(o, out), 0);
+  const std::string text = out.str();
+  EXPECT_NE(
+      text.find("1.32 B parameters, 24 transformer blocks (+ embedding, final_norm, lm_head)"),
+      std::string::npos)
+      << text;
+}
+
+}  // namespace
+}  // namespace dtsim::cli

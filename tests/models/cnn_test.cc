@@ -5,6 +5,7 @@
 // Zisserman 2015 (VGG, Table 2: 138M parameters) and Szegedy et al. 2016 (Inception-v3).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "models/model_builder.h"
@@ -120,6 +121,21 @@ TEST(CnnTest, VggSixteenHasThirteenConvolutionsAndThreeFcs) {
   const Layer* fc6 = find_layer(g, "fc6");
   ASSERT_NE(fc6, nullptr);
   EXPECT_EQ(fc6->parameters, 512.0 * 7 * 7 * 4096 + 4096);
+}
+
+// The layer kinds the report counts blocks by (core/report count_layers): ResNet-50 has 16
+// bottleneck blocks (3 + 4 + 6 + 3, He et al. 2016, Table 1) between its stem and head;
+// Inception-v3 has 11 Mixed blocks (Szegedy et al. 2016, Table 1) after five stem convolutions.
+TEST(CnnTest, LayerKindsSeparateBlocksFromStemAndHead) {
+  const auto kinds = [](const ModelGraph& g) {
+    std::map<std::string, int> k;
+    for (const Layer& l : g.layers) ++k[l.kind];
+    return k;
+  };
+  EXPECT_EQ(kinds(build_preset("resnet-50", 1)),
+            (std::map<std::string, int>{{"stem", 1}, {"residual", 16}, {"head", 1}}));
+  EXPECT_EQ(kinds(build_preset("inception-v3", 1)),
+            (std::map<std::string, int>{{"stem", 5}, {"inception", 11}, {"head", 1}}));
 }
 
 TEST(CnnTest, SmallerImagesCostFewerMacs) {
