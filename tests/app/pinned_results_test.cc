@@ -28,15 +28,15 @@ void PrintTo(const Pinned& p, std::ostream* os) {
 
 const std::vector<Pinned>& pinned() {
   static const std::vector<Pinned> table = {
-      {"bert-large-dp32-v100-ethernet.yaml", 0.31981656810070985, 16424334784.0},
-      {"default.yaml", 1.4714966519116326, 72481808384.0},
+      {"bert-large-dp32-v100-ethernet.yaml", 0.3184337522364242, 16424334784.0},
+      {"default.yaml", 1.469605146822114, 72481808384.0},
       {"gpt3-13b-zero3-64-a100.yaml", 8.270062307513177, 9366896704.0},
       {"gpt3-175b-tp8-pp8-interleaved-1024-a100.yaml", 25.647736799515418, 59786031104.0},
       {"gpt3-2.7b-dp64-h100.yaml", 1.1473197806376478, 53589960704.0},
       {"llama3-405b-tp8-pp16-dp128-16384-h100.yaml", 7.168572144457052, 76783351808.0},
       {"llama3-70b-zero1-512-h100.yaml", 9.262049573679242, 38930006016.0},
       {"llama3-8b-dp64-h100-oom.yaml", 5.940137826518344, 153160851456.0},
-      {"mixtral-8x7b-ep8-64-h100.yaml", 3.7696654444072064, 48121905152.0},
+      {"mixtral-8x7b-ep8-64-h100.yaml", 3.7685251145614043, 48121905152.0},
       {"mlp-4gpu-pcie.yaml", 0.009434948269446502, 1252119400.0},
       {"resnet50-dp8-a100.yaml", 0.08106636090656466, 12198560224.0},
       {"tpu-style-torus-4x4x4.yaml", 0.20066662331193497, 72481808384.0},

@@ -277,8 +277,9 @@ TEST(Results, FloatNoiseIsZeroAndWholeNumbersAreIntegers) {
 }
 
 // The DP gradient all-reduce of pure data parallelism (scenarios/default.yaml: GPT-3 1.3B on 16
-// H100, bf16, no ZeRO): per step each GPU all-reduces every gradient once, P x 2 bytes in total
-// (bf16 gradients), and a ring moves 2 (n-1)/n of it (nccl-tests' all-reduce bus factor).
+// H100, bf16, no ZeRO): per step each GPU all-reduces every gradient once, P x 4 bytes in total
+// (fp32 gradients, training.grad_dtype's default for bf16 training), and a ring moves 2 (n-1)/n
+// of it (nccl-tests' all-reduce bus factor).
 TEST(Results, DataParallelAllReduceVolumeIsTheGradientBytes) {
   for (const char* engine : {"analytic", "simgrid"}) {
     const nlohmann::json j =
@@ -291,8 +292,8 @@ TEST(Results, DataParallelAllReduceVolumeIsTheGradientBytes) {
     EXPECT_EQ(dp["ranks"].get<int>(), 16);
     EXPECT_EQ(dp["groups"].get<int>(), 1);
     const auto& ar = dp["per_kind"]["all-reduce"];
-    EXPECT_NEAR(ar["size_bytes"].get<double>(), 2 * P, 1e-9 * P) << engine;
-    EXPECT_NEAR(ar["bus_bytes"].get<double>(), 2.0 * 15 / 16 * 2 * P, 1e-9 * P) << engine;
+    EXPECT_NEAR(ar["size_bytes"].get<double>(), 4 * P, 1e-9 * P) << engine;
+    EXPECT_NEAR(ar["bus_bytes"].get<double>(), 2.0 * 15 / 16 * 4 * P, 1e-9 * P) << engine;
     EXPECT_GT(ar["count"].get<int64_t>(), 1);  // bucketed
     EXPECT_DOUBLE_EQ(j["communication"]["size_bytes"].get<double>(),
                      dp["size_bytes"].get<double>());
