@@ -201,6 +201,8 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
   r.iterations = trace.iterations;
   r.gpu = with_overrides(sc.cluster.gpu.name, sc.cluster.gpu_overridden);
   r.precision = std::string(to_string(sc.training.precision));
+  r.grad_dtype = std::string(to_string(sc.training.grad_dtype));
+  r.notes = trace.notes;
   r.tp = sc.parallelism.tensor.value;
   r.pp = sc.parallelism.pipeline.value;
   r.cp = sc.parallelism.context.value;

@@ -109,6 +109,9 @@ struct Results {
   int iterations = 1;
   std::string gpu;
   std::string precision;
+  std::string grad_dtype;  // gradients' accumulation and reduction precision, resolved
+  // The approximations the engine made that change this answer (Trace::notes), for every reader.
+  std::vector<std::string> notes;
   // Every resolved parallel and training setting, for scripts that sweep configs.
   int tp = 1, pp = 1, cp = 1, ep = 1;
   bool sequence_parallel = false;

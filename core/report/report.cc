@@ -103,6 +103,7 @@ nlohmann::json results_to_json(const Results& r) {
   j["config"] = {{"gpus", r.gpus},
                  {"gpu", r.gpu},
                  {"precision", r.precision},
+                 {"grad_dtype", r.grad_dtype},
                  {"tp", r.tp},
                  {"pp", r.pp},
                  {"dp", r.data_parallel},
@@ -122,6 +123,7 @@ nlohmann::json results_to_json(const Results& r) {
                  {"micro_batches", r.micro_batches},
                  {"global_batch_size", r.global_batch_size},
                  {"iterations", r.iterations}};
+  j["notes"] = r.notes;  // an empty list when the engine made no approximation it must state
   tidy(j["step_time_s"], r.step_time_s);
   tidy(j["breakdown_s"], r.step_time_s);
   tidy(j["memory"], r.capacity_bytes);
@@ -234,6 +236,10 @@ std::string render_summary(const Results& r) {
   out += line("model", r.model_name + ": " + describe_layers(r.layers));
   out += line("model parameters", format_count(r.parameters));
   out += line("model FLOPs per step", format_flops(Flops(r.model_flops_per_step)));
+  if (!r.notes.empty()) {
+    out += "\n  notes (approximations of the " + r.engine + " engine)\n";
+    for (const auto& n : r.notes) out += "    - " + n + "\n";
+  }
   return out;
 }
 

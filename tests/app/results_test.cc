@@ -432,4 +432,25 @@ TEST(Validate, CountsTransformerBlocksAndScalesParameters) {
 }
 
 }  // namespace
+// The approximations an engine states reach every reader: the JSON's notes and the summary. The
+// analytic engine states that it does not model an oversubscribed network; with none, it
+// states nothing.
+TEST(Results, EngineNotesReachTheJsonAndTheSummary) {
+  const std::string file = DTSIM_SOURCE_DIR "/scenarios/gpt3-13b-zero3-64-a100.yaml";
+  const nlohmann::json plain = simulate_file_json(file, {"simulate.engine=analytic"});
+  ASSERT_TRUE(plain["notes"].is_array());
+  EXPECT_TRUE(plain["notes"].empty()) << plain["notes"].dump();
+  const nlohmann::json over =
+      simulate_file_json(file, {"simulate.engine=analytic", "cluster.network.oversubscription=8"});
+  ASSERT_EQ(over["notes"].size(), 1u) << over["notes"].dump();
+  EXPECT_NE(over["notes"][0].get<std::string>().find("8:1 oversubscription"), std::string::npos);
+  EXPECT_EQ(over["config"]["grad_dtype"], "fp32");
+
+  Scenario sc =
+      driver::load(file, {"simulate.engine=analytic", "cluster.network.oversubscription=8"});
+  const std::string text = render_summary(driver::predict(std::move(sc)).results);
+  EXPECT_NE(text.find("notes (approximations of the analytic engine)"), std::string::npos) << text;
+  EXPECT_NE(text.find("8:1 oversubscription"), std::string::npos);
+}
+
 }  // namespace dtsim::cli
