@@ -122,9 +122,10 @@ int main(int argc, char** argv) {
                          "beside it)");
   collective
       ->add_option("--protocol", col.request.protocol,
-                   "NCCL protocol for the ring: LL | LL128 | Simple (auto: the fastest with "
-                   "--algorithm auto, else the pure alpha-beta model)")
-      ->check(CLI::IsMember(dtsim::kCollectiveProtocolNames.names()));
+                   "NCCL protocol for the ring: LL | LL128 | Simple; auto (default): the "
+                   "algorithm as NCCL would run it, under its fastest protocol with NCCL's "
+                   "per-call costs; none: the textbook alpha-beta ring, without them")
+      ->check(CLI::IsMember(std::vector<std::string>{"auto", "LL", "LL128", "Simple", "none"}));
   collective->add_option("-d,--dtype", col.request.dtype,
                          "element type: " + alternatives(dtsim::kDTypeNames.names()) +
                              ", or nccl-tests' float | half | bfloat16 | f8e4m3");

@@ -173,10 +173,21 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
                              " GPUs (cluster.nodes x cluster.gpus_per_node)");
   const std::optional<CollectiveAlgorithm> named = kCollectiveAlgorithmNames.parse(q.algorithm);
   const CollectiveAlgorithm algorithm = named.value_or(CollectiveAlgorithm::kRing);
-  const CollectiveProtocol protocol =
-      parse_flag(kCollectiveProtocolNames, "--protocol", q.protocol);
-  if (protocol != CollectiveProtocol::kAuto && named != CollectiveAlgorithm::kRing)
+  // --protocol auto runs a named NCCL algorithm (ring, tree, NVLS) as auto would run it, so
+  // auto is never slower than an algorithm the user can name; --protocol none asks for the
+  // textbook alpha-beta ring, without NCCL's per-call and protocol costs (auto never picks it).
+  const bool textbook = q.protocol == "none";
+  if (q.protocol == "fastest")
+    throw bad("--protocol", "'fastest' is what auto means here: use --protocol auto");
+  CollectiveProtocol protocol =
+      textbook ? CollectiveProtocol::kAuto
+               : parse_flag(kCollectiveProtocolNames, "--protocol", q.protocol);
+  if ((textbook || protocol != CollectiveProtocol::kAuto) && named != CollectiveAlgorithm::kRing)
     throw bad("--protocol", "protocols shape the ring only so far; add --algorithm ring");
+  if (!textbook && protocol == CollectiveProtocol::kAuto &&
+      (algorithm == CollectiveAlgorithm::kRing || algorithm == CollectiveAlgorithm::kTree ||
+       algorithm == CollectiveAlgorithm::kNvls))
+    protocol = CollectiveProtocol::kFastest;
   if (named && algorithm != CollectiveAlgorithm::kAuto && algorithm != CollectiveAlgorithm::kRing) {
     if (kind != CollectiveKind::kAllReduce)
       throw bad("--algorithm",
@@ -262,6 +273,16 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
                    " engine's flow-level timing of this size (link sharing and per-flow "
                    "latency) departs from the closed form";
     }
+    // An algorithm auto never chooses is said to be one, so that a faster time here is read as
+    // what it is: a textbook model without NCCL's per-call and protocol costs.
+    const bool reference_model =
+        textbook || ((resolved.algorithm == CollectiveAlgorithm::kHalvingDoubling ||
+                      resolved.algorithm == CollectiveAlgorithm::kHierarchical) &&
+                     !torus_all_reduce_plan(g.ranks, c));
+    if (row.note.empty() && reference_model && named != CollectiveAlgorithm::kAuto)
+      row.note =
+          "textbook alpha-beta model without NCCL's per-call and protocol costs; auto "
+          "does not choose it";
     result.rows.push_back(row);
   }
   return result;

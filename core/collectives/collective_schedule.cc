@@ -572,9 +572,27 @@ std::optional<NcclEstimate> nccl_reference_choice(const CollectiveOp& op,
 
 ResolvedCollective resolve_collective(const CollectiveOp& op, const std::vector<Rank>& ranks,
                                       const Cluster& cluster) {
-  if (op.algorithm == CollectiveAlgorithm::kAuto && op.protocol == CollectiveProtocol::kAuto)
+  const bool fastest = op.protocol == CollectiveProtocol::kFastest;
+  if (op.algorithm == CollectiveAlgorithm::kAuto &&
+      (op.protocol == CollectiveProtocol::kAuto || fastest))
     if (auto chosen = fastest_auto(op, ranks, cluster)) return *chosen;
   ResolvedCollective r{resolve_algorithm(op, ranks, cluster), op.protocol, {}, {}};
+  if (fastest) {
+    // As auto would run this algorithm: its fastest candidate. Without one (halving-doubling,
+    // hierarchical, the tree on PCIe nodes, collectives other than all-reduce) the algorithm's
+    // own model, as with no protocol.
+    r.protocol = CollectiveProtocol::kAuto;
+    std::optional<ResolvedCollective> best;
+    Seconds best_time{0};
+    if (op.kind == CollectiveKind::kAllReduce && ranks.size() >= 2 &&
+        !torus_all_reduce_plan(ranks, cluster))
+      for (const auto& candidate : auto_candidates(op, ranks, cluster)) {
+        if (candidate.algorithm != r.algorithm) continue;
+        const Seconds t = resolved_collective_time(op, ranks, cluster, candidate);
+        if (!best || t < best_time) best = candidate, best_time = t;
+      }
+    if (best) return *best;
+  }
   // Protocols shape the ring only; the other algorithms keep their own closed forms.
   if (r.algorithm != CollectiveAlgorithm::kRing) r.protocol = CollectiveProtocol::kAuto;
   // A ring with an explicit protocol runs as NCCL's ring: its base latency, and its protocol's
@@ -589,7 +607,8 @@ ResolvedCollective resolve_collective(const CollectiveOp& op, const std::vector<
 
 CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<Rank>& ranks,
                                       const Cluster& cluster) {
-  if (op.algorithm == CollectiveAlgorithm::kAuto && op.protocol == CollectiveProtocol::kAuto)
+  if (op.algorithm == CollectiveAlgorithm::kAuto &&
+      (op.protocol == CollectiveProtocol::kAuto || op.protocol == CollectiveProtocol::kFastest))
     if (auto chosen = fastest_auto(op, ranks, cluster)) return chosen->algorithm;
   if (op.kind != CollectiveKind::kAllReduce) return CollectiveAlgorithm::kRing;
   switch (op.algorithm) {

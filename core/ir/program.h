@@ -89,12 +89,17 @@ CollectiveKind collective_kind(CommPattern pattern);
 // (all-reduce; core/collectives/collective_schedule.h, TreePlan).
 // NCCL's protocols (reference.md): LL and LL128 trade bandwidth for lower per-step latency.
 // kAuto: with algorithm auto, NCCL's choice; with an explicit algorithm, the pure alpha-beta model.
-enum class CollectiveProtocol { kAuto, kLL, kLL128, kSimple };
+// kAuto: the algorithm's own model, without a protocol's effect (the textbook alpha-beta ring);
+// with algorithm auto, the fastest of everything auto chooses from. kFastest: a named NCCL
+// algorithm (ring, tree, NVLS) as auto would run it: the fastest of its protocols, with NCCL's
+// per-call costs where NCCL's model covers the system (core/collectives/collective_schedule.h).
+enum class CollectiveProtocol { kAuto, kLL, kLL128, kSimple, kFastest };
 inline constexpr auto kCollectiveProtocolNames =
     make_enum_table<CollectiveProtocol>({{CollectiveProtocol::kAuto, "auto"},
                                          {CollectiveProtocol::kLL, "LL"},
                                          {CollectiveProtocol::kLL128, "LL128"},
-                                         {CollectiveProtocol::kSimple, "Simple"}});
+                                         {CollectiveProtocol::kSimple, "Simple"},
+                                         {CollectiveProtocol::kFastest, "fastest"}});
 constexpr std::string_view to_string(CollectiveProtocol p) {
   return kCollectiveProtocolNames.to_string(p);
 }
