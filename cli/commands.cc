@@ -20,6 +20,19 @@
 #include "models/model_spec.h"
 
 namespace dtsim::cli {
+namespace {
+
+// --max-memory as bytes, or an error naming the flag.
+double max_memory_bytes(const std::string& text) {
+  const auto limit = parse_bytes(text);
+  if (!limit || limit.value->value() <= 0)
+    throw InputError(Diagnostic{SourceLocation{}, "--max-memory",
+                                "expected a size such as 16GiB, found '" + text + "'"});
+  return limit.value->value();
+}
+
+}  // namespace
+
 int run_simulate(const SimulateOptions& o, std::ostream& out) {
   auto overrides = o.overrides;
   if (!o.engine.empty()) overrides.push_back("simulate.engine=" + o.engine);
@@ -38,13 +51,7 @@ int run_simulate(const SimulateOptions& o, std::ostream& out) {
   driver::PredictOptions options;
   options.progress = &progress;
   options.with_chrome_trace = trace_file.has_value();
-  if (!o.max_memory.empty()) {
-    const auto limit = parse_bytes(o.max_memory);
-    if (!limit || limit.value->value() <= 0)
-      throw InputError(Diagnostic{SourceLocation{}, "--max-memory",
-                                  "expected a size such as 16GiB, found '" + o.max_memory + "'"});
-    options.max_memory_bytes = limit.value->value();
-  }
+  if (!o.max_memory.empty()) options.max_memory_bytes = max_memory_bytes(o.max_memory);
   driver::Prediction p = driver::predict(std::move(sc), options);
   nlohmann::json j = results_to_json(p.results);
   if (o.json)
@@ -62,7 +69,10 @@ int run_simulate(const SimulateOptions& o, std::ostream& out) {
 }
 
 int run_validate(const ValidateOptions& o, std::ostream& out) {
-  driver::validate(driver::plan_scenario(driver::load(o.scenario, o.overrides)), out);
+  driver::validate(driver::plan_scenario(driver::load(o.scenario, o.overrides),
+                                         o.max_memory.empty() ? driver::kDefaultMaxMemoryBytes
+                                                              : max_memory_bytes(o.max_memory)),
+                   out);
   return 0;
 }
 

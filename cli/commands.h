@@ -26,6 +26,7 @@ int run_simulate(const SimulateOptions& o, std::ostream& out);
 struct ValidateOptions {
   std::string scenario;
   std::vector<std::string> overrides;
+  std::string max_memory;  // --max-memory, as for simulate
 };
 int run_validate(const ValidateOptions& o, std::ostream& out);
 

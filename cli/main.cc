@@ -88,6 +88,9 @@ int main(int argc, char** argv) {
   validate->add_option("--set", val.overrides, "override a scenario key (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  validate->add_option("--max-memory", val.max_memory,
+                       "refuse a plan whose simulation would need more memory than this (default "
+                       "8GiB), as simulate does");
 
   CollectiveOptions col;
   auto* collective = app.add_subcommand(

@@ -1,5 +1,7 @@
 #include "driver/predict.h"
 
+#include <algorithm>
+
 #include "core/base/error.h"
 #include "core/exec/engine_registry.h"
 #include "core/strategy/strategy.h"
@@ -38,9 +40,11 @@ Scenario load_cluster(const std::string& path, const std::vector<std::string>& o
   return load_scenario(path, as_overrides(overrides), {}, LoadScope::kCluster);
 }
 
-Plan plan_scenario(Scenario scenario) {
+Plan plan_scenario(Scenario scenario, double max_memory_bytes) {
   models::ScenarioGraphs graphs = models::graphs_from_scenario(scenario);
-  Job job = build_job(graphs.shard, scenario);
+  JobOptions options;
+  options.max_ops = std::max(1.0, (max_memory_bytes - kBaseRunBytes) / kBytesPerOpIteration);
+  Job job = build_job(graphs.shard, scenario, options);
   Cluster cluster(scenario.cluster);
   return Plan{std::move(scenario), std::move(graphs.whole), std::move(cluster), std::move(job)};
 }
@@ -54,7 +58,7 @@ RunOptions run_options(const Scenario& scenario) {
 
 Prediction predict(Scenario scenario, const PredictOptions& options) {
   if (options.progress) options.progress->phase("building each simulated rank's Program");
-  return predict(plan_scenario(std::move(scenario)), options);
+  return predict(plan_scenario(std::move(scenario), options.max_memory_bytes), options);
 }
 
 RunEstimate estimate_run(const Plan& plan, bool with_chrome_trace) {

@@ -28,6 +28,8 @@
 
 namespace dtsim::driver {
 
+inline constexpr double kDefaultMaxMemoryBytes = 8.0 * 1024 * 1024 * 1024;  // --max-memory
+
 // load_scenario with the models' cross-checks; `overrides` are --set texts.
 Scenario load(const std::string& path, const std::vector<std::string>& overrides = {});
 // The cluster and simulate sections alone, for front ends that need no training run (dtsim
@@ -41,7 +43,9 @@ struct Plan {
   Cluster cluster;
   Job job;
 };
-Plan plan_scenario(Scenario scenario);
+// `max_memory_bytes` bounds the Job's ops as it is built (JobOptions::max_ops, at
+// kBytesPerOpIteration each), so a plan too large to hold is refused before it takes the memory.
+Plan plan_scenario(Scenario scenario, double max_memory_bytes = kDefaultMaxMemoryBytes);
 
 // The run options the scenario's simulate section asks for.
 RunOptions run_options(const Scenario& scenario);
@@ -68,8 +72,8 @@ inline constexpr double kTraceBytesPerOpIteration = 3072;
 RunEstimate estimate_run(const Plan& plan, bool with_chrome_trace);
 
 struct PredictOptions {
-  double max_memory_bytes = 8.0 * 1024 * 1024 * 1024;  // --max-memory
-  bool with_chrome_trace = false;                      // counted in the memory estimate
+  double max_memory_bytes = kDefaultMaxMemoryBytes;  // --max-memory
+  bool with_chrome_trace = false;                    // counted in the memory estimate
   Progress* progress = nullptr;
 };
 Prediction predict(Scenario scenario, const PredictOptions& options = {});

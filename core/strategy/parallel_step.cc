@@ -158,13 +158,16 @@ class StepBuilder {
     boundary_bytes_ = Bytes(full / (sc.parallelism.sequence_parallel || scatter_gather_ ? t_ : 1));
   }
 
-  Job build(Folding folding) {
+  Job build(const JobOptions& options) {
     create_groups();
-    if (folding == Folding::kNone) {
+    max_job_ops_ = options.max_ops;
+    if (options.folding == Folding::kNone) {
+      ranks_to_build_ = world();
       for (Rank r = 0; r < world(); ++r) job_.programs.push_back(build_rank(r));
       return std::move(job_);
     }
     const bool fold = sc_.simulate.symmetry_folding && folding_is_exact(sc_.cluster);
+    ranks_to_build_ = p_ * (fold ? 1 : cp_ * t_);
     for (int s = 0; s < p_; ++s)
       for (int c = 0; c < (fold ? 1 : cp_); ++c)
         for (int i = 0; i < (fold ? 1 : t_); ++i)
@@ -184,6 +187,11 @@ class StepBuilder {
 
  private:
   int world() const { return t_ * cp_ * p_ * d_; }
+
+  // The Job's op budget (JobOptions::max_ops) and what is spent of it.
+  double max_job_ops_ = 0;
+  double job_ops_ = 0;
+  int ranks_to_build_ = 1, ranks_built_ = 0;
 
   // A group, created once: `name` and the ranks.
   GroupId group(const std::string& name, std::vector<Rank> ranks) {
@@ -625,6 +633,22 @@ class StepBuilder {
                          " M ops per step; dtsim simulates at most " +
                          std::to_string(static_cast<int64_t>(kMaxOpsPerStep / 1e6)) +
                          " M. Raise training.micro_batch_size or lower the global batch"});
+    // The whole Job: what is built so far, and this rank's count for each rank still to build.
+    const double job_estimate = job_ops_ + ops * (ranks_to_build_ - ranks_built_);
+    if (max_job_ops_ > 0 && job_estimate > max_job_ops_)
+      throw InputError(
+          Diagnostic{sc_.parallelism.pipeline.where.known() ? sc_.parallelism.pipeline.where
+                                                            : tr.global_batch_size.where,
+                     sc_.parallelism.pipeline.where.known() ? "parallelism.pipeline"
+                                                            : "training.global_batch_size",
+                     std::to_string(ranks_to_build_) + " simulated ranks of about " +
+                         std::to_string(static_cast<int64_t>(ops)) + " ops each make about " +
+                         format_number("%.3g", job_estimate / 1e6) + " M ops, more than the " +
+                         format_number("%.3g", max_job_ops_ / 1e6) +
+                         " M that fit the memory limit (--max-memory). Fewer pipeline stages or "
+                         "micro-batches (a larger training.micro_batch_size) shrink it"});
+    job_ops_ += ops;
+    ++ranks_built_;
 
     ModelStateBytes state;
     double optimizer_shard = 0;  // parameters whose optimizer step this rank runs
@@ -736,7 +760,7 @@ class StepBuilder {
 }  // namespace
 
 Job build_job(const ModelGraph& model, const Scenario& scenario, const JobOptions& options) {
-  return StepBuilder(model, scenario).build(options.folding);
+  return StepBuilder(model, scenario).build(options);
 }
 
 Program build_program(const ModelGraph& model, const Scenario& scenario, Rank rank) {

@@ -53,7 +53,14 @@ with tempfile.TemporaryDirectory() as d:
         "--max-memory")
     run("a run over a lowered --max-memory",
         ["simulate", DEFAULT, "--engine", "analytic", "--max-memory", "16MiB"],
-        "more than the limit of 16.00 MiB")
+        "fit the memory limit (--max-memory)")
+
+    huge_pipeline = ["--set", "parallelism.pipeline=4096", "--set", "cluster.nodes=4096", "--set",
+                     "model.num_layers=4096", "--set", "training.global_batch_size=4096"]
+    run("a 4096-stage pipeline in validate", ["validate", DEFAULT] + huge_pipeline,
+        "parallelism.pipeline: 4096 simulated ranks")
+    run("a 4096-stage pipeline in simulate", ["simulate", DEFAULT] + huge_pipeline,
+        "--max-memory")
 
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)
