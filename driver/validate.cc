@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/base/error.h"
+#include "core/base/text.h"
 #include "core/collectives/collective_schedule.h"
 #include "core/exec/analytic_executor.h"
 #include "core/report/report.h"
@@ -30,7 +31,8 @@ std::string rank_list(const std::vector<Rank>& ranks) {
 void validate(const Plan& plan, std::ostream& out) {
   const Scenario& s = plan.scenario;
   const Cluster& c = plan.cluster;
-  out << "scenario " << s.name << " (" << s.file << "): OK so far\n";
+  out << "scenario " << printable(s.name, 200) << " (" << printable(s.file, 200)
+      << "): OK so far\n";
   out << "  cluster      " << c.nodes << " nodes x " << c.gpus_per_node << " "
       << with_overrides(c.gpu.name, c.gpu_overridden) << " = " << c.total_gpus() << " GPUs\n";
   out << "  GPU          " << format_flop_rate(c.gpu.peak_for(s.training.precision)) << " dense "
@@ -149,7 +151,7 @@ void validate(const Plan& plan, std::ostream& out) {
                        "); the largest category is " + cat + " at " +
                        format_bytes(Bytes(r.per_category_bytes[largest])) + ". " + remedy});
   }
-  out << "valid: " << s.name << " can run\n";
+  out << "valid: " << printable(s.name, 200) << " can run\n";
 }
 
 }  // namespace dtsim::driver

@@ -82,4 +82,9 @@ if [[ ${DTSIM_SKIP_SANITIZE:-0} != 1 ]]; then
   echo "setup: building the sanitizer configuration in $san"
   cmake --build "$san" --parallel "$jobs" --target dtsim bad_input_test
   (cd "$san" && ctest --output-on-failure --parallel "$jobs" --label-regex badinput)
+  # The fuzzers on a fixed budget under the sanitizers: mutated YAML, and boundary values on
+  # every numeric key (tests/fuzz/; longer runs are recorded in bench/results/property-fuzz.md).
+  echo "setup: fuzzing the sanitizer build (fixed seeds)"
+  python3 tests/fuzz/mutate_scenarios.py "$san/cli/dtsim" 41 80
+  python3 tests/fuzz/property_test.py "$san/cli/dtsim" 43 80
 fi

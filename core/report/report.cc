@@ -1,4 +1,5 @@
 #include "core/report/report.h"
+#include "core/base/text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -174,8 +175,10 @@ std::string pct(double part, double whole) {
 
 std::string render_summary(const Results& r) {
   std::string out;
-  out += "dtsim: " + r.scenario + "  (engine: " + r.engine + ")\n";
-  out += line("cluster", std::to_string(r.gpus) + " x " + r.gpu + ", " + r.precision);
+  // Names come from the scenario: a terminal escape sequence in one is shown, not obeyed.
+  out += "dtsim: " + printable(r.scenario, 200) + "  (engine: " + r.engine + ")\n";
+  out +=
+      line("cluster", std::to_string(r.gpus) + " x " + printable(r.gpu, 200) + ", " + r.precision);
   out += line("parallelism", r.parallelism);
   out += line("batch", std::to_string(r.global_batch_size) + " samples/step, " +
                            std::to_string(r.micro_batches) + " micro-batches per replica");

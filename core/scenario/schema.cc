@@ -389,6 +389,10 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
   std::string best;
   size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
   for (const auto& c : candidates) {
+    // The distance is at least the difference in length: skip what cannot win, so a megabyte
+    // of text costs nothing here.
+    const size_t gap = word.size() > c.size() ? word.size() - c.size() : c.size() - word.size();
+    if (gap >= best_d) continue;
     size_t d = edit_distance(word, c);
     if (d < best_d) {
       best_d = d;

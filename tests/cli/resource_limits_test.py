@@ -62,5 +62,35 @@ with tempfile.TemporaryDirectory() as d:
     run("a 4096-stage pipeline in simulate", ["simulate", DEFAULT] + huge_pipeline,
         "--max-memory")
 
+    # Messages: an echoed value is cut to a readable length, and control characters (terminal
+    # escape sequences) are shown escaped, in errors and in the summary alike.
+    with open(os.path.join(ROOT, "tests/bad_input/valid/base.yaml")) as f:
+        base = f.read()
+    long_value = os.path.join(d, "long_value.yaml")
+    with open(long_value, "w") as f:
+        f.write(base.replace("  gpu: H100-SXM", "  gpu: " + "x" * 10_000_000))
+    p = subprocess.run([DTSIM, "validate", long_value], capture_output=True, text=True, timeout=5)
+    ok = p.returncode == 2 and len(p.stderr) < 5000 and "bytes cut" in p.stderr
+    print(f"{'ok  ' if ok else 'FAIL'} a 10 MB value is cut in the message ({len(p.stderr)} bytes)")
+    if not ok:
+        failures.append("long value")
+    escape = os.path.join(d, "escape.yaml")
+    with open(escape, "w") as f:
+        f.write(base.replace("name: bad-input-base", 'name: "x\\e[2Jy"')
+                    .replace("  gpu: H100-SXM", '  gpu: "H1\\e[31m00"'))
+    p = subprocess.run([DTSIM, "validate", escape], capture_output=True, text=True, timeout=5)
+    ok = p.returncode == 2 and "\x1b" not in p.stderr and "\\x1B[31m" in p.stderr
+    print(f"{'ok  ' if ok else 'FAIL'} an escape sequence in an error is shown escaped")
+    if not ok:
+        failures.append("escape in error")
+    with open(escape, "w") as f:
+        f.write(base.replace("name: bad-input-base", 'name: "x\\e[2Jy"'))
+    p = subprocess.run([DTSIM, "simulate", escape, "--engine", "analytic"], capture_output=True,
+                       text=True, timeout=30)
+    ok = p.returncode == 0 and "\x1b" not in p.stdout and "x\\x1B[2Jy" in p.stdout
+    print(f"{'ok  ' if ok else 'FAIL'} an escape sequence in the scenario name is shown escaped")
+    if not ok:
+        failures.append("escape in summary")
+
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)
