@@ -63,10 +63,20 @@ Prediction predict(Scenario scenario, const PredictOptions& options) {
 
 RunEstimate estimate_run(const Plan& plan, bool with_chrome_trace) {
   RunEstimate e;
-  for (const auto& p : plan.job.programs) e.ops_per_iteration += static_cast<double>(p.op_count());
+  for (const auto& p : plan.job.programs) {
+    e.ops_per_iteration += static_cast<double>(p.op_count());
+    for (const auto& st : p.streams)
+      for (const auto& op : st.ops)
+        if (const auto* c = std::get_if<CollectiveOp>(&op.body))
+          e.collective_members_per_iteration +=
+              static_cast<double>(plan.job.group(c->group).ranks.size());
+  }
   e.iterations = plan.scenario.simulate.iterations;
   const double per_op = kBytesPerOpIteration + (with_chrome_trace ? kTraceBytesPerOpIteration : 0);
-  e.bytes = kBaseRunBytes + e.ops_per_iteration * e.iterations * per_op;
+  const double per_member =
+      plan.scenario.simulate.engine == "simgrid" ? kSimGridBytesPerCollectiveMember : 0;
+  e.bytes = kBaseRunBytes + e.iterations * (e.ops_per_iteration * per_op +
+                                            e.collective_members_per_iteration * per_member);
   return e;
 }
 
@@ -76,17 +86,31 @@ Prediction predict(Plan plan, const PredictOptions& options) {
     const bool iterations = estimate.iterations > 1;
     const std::string key = iterations ? "simulate.iterations" : "training.global_batch_size";
     const auto it = plan.scenario.entries.find(key);
+    const double flow_bytes =
+        estimate.iterations * estimate.collective_members_per_iteration *
+        (plan.scenario.simulate.engine == "simgrid" ? kSimGridBytesPerCollectiveMember : 0);
+    // Say what dominates: the flows of collectives over large groups, or the ops.
+    const bool flows_dominate = flow_bytes > estimate.bytes / 2;
+    const std::string what =
+        flows_dominate
+            ? format_number("%.3g", estimate.collective_members_per_iteration / 1e6) +
+                  " M collective members per iteration (each collective counts its group's "
+                  "ranks, which the " +
+                  plan.scenario.simulate.engine + " engine turns into flows)"
+            : format_number("%.3g", estimate.ops_per_iteration / 1e6) + " M ops on " +
+                  std::to_string(plan.job.programs.size()) + " simulated ranks";
+    const std::string advice =
+        flows_dominate ? "Use the analytic engine (--engine analytic), a larger "
+                         "training.gradient_bucket (fewer collectives), or fewer GPUs"
+        : iterations   ? "Steps repeat identically without failures, so use fewer iterations"
+                       : "Raise training.micro_batch_size or lower the global batch";
     throw InputError(Diagnostic{
         it != plan.scenario.entries.end() ? it->second.where
                                           : SourceLocation{plan.scenario.file, 0, 0},
         key,
-        format_number("%.3g", estimate.ops_per_iteration / 1e6) + " M ops on " +
-            std::to_string(plan.job.programs.size()) + " simulated ranks x " +
-            std::to_string(estimate.iterations) + " iteration(s) would need about " +
+        what + " x " + std::to_string(estimate.iterations) + " iteration(s) would need about " +
             format_bytes(Bytes(estimate.bytes)) + " of memory, more than the limit of " +
-            format_bytes(Bytes(options.max_memory_bytes)) + ". " +
-            (iterations ? "Steps repeat identically without failures, so use fewer iterations"
-                        : "Raise training.micro_batch_size or lower the global batch") +
+            format_bytes(Bytes(options.max_memory_bytes)) + ". " + advice +
             (options.with_chrome_trace ? ", or leave out --trace" : "") +
             "; or raise the limit with --max-memory"});
   }

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "core/base/error.h"
@@ -96,8 +97,15 @@ void validate(const Plan& plan, std::ostream& out) {
     if (found == issued.end()) continue;
     // The collectives this group runs, with the algorithm and protocol auto resolves them to.
     std::map<std::string, int> seen;
+    // Resolved once per distinct collective: resolving costs O(group size), and a data-parallel
+    // group of a million ranks issues hundreds of equal buckets.
+    std::map<std::tuple<CollectiveKind, double, DType>, ResolvedCollective> resolved;
     for (const CollectiveOp* col : found->second) {
-      const ResolvedCollective r = resolve_collective(*col, g.ranks, c);
+      const auto key = std::make_tuple(col->kind, col->bytes.value(), col->dtype);
+      auto it = resolved.find(key);
+      if (it == resolved.end())
+        it = resolved.emplace(key, resolve_collective(*col, g.ranks, c)).first;
+      const ResolvedCollective& r = it->second;
       const std::string how =
           std::string(to_string(col->kind)) + " " + format_bytes(col->bytes) + " " +
           std::string(to_string(col->dtype)) + ": " + std::string(to_string(r.algorithm)) +

@@ -39,20 +39,46 @@ struct Shared {
   std::string first_op;
 };
 
+// Collectives a job repeats (hundreds of equal gradient buckets, every iteration) are timed or
+// decomposed once: both cost O(group size), which a million-rank group makes seconds each.
+struct CollectiveMemo {
+  using Key = std::tuple<GroupId, int, double, int, int, Rank, int>;
+  static Key key(const CollectiveOp& op) {
+    return {op.group,
+            static_cast<int>(op.kind),
+            op.bytes.value(),
+            static_cast<int>(op.dtype),
+            static_cast<int>(op.algorithm),
+            op.root,
+            static_cast<int>(op.protocol)};
+  }
+  std::map<Key, Seconds> times;
+  std::map<Key, CollectiveSchedule> schedules;
+};
+
 // Builds the body of a collective between `begin` and `end`.
 void collective_body(ActivityGraph& g, const CollectiveOp& op, const Group& group,
-                     const Cluster& cluster, CollectiveBody body, int32_t begin, int32_t end) {
+                     const Cluster& cluster, CollectiveBody body, int32_t begin, int32_t end,
+                     CollectiveMemo& memo) {
+  const auto key = CollectiveMemo::key(op);
   if (body == CollectiveBody::kClosedForm) {
-    int32_t d = g.add(GraphNode::delay(collective_time(op, group.ranks, cluster)));
+    auto it = memo.times.find(key);
+    if (it == memo.times.end())
+      it = memo.times.emplace(key, collective_time(op, group.ranks, cluster)).first;
+    int32_t d = g.add(GraphNode::delay(it->second));
     g.edge(begin, d);
     g.edge(d, end);
     return;
   }
-  add_schedule(
-      g,
-      decompose(op, group.ranks, cluster,
-                body == CollectiveBody::kChunkFlows ? Fidelity::kChunk : Fidelity::kCollective),
-      begin, end);
+  if (body == CollectiveBody::kChunkFlows) {  // small jobs only, and large schedules: no memo
+    add_schedule(g, decompose(op, group.ranks, cluster, Fidelity::kChunk), begin, end);
+    return;
+  }
+  auto it = memo.schedules.find(key);
+  if (it == memo.schedules.end())
+    it = memo.schedules.emplace(key, decompose(op, group.ranks, cluster, Fidelity::kCollective))
+             .first;
+  add_schedule(g, it->second, begin, end);
 }
 
 }  // namespace
@@ -88,6 +114,7 @@ void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, 
 
 ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, CollectiveBody body) {
   ActivityGraph g;
+  CollectiveMemo memo;
   g.iterations = iterations;
   std::map<Rank, bool> simulated;
   for (const auto& p : job.programs) simulated[p.rank] = true;
@@ -130,7 +157,7 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
               for (Rank r : group.ranks) expected += simulated.count(r) ? 1 : 0;
               Shared sh{g.add(join()), g.add(join()), 0, expected,
                         op_name(p, static_cast<StreamId>(s), i)};
-              collective_body(g, *c, group, cluster, body, sh.begin, sh.end);
+              collective_body(g, *c, group, cluster, body, sh.begin, sh.end, memo);
               found = collectives.emplace(key, sh).first;
             }
             ++found->second.arrived;

@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <tuple>
 
 #include "core/base/checked.h"
 #include "core/base/error.h"
@@ -205,6 +206,17 @@ class StepBuilder {
     return id;
   }
 
+  // The group `make` creates for the coordinates (kind, a, b, c), made once.
+  template <class Make>
+  GroupId cached(int kind, int a, int b, int c, Make make) {
+    const auto key = std::make_tuple(kind, a, b, c);
+    if (auto it = group_cache_.find(key); it != group_cache_.end()) return it->second;
+    const GroupId id = make();
+    group_cache_.emplace(key, id);
+    return id;
+  }
+  std::map<std::tuple<int, int, int, int>, GroupId> group_cache_;
+
   // The groups of rank (tp, cp, s, dp).
   struct RankGroups {
     GroupId tp = 0, cp = 0, ep = 0, dp = 0, edp = 0;
@@ -217,23 +229,32 @@ class StepBuilder {
     g.cp = group("cp", layout_.group(ParallelDim::kContext, tp, cp, s, dp));
     // Expert parallelism groups consecutive data-parallel replicas (Megatron-LM carves the
     // expert-parallel group out of the data-parallel one).
-    g.ep = group("ep",
-                 ranks_where(tp, s, [&](int c, int d) { return c == cp && d / ep_ == dp / ep_; }));
-    g.dp = group("dp", ranks_where(tp, s, [](int, int) { return true; }));
+    // The groups that span replicas are built once per distinct group (cached by the
+    // coordinates that define them): building them for every rank was quadratic in the world.
+    g.ep = cached(0, tp, s, cp * d_ + dp / ep_, [&] {
+      std::vector<Rank> ranks;
+      for (int d = dp / ep_ * ep_; d < std::min(d_, (dp / ep_ + 1) * ep_); ++d)
+        ranks.push_back(layout_.rank(tp, cp, s, d));
+      return group("ep", std::move(ranks));
+    });
+    g.dp = cached(1, tp, s, 0,
+                  [&] { return group("dp", ranks_where(tp, s, [](int, int) { return true; })); });
     g.dp_size = d_ * cp_;
     // Expert weights: with expert parallelism every tensor-parallel rank holds the same E/ep
     // experts at full width (expert TP = 1) for its own tokens, so their gradients are reduced
     // over the tensor-parallel ranks too; without it they are split like the dense weights. The
     // replicas that hold the same experts are those with the same dp mod ep.
     const bool experts_replicated_over_tp = ep_ > 1 && t_ > 1;
-    std::vector<Rank> edp;
-    for (int i = 0; i < t_; ++i) {
-      if (!experts_replicated_over_tp && i != tp) continue;
-      const auto ranks = ranks_where(i, s, [&](int, int d) { return d % ep_ == dp % ep_; });
-      edp.insert(edp.end(), ranks.begin(), ranks.end());
-    }
-    g.edp_size = static_cast<int>(edp.size());
-    g.edp = group("edp", std::move(edp));
+    g.edp_size = (experts_replicated_over_tp ? t_ : 1) * cp_ * ((d_ - dp % ep_ + ep_ - 1) / ep_);
+    g.edp = cached(2, experts_replicated_over_tp ? -1 : tp, s, dp % ep_, [&] {
+      std::vector<Rank> edp;
+      for (int i = 0; i < t_; ++i) {
+        if (!experts_replicated_over_tp && i != tp) continue;
+        const auto ranks = ranks_where(i, s, [&](int, int d) { return d % ep_ == dp % ep_; });
+        edp.insert(edp.end(), ranks.begin(), ranks.end());
+      }
+      return group("edp", std::move(edp));
+    });
     // Tied weights: the first and last stage of a replica share the embedding matrix.
     if (p_ > 1 && (s == 0 || s == p_ - 1) && tied_parameters_ > 0)
       g.embedding =

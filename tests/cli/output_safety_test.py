@@ -73,7 +73,7 @@ def intact(d, result, trace, what):
 
 def start_slow(result, trace):
     return subprocess.Popen(
-        [DTSIM, "simulate", SLOW, "--set", "simulate.iterations=4", "-o", result, "--trace", trace],
+        [DTSIM, "simulate", SLOW, "--set", "simulate.iterations=2", "-o", result, "--trace", trace],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
