@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include "core/base/error.h"
 #include "core/hardware/catalog_markdown.h"
@@ -69,10 +70,17 @@ int run_simulate(const SimulateOptions& o, std::ostream& out) {
 }
 
 int run_validate(const ValidateOptions& o, std::ostream& out) {
-  driver::validate(driver::plan_scenario(driver::load(o.scenario, o.overrides),
-                                         o.max_memory.empty() ? driver::kDefaultMaxMemoryBytes
-                                                              : max_memory_bytes(o.max_memory)),
-                   out);
+  std::ostringstream report;  // printed once the checks end, so progress lines never interleave
+  {
+    driver::Progress progress;
+    progress.phase("building each simulated rank's Program");
+    driver::Plan plan = driver::plan_scenario(
+        driver::load(o.scenario, o.overrides),
+        o.max_memory.empty() ? driver::kDefaultMaxMemoryBytes : max_memory_bytes(o.max_memory));
+    progress.phase("checking placement, collectives and memory");
+    driver::validate(plan, report);
+  }
+  out << report.str();
   return 0;
 }
 
@@ -81,7 +89,12 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
   if (!o.engine.empty()) overrides.push_back("simulate.engine=" + o.engine);
   const Scenario sc = driver::load_cluster(o.scenario, overrides);
   const auto& c = sc.cluster;
-  const driver::CollectiveBenchmark bench = driver::run_collective_benchmark(sc, o.request);
+  driver::CollectiveBenchmark bench;
+  {
+    driver::Progress progress;  // ends before the table is printed
+    progress.phase("simulating the collective on the " + sc.simulate.engine + " engine");
+    bench = driver::run_collective_benchmark(sc, o.request);
+  }
   auto text_or_null = [](const std::string& v) {
     return v.empty() ? nlohmann::json() : nlohmann::json(v);
   };

@@ -112,6 +112,17 @@ with tempfile.TemporaryDirectory() as d:
           f"{err.strip()[:200]})")
     check(not intact(d, result, trace, "engine error"), "an engine error leaves no temporary")
 
+    # An engine that crashes (SIGABRT, as SimGrid's own aborts end) is a runtime error too.
+    result, trace = fresh_outputs(d)
+    proc = start_slow(result, trace)
+    child = wait_for_child(proc)
+    if child:
+        os.kill(child, signal.SIGABRT)
+    _, err = proc.communicate(timeout=120)
+    check(proc.returncode == 1 and "SimGrid simulation failed" in err,
+          f"a crashed engine is a runtime error (got {proc.returncode}: {err.strip()[:200]})")
+    check(not intact(d, result, trace, "engine crash"), "an engine crash leaves no temporary")
+
     # dtsim itself killed or stopped: the simulation ends with it.
     for sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT):
         name = signal.Signals(sig).name
