@@ -70,8 +70,10 @@ int run_simulate(const SimulateOptions& o, std::ostream& out) {
 }
 
 int run_validate(const ValidateOptions& o, std::ostream& out) {
-  std::ostringstream report;  // printed once the checks end, so progress lines never interleave
-  {
+  // The report is printed once the checks end, so progress lines never interleave with it; what
+  // it holds is printed before a problem found late (the memory verdict) is reported too.
+  std::ostringstream report;
+  try {
     driver::Progress progress;
     progress.phase("building each simulated rank's Program");
     driver::Plan plan = driver::plan_scenario(
@@ -79,6 +81,9 @@ int run_validate(const ValidateOptions& o, std::ostream& out) {
         o.max_memory.empty() ? driver::kDefaultMaxMemoryBytes : max_memory_bytes(o.max_memory));
     progress.phase("checking placement, collectives and memory");
     driver::validate(plan, report);
+  } catch (...) {
+    out << report.str();
+    throw;
   }
   out << report.str();
   return 0;
