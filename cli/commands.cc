@@ -9,11 +9,13 @@
 #include <sstream>
 
 #include "core/base/error.h"
+#include "core/base/text.h"
 #include "core/hardware/catalog_markdown.h"
 #include "core/report/report.h"
 #include "core/scenario/reference.h"
 #include "driver/catalog.h"
 #include "driver/collective_benchmark.h"
+#include "driver/compare.h"
 #include "driver/output_file.h"
 #include "driver/predict.h"
 #include "driver/validate.h"
@@ -267,6 +269,75 @@ int run_catalog(const CatalogOptions& o, std::ostream& out) {
     }
   }
   return 0;
+}
+
+int run_compare(const CompareOptions& o, std::ostream& out) {
+  const driver::Comparison c = driver::compare_results(o.predicted, o.measured);
+  const bool gated = o.max_error_percent >= 0;
+  const bool beyond = gated && c.worst_metric_error() * 100 > o.max_error_percent;
+  const auto error_text = [](const driver::ComparedValue& v) {
+    return v.error ? format_number("%+.1f %%", *v.error * 100) : std::string("-");
+  };
+  const auto value_text = [](const driver::ComparedValue& v, double x) {
+    return v.unit == "bytes" ? format_bytes(Bytes(x)) : format_duration(Seconds(x));
+  };
+  if (o.json) {
+    auto rows = [](const std::vector<driver::ComparedValue>& vs) {
+      nlohmann::json a = nlohmann::json::array();
+      for (const auto& v : vs)
+        a.push_back({{"name", v.name},
+                     {"unit", v.unit},
+                     {"predicted", v.predicted},
+                     {"measured", v.measured},
+                     {"error_fraction", v.error ? nlohmann::json(*v.error) : nlohmann::json()}});
+      return a;
+    };
+    nlohmann::json j = {{"predicted_file", c.predicted_file},
+                        {"measured_file", c.measured_file},
+                        {"predicted_source", c.predicted_source},
+                        {"measured_source", c.measured_source},
+                        {"metrics", rows(c.metrics)},
+                        {"by_kind", rows(c.by_kind)},
+                        {"worst_metric_error_fraction", c.worst_metric_error()}};
+    if (gated) {
+      j["max_error_fraction"] = o.max_error_percent / 100;
+      j["within_limit"] = !beyond;
+    }
+    out << j.dump(2) << "\n";
+    return beyond ? 1 : 0;  // exit 1: beyond the limit (design: a runtime failure, not bad input)
+  }
+  const auto describe = [](const std::string& file, const std::string& source,
+                           const std::string& engine) {
+    return printable(file, 200) + " (" + (source.empty() ? "?" : source) +
+           (engine.empty() ? "" : ", " + engine) + ")";
+  };
+  out << "dtsim compare: " << describe(c.predicted_file, c.predicted_source, c.predicted_engine)
+      << " against " << describe(c.measured_file, c.measured_source, c.measured_engine) << "\n";
+  out << "  error = (predicted - measured) / measured; positive: the prediction is slower or "
+         "larger\n\n";
+  char buf[256];
+  const auto table = [&](const char* title, const std::vector<driver::ComparedValue>& vs) {
+    std::snprintf(buf, sizeof buf, "  %-30s %14s %14s %10s\n", title, "predicted", "measured",
+                  "error");
+    out << buf;
+    for (const auto& v : vs) {
+      std::snprintf(buf, sizeof buf, "  %-30s %14s %14s %10s\n", printable(v.name, 30).c_str(),
+                    value_text(v, v.predicted).c_str(), value_text(v, v.measured).c_str(),
+                    error_text(v).c_str());
+      out << buf;
+    }
+  };
+  table("metric", c.metrics);
+  if (!c.by_kind.empty()) {
+    out << "\n";
+    table("busy time per step, by op kind", c.by_kind);
+  }
+  out << "\n  worst metric error " << format_number("%.1f %%", c.worst_metric_error() * 100);
+  if (gated)
+    out << (beyond ? ", beyond" : ", within") << " the limit of "
+        << format_number("%g %%", o.max_error_percent);
+  out << "\n";
+  return beyond ? 1 : 0;  // exit 1: beyond the limit (design: a runtime failure, not bad input)
 }
 
 }  // namespace dtsim::cli

@@ -46,4 +46,12 @@ struct CatalogOptions {
 };
 int run_catalog(const CatalogOptions& o, std::ostream& out);
 
+struct CompareOptions {
+  std::string predicted, measured;
+  double max_error_percent = -1;  // < 0: no gate
+  bool json = false;
+};
+// Exit 0, or 1 when a metric's |error| exceeds --max-error.
+int run_compare(const CompareOptions& o, std::ostream& out);
+
 }  // namespace dtsim::cli

@@ -165,14 +165,34 @@ int main(int argc, char** argv) {
                  "the schema tree")
       ->excludes(markdown_flag);
 
+  CompareOptions cmp;
+  auto* compare = app.add_subcommand(
+      "compare",
+      "Compare two results of dtsim simulate --json (a prediction against a measurement, or two "
+      "engines): step time, compute, exposed communication, bubble, straggler wait, peak memory "
+      "and busy time per op kind, each with its signed error (predicted - measured) / measured.\n"
+      "  dtsim compare predicted.json measured.json --max-error 10");
+  compare->add_option("predicted", cmp.predicted, "the prediction (dtsim simulate --json -o)")
+      ->required();
+  compare->add_option("measured", cmp.measured, "the measurement, or the result compared against")
+      ->required();
+  compare
+      ->add_option("--max-error", cmp.max_error_percent,
+                   "exit 1 when a metric's |error| exceeds this many percent (op kinds are "
+                   "shown, not gated)")
+      ->check(CLI::Range(0.0, 1e6));
+  compare->add_flag("--json", cmp.json, "print the comparison as JSON");
+
   // An unknown command gets a suggestion rather than CLI11's "A subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {
-    const std::vector<std::string> verbs = {"simulate", "validate", "collective", "catalog"};
+    const std::vector<std::string> verbs = {"simulate", "validate", "collective", "catalog",
+                                            "compare"};
     if (std::find(verbs.begin(), verbs.end(), argv[1]) == verbs.end()) {
       std::string hint = dtsim::did_you_mean(argv[1], verbs);
-      std::cerr << "error: unknown command '" << argv[1] << "'"
-                << (hint.empty() ? "" : "; did you mean '" + hint + "'?")
-                << " Commands: simulate, validate, collective, catalog. Run 'dtsim --help'.\n";
+      std::cerr
+          << "error: unknown command '" << argv[1] << "'"
+          << (hint.empty() ? "" : "; did you mean '" + hint + "'?")
+          << " Commands: simulate, validate, collective, catalog, compare. Run 'dtsim --help'.\n";
       return kExitBadInput;
     }
   }
@@ -190,6 +210,7 @@ int main(int argc, char** argv) {
     if (validate->parsed()) return run_validate(val, std::cout);
     if (collective->parsed()) return run_collective(col, std::cout);
     if (catalog->parsed()) return run_catalog(cat, std::cout);
+    if (compare->parsed()) return run_compare(cmp, std::cout);
   } catch (const dtsim::InputError& e) {
     for (const auto& d : e.diagnostics()) std::cerr << d.render() << "\n";
     return kExitBadInput;

@@ -20,11 +20,21 @@
 #include <string>
 #include <vector>
 
+#include "core/base/enum_table.h"
 #include "core/base/units.h"
 
 namespace dtsim {
 
 enum class KernelKind { kGemm, kAttention, kElementwise, kOptimizer, kCommunication };
+inline constexpr auto kKernelKindNames =
+    make_enum_table<KernelKind>({{KernelKind::kGemm, "gemm"},
+                                 {KernelKind::kAttention, "attention"},
+                                 {KernelKind::kElementwise, "elementwise"},
+                                 {KernelKind::kOptimizer, "optimizer"},
+                                 {KernelKind::kCommunication, "communication"}});
+constexpr std::string_view to_string(KernelKind k) {
+  return kKernelKindNames.to_string(k);
+}
 
 // The shape of a (batched) GEMM: batch products of (m x k)·(k x n). All zero when unknown; the
 // cost model then applies no tile or wave quantization.

@@ -284,6 +284,23 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
         break;
     }
   }
+  // Busy time by op kind on the same rank.
+  if (const auto prog = std::find_if(job.programs.begin(), job.programs.end(),
+                                     [&](const Program& p) { return p.rank == critical; });
+      prog != job.programs.end())
+    for (const auto& s : trace.spans) {
+      if (s.rank != critical) continue;
+      const auto& stream = prog->streams.at(static_cast<size_t>(s.stream));
+      const Op& op = stream.ops.at(s.op_index);
+      std::string kind;
+      if (const auto* c = std::get_if<ComputeOp>(&op.body))
+        kind = std::string(to_string(c->kind));
+      else if (const auto* c = std::get_if<CollectiveOp>(&op.body))
+        kind = std::string(to_string(c->kind));
+      else
+        kind = s.kind == SpanKind::kSend ? "send" : "recv";
+      r.time_by_kind_s[kind] += (s.end - s.start).value() / iterations;
+    }
   compute = merge(std::move(compute));
   collective = merge(std::move(collective));
   p2p = merge(std::move(p2p));

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -126,6 +127,11 @@ struct Results {
   std::string model_name;
   LayerCounts layers;
   std::vector<CommGroupVolume> communication;
+  // Busy time per step by op kind on the rank that finishes last (the breakdown's rank): compute
+  // kernels by kind (gemm, attention, elementwise, optimizer, communication for a TP collective
+  // folded into a kernel), collectives by kind, send and recv. Overlapping ops each count, so
+  // the sum can exceed the step time. The per-op-kind rows of `dtsim compare`.
+  std::map<std::string, double> time_by_kind_s;
   double communication_size_bytes = 0;  // all groups, per GPU per step
   double communication_bus_bytes = 0;
 };
