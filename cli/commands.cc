@@ -50,24 +50,32 @@ int run_simulate(const SimulateOptions& o, std::ostream& out) {
         o.trace, "--trace", inputs,
         std::vector<const driver::OutputFile*>{result_file ? &*result_file : nullptr});
 
-  driver::Progress progress;
-  driver::PredictOptions options;
-  options.progress = &progress;
-  options.with_chrome_trace = trace_file.has_value();
-  if (!o.max_memory.empty()) options.max_memory_bytes = max_memory_bytes(o.max_memory);
-  driver::Prediction p = driver::predict(std::move(sc), options);
-  nlohmann::json j = results_to_json(p.results);
+  std::optional<driver::Prediction> prediction;
+  nlohmann::json j;
+  {
+    // Progress ends before anything is printed, so its line never runs into the summary.
+    driver::Progress progress;
+    driver::PredictOptions options;
+    options.progress = &progress;
+    options.with_chrome_trace = trace_file.has_value();
+    if (!o.max_memory.empty()) options.max_memory_bytes = max_memory_bytes(o.max_memory);
+    prediction.emplace(driver::predict(std::move(sc), options));
+    const driver::Prediction& p = *prediction;
+    j = results_to_json(p.results);
+    if (trace_file) {
+      progress.phase("writing the trace");
+      trace_file->commit(chrome_trace(p.trace, p.job, p.cluster, p.model).dump() + "\n");
+    }
+    if (result_file) result_file->commit(j.dump(2) + "\n");
+  }
+  const Results& results = prediction->results;
   if (o.json)
     out << j.dump(2) << "\n";
   else
-    out << render_summary(p.results);
-  if (!p.results.fits && !o.json)
+    out << render_summary(results);
+  if (!results.fits && !o.json)
     out << "\nwarning: the peak memory exceeds the GPU's capacity; run dtsim validate for the "
            "fix.\n";
-  if (trace_file) progress.phase("writing the trace");
-  if (trace_file)
-    trace_file->commit(chrome_trace(p.trace, p.job, p.cluster, p.model).dump() + "\n");
-  if (result_file) result_file->commit(j.dump(2) + "\n");
   return 0;
 }
 
