@@ -61,7 +61,7 @@ Prediction predict(Scenario scenario, const PredictOptions& options) {
   return predict(plan_scenario(std::move(scenario), options.max_memory_bytes), options);
 }
 
-RunEstimate estimate_run(const Plan& plan, bool with_chrome_trace) {
+RunEstimate estimate_run(const Plan& plan, const Executor& engine, bool with_chrome_trace) {
   RunEstimate e;
   for (const auto& p : plan.job.programs) {
     e.ops_per_iteration += static_cast<double>(p.op_count());
@@ -73,22 +73,21 @@ RunEstimate estimate_run(const Plan& plan, bool with_chrome_trace) {
   }
   e.iterations = plan.scenario.simulate.iterations;
   const double per_op = kBytesPerOpIteration + (with_chrome_trace ? kTraceBytesPerOpIteration : 0);
-  const double per_member =
-      plan.scenario.simulate.engine == "simgrid" ? kSimGridBytesPerCollectiveMember : 0;
+  const double per_member = engine.bytes_per_collective_member();
   e.bytes = kBaseRunBytes + e.iterations * (e.ops_per_iteration * per_op +
                                             e.collective_members_per_iteration * per_member);
   return e;
 }
 
 Prediction predict(Plan plan, const PredictOptions& options) {
-  const RunEstimate estimate = estimate_run(plan, options.with_chrome_trace);
+  auto executor = make_engine(plan.scenario.simulate.engine, plan.scenario);
+  const RunEstimate estimate = estimate_run(plan, *executor, options.with_chrome_trace);
   if (estimate.bytes > options.max_memory_bytes) {
     const bool iterations = estimate.iterations > 1;
     const std::string key = iterations ? "simulate.iterations" : "training.global_batch_size";
     const auto it = plan.scenario.entries.find(key);
-    const double flow_bytes =
-        estimate.iterations * estimate.collective_members_per_iteration *
-        (plan.scenario.simulate.engine == "simgrid" ? kSimGridBytesPerCollectiveMember : 0);
+    const double flow_bytes = estimate.iterations * estimate.collective_members_per_iteration *
+                              executor->bytes_per_collective_member();
     // Say what dominates: the flows of collectives over large groups, or the ops.
     const bool flows_dominate = flow_bytes > estimate.bytes / 2;
     const std::string what =
@@ -119,7 +118,6 @@ Prediction predict(Plan plan, const PredictOptions& options) {
         "simulating " + format_number("%.3g", estimate.ops_per_iteration / 1e6) +
         " M ops per iteration on " + std::to_string(plan.job.programs.size()) +
         " simulated ranks with the " + plan.scenario.simulate.engine + " engine");
-  auto executor = make_engine(plan.scenario.simulate.engine, plan.scenario);
   Trace trace;
   try {
     trace = executor->run(plan.job, plan.cluster, run_options(plan.scenario));

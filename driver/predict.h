@@ -70,11 +70,8 @@ struct RunEstimate {
 inline constexpr double kBaseRunBytes = 64.0 * 1024 * 1024;  // the process, catalogs and model
 inline constexpr double kBytesPerOpIteration = 768;
 inline constexpr double kTraceBytesPerOpIteration = 3072;
-// The SimGrid engine decomposes every collective into flows between its members, and holds its
-// platform: per member of each collective a simulated rank issues, per iteration (measured: a
-// data-parallel GPT-3 1.3B step over 32768 GPUs, 203 all-reduces, peaked at 5.56 GB).
-inline constexpr double kSimGridBytesPerCollectiveMember = 1024;
-RunEstimate estimate_run(const Plan& plan, bool with_chrome_trace);
+// `engine` adds its own cost per collective member (Executor::bytes_per_collective_member).
+RunEstimate estimate_run(const Plan& plan, const Executor& engine, bool with_chrome_trace);
 
 struct PredictOptions {
   double max_memory_bytes = kDefaultMaxMemoryBytes;  // --max-memory

@@ -406,18 +406,9 @@ std::optional<TorusAllReducePlan> torus_all_reduce_plan(const std::vector<Rank>&
 
 std::vector<std::vector<Rank>> ranks_by_node(const std::vector<Rank>& ranks,
                                              const Cluster& cluster) {
-  std::vector<int> node_order;
-  std::map<int, std::vector<Rank>> by_node;
-  for (Rank r : ranks) {
-    const int n = cluster.node_of(r);
-    if (!by_node.count(n)) node_order.push_back(n);
-    by_node[n].push_back(r);
-  }
-  std::vector<std::vector<Rank>> out;
-  for (int n : node_order) {
-    if (by_node[n].size() != by_node[node_order.front()].size()) return {};
-    out.push_back(by_node[n]);
-  }
+  std::vector<std::vector<Rank>> out = group_by_node(ranks, cluster);
+  for (const auto& node : out)
+    if (node.size() != out.front().size()) return {};
   return out;
 }
 

@@ -47,6 +47,10 @@ class Executor {
   virtual ~Executor() = default;
   virtual std::string name() const = 0;
   virtual Trace run(const Job& job, const Cluster& cluster, const RunOptions& options) = 0;
+  // Memory the engine holds per member of each collective per iteration, beyond what every
+  // engine holds per op (driver/predict.h estimate_run), in bytes: an engine that turns each
+  // collective into flows between its members states what that costs (a measurement, cited).
+  virtual double bytes_per_collective_member() const { return 0; }
 };
 
 }  // namespace dtsim

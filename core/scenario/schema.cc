@@ -353,36 +353,33 @@ void validate(const YAML::Node& node, const SchemaNode& schema, const std::strin
   v.node(node, schema, path);
 }
 
-const SchemaNode* find_schema_node(const SchemaNode& root, const std::string& path) {
+namespace {
+
+// The node at a dotted path, each segment a key or an alias; with `canonical`, the path spelt
+// with keys. nullptr when a segment is unknown.
+const SchemaNode* walk(const SchemaNode& root, const std::string& path, std::string* canonical) {
   const SchemaNode* n = &root;
   size_t start = 0;
   while (start <= path.size()) {
-    size_t dot = path.find('.', start);
-    std::string part =
-        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    n = n->child(part);
+    const size_t dot = path.find('.', start);
+    n = n->child(path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
     if (!n) return nullptr;
+    if (canonical) *canonical += (canonical->empty() ? "" : ".") + n->key;
     if (dot == std::string::npos) break;
     start = dot + 1;
   }
   return n;
 }
 
+}  // namespace
+
+const SchemaNode* find_schema_node(const SchemaNode& root, const std::string& path) {
+  return walk(root, path, nullptr);
+}
+
 std::string canonical_path(const SchemaNode& root, const std::string& path) {
-  const SchemaNode* n = &root;
   std::string out;
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t dot = path.find('.', start);
-    std::string part =
-        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    n = n->child(part);
-    if (!n) return path;
-    out += (out.empty() ? "" : ".") + n->key;
-    if (dot == std::string::npos) break;
-    start = dot + 1;
-  }
-  return out;
+  return walk(root, path, &out) ? out : path;
 }
 
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {

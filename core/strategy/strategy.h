@@ -66,8 +66,6 @@ inline constexpr double kMaxGradientBuckets = 1e6;
 
 // The largest step a strategy builds (ops per simulated rank); larger inputs are an InputError.
 inline constexpr double kMaxOpsPerStep = 20e6;
-// 8 GiB at 768 B per op (driver/predict.h, measured in bench/results/run-memory.md).
-inline constexpr double kDefaultMaxJobOps = 8.0 * 1024 * 1024 * 1024 / 768;
 
 enum class Folding {
   kExact,  // one data-parallel replica; TP/CP ranks folded where exact (see above)
@@ -76,10 +74,11 @@ enum class Folding {
 
 struct JobOptions {
   Folding folding = Folding::kExact;
-  // The most ops the Job may hold over all simulated ranks (0: no limit). Each rank's op count is
-  // known before its ops are built, so a Job beyond the limit is refused (InputError) before it
-  // takes the memory: the first rank's count times the ranks to build is the estimate.
-  double max_ops = kDefaultMaxJobOps;
+  // The most ops the Job may hold over all simulated ranks (0: no limit; the driver derives it
+  // from --max-memory). Each rank's op count is known before its ops are built, so a Job beyond
+  // the limit is refused (InputError) before it takes the memory: what is built so far plus this
+  // rank's count for each rank still to build is the estimate.
+  double max_ops = 0;
 };
 
 // One training step of the scenario's parallel configuration.

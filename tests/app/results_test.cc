@@ -19,14 +19,20 @@ namespace {
 
 const std::string kDefault = DTSIM_SOURCE_DIR "/scenarios/default.yaml";
 
-nlohmann::json simulate_json(std::vector<std::string> overrides = {}) {
+// dtsim simulate --json of a scenario file, in process.
+nlohmann::json simulate_file_json(const std::string& path,
+                                  std::vector<std::string> overrides = {}) {
   SimulateOptions o;
-  o.scenario = kDefault;
+  o.scenario = path;
   o.overrides = std::move(overrides);
   o.json = true;
   std::ostringstream out;
   EXPECT_EQ(run_simulate(o, out), 0);
   return nlohmann::json::parse(out.str());
+}
+
+nlohmann::json simulate_json(std::vector<std::string> overrides = {}) {
+  return simulate_file_json(kDefault, std::move(overrides));
 }
 
 TEST(Results, JsonHasEveryContractKey) {
@@ -205,17 +211,6 @@ std::string write_temp(const std::string& name, const std::string& text) {
       std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()) + ".yaml");
   std::ofstream(path) << text;
   return path.string();
-}
-
-nlohmann::json simulate_file_json(const std::string& path,
-                                  std::vector<std::string> overrides = {}) {
-  SimulateOptions o;
-  o.scenario = path;
-  o.overrides = std::move(overrides);
-  o.json = true;
-  std::ostringstream out;
-  EXPECT_EQ(run_simulate(o, out), 0);
-  return nlohmann::json::parse(out.str());
 }
 
 TEST(Results, ConfigHoldsEveryResolvedParallelSettingAsIntegers) {

@@ -61,7 +61,8 @@ def fresh_outputs(d):
     return result, trace
 
 
-def intact(d, result, trace, what):
+def check_intact(d, result, trace, what):
+    """Checks that -o and --trace keep their old contents; returns the temporaries left."""
     with open(result) as f:
         r = f.read()
     with open(trace) as f:
@@ -97,7 +98,7 @@ with tempfile.TemporaryDirectory() as d:
                         "--engine", "simgrid", "-o", result, "--trace", trace],
                        capture_output=True, text=True, timeout=120)
     check(p.returncode == 2, f"late bad input exits 2 (got {p.returncode}: {p.stderr.strip()})")
-    check(not intact(d, result, trace, "late bad input"), "late bad input leaves no temporary")
+    check(not check_intact(d, result, trace, "late bad input"), "late bad input leaves no temporary")
 
     # An engine error: the simulation process killed under dtsim.
     result, trace = fresh_outputs(d)
@@ -110,7 +111,7 @@ with tempfile.TemporaryDirectory() as d:
     check(proc.returncode == 1 and "signal 9" in err,
           f"a killed simulation is a runtime error naming the signal (got {proc.returncode}: "
           f"{err.strip()[:200]})")
-    check(not intact(d, result, trace, "engine error"), "an engine error leaves no temporary")
+    check(not check_intact(d, result, trace, "engine error"), "an engine error leaves no temporary")
 
     # An engine that crashes (SIGABRT, as SimGrid's own aborts end) is a runtime error too.
     result, trace = fresh_outputs(d)
@@ -121,7 +122,7 @@ with tempfile.TemporaryDirectory() as d:
     _, err = proc.communicate(timeout=120)
     check(proc.returncode == 1 and "SimGrid simulation failed" in err,
           f"a crashed engine is a runtime error (got {proc.returncode}: {err.strip()[:200]})")
-    check(not intact(d, result, trace, "engine crash"), "an engine crash leaves no temporary")
+    check(not check_intact(d, result, trace, "engine crash"), "an engine crash leaves no temporary")
 
     # dtsim itself killed or stopped: the simulation ends with it.
     for sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT):
@@ -137,7 +138,7 @@ with tempfile.TemporaryDirectory() as d:
             time.sleep(0.05)
         check(child is not None and not alive(child),
               f"{name} of dtsim: no simulation process remains within 5 s")
-        leftovers = intact(d, result, trace, f"{name} of dtsim")
+        leftovers = check_intact(d, result, trace, f"{name} of dtsim")
         if sig != signal.SIGKILL:  # only SIGKILL cannot be handled
             check(not leftovers, f"{name} of dtsim removes its temporary files ({leftovers})")
         for n in leftovers:

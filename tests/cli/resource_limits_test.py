@@ -62,6 +62,13 @@ with tempfile.TemporaryDirectory() as d:
     run("a 4096-stage pipeline in simulate", ["simulate", DEFAULT] + huge_pipeline,
         "--max-memory")
 
+    # Data parallelism over 131072 GPUs on SimGrid: few ops, but each all-reduce's flows over
+    # every member are what the engine would hold (Executor::bytes_per_collective_member).
+    run("a SimGrid run whose collectives span 131072 GPUs",
+        ["simulate", DEFAULT, "--engine", "simgrid", "--set", "cluster.nodes=16384", "--set",
+         "training.global_batch_size=524288"],
+        "M collective members per iteration")
+
     # Messages: an echoed value is cut to a readable length, and control characters (terminal
     # escape sequences) are shown escaped, in errors and in the summary alike.
     with open(os.path.join(ROOT, "tests/bad_input/valid/base.yaml")) as f:
