@@ -1,0 +1,1 @@
+#include "real/cpu/cpu_backend.h"
