@@ -1,0 +1,1 @@
+#include "real/channel.h"

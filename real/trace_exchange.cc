@@ -1,0 +1,1 @@
+#include "real/trace_exchange.h"
