@@ -18,6 +18,7 @@
 #include "driver/compare.h"
 #include "driver/output_file.h"
 #include "driver/predict.h"
+#include "driver/real.h"
 #include "driver/validate.h"
 #include "models/model_builder.h"
 #include "models/model_spec.h"
@@ -32,6 +33,50 @@ double max_memory_bytes(const std::string& text) {
     throw InputError(Diagnostic{SourceLocation{}, "--max-memory",
                                 "expected a size such as 16GiB, found '" + text + "'"});
   return limit.value->value();
+}
+
+// --timeout as a duration, or an error naming the flag.
+Seconds timeout_of(const std::string& text) {
+  const auto t = parse_duration(text);
+  if (!t || t.value->value() <= 0)
+    throw InputError(Diagnostic{SourceLocation{}, "--timeout",
+                                "expected a duration such as 60s or 5min, found '" +
+                                    printable(text, 60) + "'"});
+  return *t.value;
+}
+
+// Only rank 0 of a real-mode job reports progress (the others would repeat it).
+std::chrono::milliseconds progress_quiet_for(const real::LaunchInfo& launch) {
+  return launch.rank == 0 ? std::chrono::milliseconds(2000) : std::chrono::hours(24 * 365);
+}
+
+std::optional<real::Backend> backend_of(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  return name == "cpu" ? real::Backend::kCpu : real::Backend::kCuda;
+}
+
+real::FaultInjection fault_of(const std::string& text) {
+  real::FaultInjection f;
+  if (text.empty()) return f;
+  const auto colon = text.find(':');
+  const std::string kind = text.substr(0, colon);
+  int rank = -1;
+  if (colon != std::string::npos) {
+    try {
+      size_t used = 0;
+      rank = std::stoi(text.substr(colon + 1), &used);
+      if (used != text.size() - colon - 1) rank = -1;
+    } catch (const std::exception&) {
+      rank = -1;
+    }
+  }
+  if ((kind != "exit" && kind != "hang") || rank < 0)
+    throw InputError(Diagnostic{SourceLocation{}, "--inject-fault",
+                                "expected exit:RANK or hang:RANK, found '" +
+                                    printable(text, 60) + "'"});
+  f.kind = kind == "exit" ? real::FaultInjection::Kind::kExit : real::FaultInjection::Kind::kHang;
+  f.rank = rank;
+  return f;
 }
 
 }  // namespace
@@ -346,6 +391,89 @@ int run_compare(const CompareOptions& o, std::ostream& out) {
         << format_number("%g %%", o.max_error_percent);
   out << "\n";
   return beyond ? 1 : 0;  // exit 1: beyond the limit (design: a runtime failure, not bad input)
+}
+
+int run_real(const RealOptions& o, std::ostream& out) {
+  driver::MeasureOptions options;
+  options.backend = backend_of(o.backend);
+  options.iterations = o.iterations;
+  options.real.warmup_iterations = o.warmup;
+  options.real.timeout = timeout_of(o.timeout);
+  options.real.compute_scale = o.compute_scale;
+  options.real.fault = fault_of(o.inject_fault);
+  const real::LaunchInfo launch = real::detect_launch();
+  // Outputs are checked before any work on rank 0, which alone writes them.
+  std::optional<driver::OutputFile> result_file, trace_file;
+  const std::vector<std::string> inputs = {o.scenario};
+  if (launch.rank == 0) {
+    if (!o.output.empty())
+      result_file.emplace(o.output, "--output", inputs, std::vector<const driver::OutputFile*>{});
+    if (!o.trace.empty())
+      trace_file.emplace(
+          o.trace, "--trace", inputs,
+          std::vector<const driver::OutputFile*>{result_file ? &*result_file : nullptr});
+  }
+  std::optional<driver::Measurement> m;
+  nlohmann::json j;
+  {
+    driver::Progress progress(progress_quiet_for(launch));
+    options.progress = &progress;
+    m.emplace(driver::measure(o.scenario, o.overrides, options));
+    if (!m->root) return 0;
+    j = results_to_json(m->results);
+    if (trace_file) {
+      progress.phase("writing the trace");
+      trace_file->commit(chrome_trace(m->trace, m->job, m->cluster, m->model).dump() + "\n");
+    }
+    if (result_file) result_file->commit(j.dump(2) + "\n");
+  }
+  if (o.json)
+    out << j.dump(2) << "\n";
+  else
+    out << render_summary(m->results);
+  return 0;
+}
+
+int run_calibrate(const CalibrateOptions& o, std::ostream& out) {
+  driver::CalibrateRequest request;
+  request.backend = *backend_of(o.backend);
+  request.timeout = timeout_of(o.timeout);
+  request.options.command = o.command;
+  request.options.gpu_model = o.gpu_model;
+  request.options.quick = o.quick;
+  const real::LaunchInfo launch = real::detect_launch();
+  std::optional<driver::OutputFile> file;
+  if (launch.rank == 0 && !o.output.empty())
+    file.emplace(o.output, "-o", std::vector<std::string>{},
+                 std::vector<const driver::OutputFile*>{});
+  bool root = true;
+  HardwareProfile p;
+  {
+    driver::Progress progress(progress_quiet_for(launch));
+    request.options.phase = [&](const std::string& what) { progress.phase(what); };
+    p = driver::calibrate(request, &root);
+  }
+  if (!root) return 0;
+  std::ostringstream text;
+  write_profile(p, text);
+  if (file)
+    file->commit(text.str());
+  else
+    out << text.str();
+  if (file) {
+    double best = 0;
+    for (const auto& g : p.gemm) best = std::max(best, g.rate.value());
+    out << "dtsim calibrate: wrote " << printable(o.output, 200) << " (" << p.kind << ", "
+        << printable(p.gpu_model, 60) << " on " << printable(p.machine["host"], 60) << "): "
+        << p.gemm.size() << " GEMM shapes, best " << format_flop_rate(FlopsPerSecond(best))
+        << "; streaming " << format_bandwidth(p.memory_bandwidth) << "; per-op overhead "
+        << format_duration(p.kernel_launch_overhead);
+    if (p.intra_node_bandwidth)
+      out << "; point-to-point " << format_bandwidth(*p.intra_node_bandwidth) << ", "
+          << format_duration(*p.intra_node_latency);
+    out << "\n";
+  }
+  return 0;
 }
 
 }  // namespace dtsim::cli

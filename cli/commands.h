@@ -54,4 +54,30 @@ struct CompareOptions {
 // Exit 0, or 1 when a metric's |error| exceeds --max-error.
 int run_compare(const CompareOptions& o, std::ostream& out);
 
+struct RealOptions {
+  std::string scenario;
+  std::vector<std::string> overrides;
+  std::string backend;  // "cpu", "gpu", or empty: from the scenario's GPU
+  int warmup = 1;
+  int iterations = 3;
+  std::string timeout = "300s";
+  double compute_scale = 1.0;
+  std::string inject_fault;  // "exit:RANK" or "hang:RANK", for fault tests
+  bool json = false;
+  std::string output;
+  std::string trace;
+};
+// Runs on every process of the launched job; rank 0 prints and writes the measurement.
+int run_real(const RealOptions& o, std::ostream& out);
+
+struct CalibrateOptions {
+  std::string backend = "cpu";  // "cpu" or "gpu"
+  std::string output;
+  std::string gpu_model;
+  bool quick = false;
+  std::string timeout = "300s";
+  std::string command;  // the command line, recorded in the profile
+};
+int run_calibrate(const CalibrateOptions& o, std::ostream& out);
+
 }  // namespace dtsim::cli

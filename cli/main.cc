@@ -17,6 +17,7 @@
 #include "core/ir/program.h"
 #include "core/scenario/engine_choices.h"
 #include "core/scenario/schema.h"
+#include "real/launch.h"
 
 namespace {
 
@@ -38,6 +39,15 @@ std::string engine_help() {
   return help;
 }
 
+// A process other than rank 0 of a launched job (real mode).
+bool secondary_rank() {
+  try {
+    return dtsim::real::detect_launch().rank != 0;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -50,7 +60,8 @@ int main(int argc, char** argv) {
       "  dtsim simulate scenarios/default.yaml\n"
       "  dtsim simulate scenarios/default.yaml --set cluster.nodes=4 --json\n"
       "  dtsim validate scenarios/default.yaml\n"
-      "  dtsim catalog gpus\n",
+      "  dtsim catalog gpus\n"
+      "  mpirun -np 2 dtsim real scenarios/real/cpu-data-parallel.yaml\n",
       "dtsim"};
   app.set_version_flag("--version", std::string("dtsim ") + kVersion);
   app.require_subcommand(1);
@@ -183,16 +194,77 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1e6));
   compare->add_flag("--json", cmp.json, "print the comparison as JSON");
 
+  RealOptions rl;
+  auto* real = app.add_subcommand(
+      "real",
+      "Run the scenario's Programs on real hardware and measure them: one process per rank, "
+      "launched by mpirun, srun or torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR, "
+      "MASTER_PORT). The result has the same JSON and trace formats as simulate, with source "
+      "\"measured\" (docs/real-mode.md).\n"
+      "  mpirun -np 2 dtsim real scenarios/real/cpu-data-parallel.yaml -o measured.json\n"
+      "  dtsim compare predicted.json measured.json");
+  real->add_option("scenario", rl.scenario, "scenario YAML file")->required();
+  real->add_option("--set", rl.overrides, "override a scenario key (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  auto* real_cpu = real->add_flag_callback(
+      "--cpu", [&rl] { rl.backend = "cpu"; },
+      "the CPU back end (MPI + Eigen; default for cluster.gpu: CPU-core)");
+  real->add_flag_callback(
+          "--gpu", [&rl] { rl.backend = "gpu"; },
+          "the GPU back end (CUDA + NCCL; default for every other GPU)")
+      ->excludes(real_cpu);
+  real->add_option("--warmup", rl.warmup, "untimed steps before the timed ones (default 1)")
+      ->check(CLI::Range(0, 1000));
+  real->add_option("--iterations", rl.iterations, "timed steps (default 3)")
+      ->check(CLI::Range(1, 100000));
+  real->add_option("--timeout", rl.timeout,
+                   "an op running longer than this ends the job on every rank with exit 1 and "
+                   "a message naming the rank that stopped (default 300s)");
+  real->add_option("--compute-scale", rl.compute_scale,
+                   "CPU back end: run GEMMs at this fraction of their size and scale their "
+                   "times back up, so that large layers run in seconds (default 1; stated in "
+                   "the result's notes)")
+      ->check(CLI::Range(1e-6, 1.0));
+  real->add_option("--inject-fault", rl.inject_fault,
+                   "testing: exit:RANK or hang:RANK makes that rank exit or hang mid-way "
+                   "through its first timed step");
+  real->add_flag("--json", rl.json, "print the result object as JSON instead of the summary");
+  real->add_option("-o,--output", rl.output, "also write the JSON result object to this file");
+  real->add_option("--trace", rl.trace, "write the measured Chrome trace-event file");
+
+  CalibrateOptions cal;
+  auto* calibrate = app.add_subcommand(
+      "calibrate",
+      "Measure this machine with microbenchmarks of what dtsim real runs (GEMM throughput over a "
+      "grid of shapes, memory bandwidth, per-op overhead, point-to-point and collectives) and "
+      "write a hardware profile that scenarios use with cluster.profile: FILE.\n"
+      "  mpirun -np 2 dtsim calibrate --cpu -o cpu-profile.yaml\n"
+      "  dtsim calibrate --gpu -o h200.yaml");
+  auto* cal_cpu = calibrate->add_flag_callback(
+      "--cpu", [&cal] { cal.backend = "cpu"; }, "calibrate the CPU back end (default)");
+  calibrate->add_flag_callback("--gpu", [&cal] { cal.backend = "gpu"; },
+                               "calibrate the GPU back end (CUDA + NCCL)")
+      ->excludes(cal_cpu);
+  calibrate->add_option("-o,--output", cal.output, "profile YAML to write (default: stdout)");
+  calibrate->add_option("--gpu-model", cal.gpu_model,
+                        "catalog GPU name to record (default: CPU-core, or from the device name)");
+  calibrate->add_flag("--quick", cal.quick, "a smaller grid and sweep (seconds, for tests)");
+  calibrate->add_option("--timeout", cal.timeout,
+                        "a rank that does not reach a benchmark within this ends it (default "
+                        "300s)");
+
   // An unknown command gets a suggestion rather than CLI11's "A subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {
     const std::vector<std::string> verbs = {"simulate", "validate", "collective", "catalog",
-                                            "compare"};
+                                            "compare",  "real",     "calibrate"};
     if (std::find(verbs.begin(), verbs.end(), argv[1]) == verbs.end()) {
       std::string hint = dtsim::did_you_mean(argv[1], verbs);
       std::cerr
           << "error: unknown command '" << argv[1] << "'"
           << (hint.empty() ? "" : "; did you mean '" + hint + "'?")
-          << " Commands: simulate, validate, collective, catalog, compare. Run 'dtsim --help'.\n";
+          << " Commands: simulate, validate, collective, catalog, compare, real, calibrate. Run "
+             "'dtsim --help'.\n";
       return kExitBadInput;
     }
   }
@@ -211,7 +283,14 @@ int main(int argc, char** argv) {
     if (collective->parsed()) return run_collective(col, std::cout);
     if (catalog->parsed()) return run_catalog(cat, std::cout);
     if (compare->parsed()) return run_compare(cmp, std::cout);
+    if (real->parsed()) return run_real(rl, std::cout);
+    if (calibrate->parsed()) {
+      for (int i = 0; i < argc; ++i) cal.command += (i ? " " : "") + std::string(argv[i]);
+      return run_calibrate(cal, std::cout);
+    }
   } catch (const dtsim::InputError& e) {
+    // Every rank of a real-mode job reads the same input: rank 0 alone reports it.
+    if ((real->parsed() || calibrate->parsed()) && secondary_rank()) return kExitBadInput;
     for (const auto& d : e.diagnostics()) std::cerr << d.render() << "\n";
     return kExitBadInput;
   } catch (const dtsim::Error& e) {

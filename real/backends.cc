@@ -2,6 +2,13 @@
 
 #include "core/base/error.h"
 
+#ifndef DTSIM_HAVE_MPI
+#define DTSIM_HAVE_MPI 0
+#endif
+#ifndef DTSIM_HAVE_CUDA
+#define DTSIM_HAVE_CUDA 0
+#endif
+
 #if DTSIM_HAVE_MPI
 #include "real/cpu/cpu_backend.h"
 #endif
@@ -31,10 +38,10 @@ std::string to_string(Backend b) {
 }
 
 bool built_with_mpi() {
-  return DTSIM_HAVE_MPI + 0 != 0;
+  return DTSIM_HAVE_MPI != 0;
 }
 bool built_with_cuda() {
-  return DTSIM_HAVE_CUDA + 0 != 0;
+  return DTSIM_HAVE_CUDA != 0;
 }
 
 std::unique_ptr<Channel> make_channel(const LaunchInfo& launch, Backend backend,

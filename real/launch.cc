@@ -20,7 +20,7 @@ Env read_env(char** env) {
   Env out;
   for (char** e = env ? env : environ; e && *e; ++e) {
     const char* eq = std::strchr(*e, '=');
-    if (eq) out.emplace(std::string(*e, eq), std::string(eq + 1));
+    if (eq) out.emplace(std::string(const_cast<const char*>(*e), eq), std::string(eq + 1));
   }
   return out;
 }

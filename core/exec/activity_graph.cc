@@ -291,11 +291,19 @@ Trace trace_from_times(const ActivityGraph& g, const Job& job, const std::vector
       continue;
     }
     SpanKind kind = SpanKind::kCompute;
-    if (std::holds_alternative<CollectiveOp>(op.body)) kind = SpanKind::kCollective;
-    if (std::holds_alternative<SendOp>(op.body)) kind = SpanKind::kSend;
-    if (std::holds_alternative<RecvOp>(op.body)) kind = SpanKind::kRecv;
+    Bytes moved{0};
+    if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
+      kind = SpanKind::kCollective;
+      moved = c->bytes;
+    } else if (const auto* x = std::get_if<SendOp>(&op.body)) {
+      kind = SpanKind::kSend;
+      moved = x->bytes;
+    } else if (const auto* x = std::get_if<RecvOp>(&op.body)) {
+      kind = SpanKind::kRecv;
+      moved = x->bytes;
+    }
     t.spans.push_back(Span{inst.rank, inst.stream, inst.iteration, inst.op_index, kind,
-                           Seconds(start), Seconds(end)});
+                           Seconds(start), Seconds(end), moved});
   }
   // Iterations end in order even if a late op of one iteration outlives an early op of the next.
   for (size_t i = 1; i < t.iteration_end.size(); ++i)

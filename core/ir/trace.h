@@ -29,6 +29,10 @@ struct Span {
   SpanKind kind = SpanKind::kCompute;
   Seconds start{0};
   Seconds end{0};
+  // Collectives, sends and receives: the bytes the engine moved, in the op's own terms
+  // (nccl-tests' size for a collective). A simulator moves the op's bytes; a real back end
+  // reports what its library calls carried (whole elements), so a conformance check can see it.
+  Bytes moved{0};
 };
 
 struct RankMemory {

@@ -85,6 +85,7 @@ int block_index(const ModelGraph& model, int index);
 
 struct Results {
   std::string engine;
+  std::string source = "predicted";  // "measured" for real mode (design.md section 5)
   std::string scenario;
   double step_time_s = 0;
   double samples_per_s = 0;

@@ -54,7 +54,7 @@ nlohmann::json results_to_json(const Results& r) {
   json j;
   j["engine"] = r.engine;
   j["scenario"] = r.scenario;
-  j["source"] = "predicted";
+  j["source"] = r.source;
   j["step_time_s"] = r.step_time_s;
   j["throughput"] = {{"samples_per_s", r.samples_per_s}, {"tokens_per_s", r.tokens_per_s}};
   j["flops"] = {{"model_tflops_per_gpu", r.model_tflops_per_gpu},
@@ -178,7 +178,8 @@ std::string pct(double part, double whole) {
 std::string render_summary(const Results& r) {
   std::string out;
   // Names come from the scenario: a terminal escape sequence in one is shown, not obeyed.
-  out += "dtsim: " + printable(r.scenario, 200) + "  (engine: " + r.engine + ")\n";
+  out += "dtsim: " + printable(r.scenario, 200) + "  (engine: " + r.engine +
+         (r.source == "measured" ? ", measured" : "") + ")\n";
   out +=
       line("cluster", std::to_string(r.gpus) + " x " + printable(r.gpu, 200) + ", " + r.precision);
   out += line("parallelism", r.parallelism);
@@ -288,15 +289,15 @@ nlohmann::json chrome_trace(const Trace& trace, const Job& job, const Cluster& c
       args["bytes"] = c->bytes.value();
     } else if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
       cat = std::string(to_string(c->kind));
-      args["bytes"] = c->bytes.value();
+      args["bytes"] = span.moved.value();
       args["group"] = job.group(c->group).name;
     } else if (const auto* s = std::get_if<SendOp>(&op.body)) {
       cat = "send";
-      args["bytes"] = s->bytes.value();
+      args["bytes"] = span.moved.value();
       args["peer"] = s->peer;
     } else if (const auto* rcv = std::get_if<RecvOp>(&op.body)) {
       cat = "recv";
-      args["bytes"] = rcv->bytes.value();
+      args["bytes"] = span.moved.value();
       args["peer"] = rcv->peer;
     }
     events.push_back({{"ph", "X"},

@@ -1,0 +1,98 @@
+#include "driver/real.h"
+
+#include "core/base/error.h"
+#include "driver/rank_program.h"
+
+namespace dtsim::driver {
+namespace {
+
+// How to launch a scenario of `world` ranks.
+std::string launch_hint(int world) {
+  const std::string n = std::to_string(world);
+  return "launch one process per rank: mpirun -np " + n + " dtsim real ..., srun -n " + n +
+         " dtsim real ..., or torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR, "
+         "MASTER_PORT) on each of the " + n + " processes";
+}
+
+// The CPU-core device (the catalog's, or an inline GPU of that name) is what the CPU back end
+// runs as.
+bool is_cpu_device(const GpuSpec& gpu) {
+  std::string name = gpu.name;
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return gpu.vendor == "CPU" || name == "cpu-core";
+}
+
+real::Backend default_backend(const Scenario& sc) {
+  return is_cpu_device(sc.cluster.gpu) ? real::Backend::kCpu : real::Backend::kCuda;
+}
+
+}  // namespace
+
+Measurement measure(const std::string& scenario_path, const std::vector<std::string>& overrides,
+                    const MeasureOptions& options) {
+  const real::LaunchInfo launch = real::detect_launch();
+  Progress* progress = options.progress;
+  if (progress) progress->phase("planning the scenario");
+  Plan plan = plan_scenario(load(scenario_path, overrides));
+  const real::Backend backend = options.backend.value_or(default_backend(plan.scenario));
+  const int world = plan.job.world_size;
+  if (launch.world != world) {
+    const std::string scenario_ranks =
+        "the scenario has " + std::to_string(world) + " ranks (cluster.nodes x " +
+        "cluster.gpus_per_node = " + std::to_string(plan.scenario.cluster.nodes) + " x " +
+        std::to_string(plan.scenario.cluster.gpus_per_node) + ")";
+    if (launch.launcher == "none")
+      throw InputError(Diagnostic{{scenario_path, 0, 0}, "cluster",
+                                  scenario_ranks + ", but dtsim real was started as one process "
+                                  "without a launcher; " + launch_hint(world)});
+    throw InputError(Diagnostic{
+        {scenario_path, 0, 0}, "cluster",
+        scenario_ranks + ", but " + launch.launcher + " started " +
+            std::to_string(launch.world) + " processes; " + launch_hint(world)});
+  }
+  if (backend == real::Backend::kCpu && !is_cpu_device(plan.scenario.cluster.gpu))
+    throw InputError(Diagnostic{
+        plan.scenario.cluster.gpu_where, "cluster.gpu",
+        "the CPU back end runs the CPU-core device, but the scenario's GPU is " +
+            plan.scenario.cluster.gpu.name +
+            "; set cluster.gpu: CPU-core (with cluster.profile from dtsim calibrate --cpu) to "
+            "measure on CPUs, or run with --gpu on GPUs"});
+  if (progress) progress->phase("building every rank's Program");
+  Job job = unfolded_job(plan);
+  if (progress)
+    progress->phase("connecting " + std::to_string(world) + " rank(s) (" +
+                    real::to_string(backend) + " back end)");
+  auto channel = real::make_channel(launch, backend, options.real.timeout);
+  auto executor = real::make_executor(backend, *channel, launch, options.real);
+  RunOptions run;
+  run.iterations = options.iterations;
+  if (progress)
+    progress->phase("running " + std::to_string(options.real.warmup_iterations) +
+                    " warm-up and " + std::to_string(options.iterations) + " timed step(s)");
+  Trace trace = executor->run(job, plan.cluster, run);
+  const bool root = channel->rank() == 0;
+  Results results;
+  if (root) {
+    results = compute_results(plan.scenario, plan.model, job, trace);
+    results.source = "measured";
+  }
+  return Measurement{root,
+                     launch,
+                     backend,
+                     std::move(plan.scenario),
+                     std::move(plan.model),
+                     std::move(plan.cluster),
+                     std::move(job),
+                     std::move(trace),
+                     std::move(results)};
+}
+
+HardwareProfile calibrate(const CalibrateRequest& request, bool* root) {
+  const real::LaunchInfo launch = real::detect_launch();
+  auto channel = real::make_channel(launch, request.backend, request.timeout);
+  HardwareProfile p = real::calibrate(request.backend, *channel, launch, request.options);
+  if (root) *root = channel->rank() == 0;
+  return p;
+}
+
+}  // namespace dtsim::driver
