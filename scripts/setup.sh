@@ -27,7 +27,8 @@ jobs=${JOBS:-$(nproc)}
 packages=(build-essential cmake ninja-build pkg-config
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libeigen3-dev libsimgrid-dev python3 python3-jsonschema)
+  libeigen3-dev libsimgrid-dev python3 python3-jsonschema
+  libopenmpi-dev openmpi-bin)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -78,7 +79,7 @@ cmake --build "$release" --parallel "$jobs" --target dtsim
 if [[ ${DTSIM_SKIP_SANITIZE:-0} != 1 ]]; then
   # The bad-input corpus again, with AddressSanitizer and UBSan on every dtsim code path it hits.
   san=${build}-sanitize
-  configure "$san" -DCMAKE_BUILD_TYPE=Debug -DDTSIM_SANITIZE=address,undefined
+  configure "$san" -DCMAKE_BUILD_TYPE=Debug -DDTSIM_SANITIZE=address,undefined -DDTSIM_ENABLE_CUDA=OFF
   echo "setup: building the sanitizer configuration in $san"
   cmake --build "$san" --parallel "$jobs" --target dtsim bad_input_test
   (cd "$san" && ctest --output-on-failure --parallel "$jobs" --label-regex badinput)

@@ -287,7 +287,10 @@ Trace trace_from_times(const ActivityGraph& g, const Job& job, const std::vector
     auto& it_end = t.iteration_end[static_cast<size_t>(inst.iteration)];
     it_end = std::max(it_end, Seconds(end));
     if (const auto* m = std::get_if<MemoryOp>(&op.body)) {
-      memory[inst.rank].push_back(MemEvent{start, k, m->category, m->bytes.value()});
+      // A Program's memory ops describe one step's state, and later steps reuse that memory: the
+      // peak is the first step's (counting every step would add the weights once per step).
+      if (inst.iteration == 0)
+        memory[inst.rank].push_back(MemEvent{start, k, m->category, m->bytes.value()});
       continue;
     }
     SpanKind kind = SpanKind::kCompute;

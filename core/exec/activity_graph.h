@@ -13,7 +13,7 @@
 //   name their ends as typed endpoints (core/hardware/endpoint.h): GPUs, or a node's switch for
 //   NVLS.
 // - Engines assign start and finish times to nodes; trace_from_times() turns them into the
-//   Trace, including each rank's memory timeline.
+//   Trace, including each rank's memory timeline (of the first step: later steps reuse its memory).
 // - Problems in the Job (an event nobody records, a collective some members never reach, a
 //   cycle) raise RuntimeError naming the op, never a hang.
 #pragma once

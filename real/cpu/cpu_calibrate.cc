@@ -109,8 +109,8 @@ HardwareProfile calibrate(Channel& channel, const LaunchInfo& launch,
   p.software["compiler"] = __VERSION__;
 
   CpuKernels kernels;
-  const int repeats = options.quick ? 2 : 3;
-  const double min_s = options.quick ? 0.01 : 0.03;
+  const int repeats = 3;
+  const double min_s = options.quick ? 0.02 : 0.05;
 
   // GEMMs: a full grid, fp32 (the CPU back end computes every dtype in fp32).
   phase("GEMM throughput (Eigen fp32)");

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""The CPU prediction loop (docs/real-mode.md): calibrate, simulate with the profile, measure the
+same scenario with dtsim real, and compare.
+
+  prediction_loop.py DTSIM MPIEXEC SCENARIO --ranks N [--tolerance PCT | --report-only]
+
+Prints the predicted and measured step times and the signed error. With --tolerance the test
+fails when |error| exceeds it; with --report-only (an oversubscribed run, where ranks share cores
+and the measurement says more about the scheduler than about the model) it only reports.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def run(cmd, **kw):
+    print("+ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kw)
+    if p.returncode != 0:
+        print(p.stdout)
+        print(p.stderr, file=sys.stderr)
+        sys.exit(f"FAIL: exit {p.returncode} from {' '.join(cmd)}")
+    return p
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dtsim")
+    ap.add_argument("mpiexec")
+    ap.add_argument("scenario")
+    ap.add_argument("--ranks", type=int, required=True)
+    ap.add_argument("--tolerance", type=float)
+    ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--engine", default="simgrid")
+    a = ap.parse_args()
+    if (a.tolerance is None) == (not a.report_only):
+        sys.exit("give exactly one of --tolerance and --report-only")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    mpi = [a.mpiexec, "-np", str(a.ranks)]
+    if a.report_only:
+        mpi.append("--oversubscribe")
+    with tempfile.TemporaryDirectory() as d:
+        profile = os.path.join(d, "cpu-profile.yaml")
+        predicted = os.path.join(d, "predicted.json")
+        measured = os.path.join(d, "measured.json")
+        run(mpi + [a.dtsim, "calibrate", "--cpu", "--quick", "-o", profile], env=env)
+        run([a.dtsim, "simulate", a.scenario, "--set", "cluster.profile=" + profile,
+             "--set", "cluster.gpus_per_node=" + str(a.ranks),
+             "--engine", a.engine, "--json", "-o", predicted], env=env)
+        run(mpi + [a.dtsim, "real", a.scenario, "--set", "cluster.gpus_per_node=" + str(a.ranks),
+                   "--warmup", "1", "--iterations", "3", "-o", measured], env=env)
+        report = run([a.dtsim, "compare", predicted, measured], env=env)
+        print(report.stdout)
+        cmp = json.loads(run([a.dtsim, "compare", predicted, measured, "--json"], env=env).stdout)
+    step = next(m for m in cmp["metrics"] if m["name"] == "step time")
+    err = step["error_fraction"] * 100
+    print(f"step time: predicted {step['predicted'] * 1e3:.2f} ms, measured "
+          f"{step['measured'] * 1e3:.2f} ms, error {err:+.1f} %", end="")
+    if a.report_only:
+        print(" (reported, not gated: ranks share cores)")
+        return 0
+    print(f" (tolerance +-{a.tolerance:g} %)")
+    if abs(err) > a.tolerance:
+        print(f"FAIL: |error| {abs(err):.1f} % exceeds {a.tolerance:g} %")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Bad input to dtsim real and dtsim calibrate: exit 2 with a clear message.
+
+  real_bad_input.py DTSIM SCENARIO_OF_2_RANKS
+"""
+import os
+import subprocess
+import sys
+
+
+def main():
+    dtsim, scenario = sys.argv[1:3]
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OMPI_", "PMI", "SLURM_")) and k not in ("RANK", "WORLD_SIZE")}
+    cases = [
+        # no launcher, a scenario of 2 ranks
+        ([dtsim, "real", scenario], {}, "dtsim real was started as one process without a launcher"),
+        # the CPU back end on a GPU scenario
+        ([dtsim, "real", scenario, "--set", "cluster.gpu=H100-SXM", "--set",
+          "cluster.gpus_per_node=1", "--set", "training.precision=bf16", "--cpu"], {},
+         "the CPU back end runs the CPU-core device"),
+        # a malformed launcher variable
+        ([dtsim, "real", scenario], {"RANK": "one", "WORLD_SIZE": "2", "MASTER_ADDR": "x",
+                                     "MASTER_PORT": "1"}, "RANK"),
+        ([dtsim, "real", scenario, "--inject-fault", "crash:1"], {}, "--inject-fault"),
+        ([dtsim, "real", scenario, "--timeout", "soon"], {}, "--timeout"),
+    ]
+    failures = 0
+    for cmd, extra, expect in cases:
+        p = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, **extra), timeout=60)
+        ok = p.returncode == 2 and expect in p.stderr
+        print(("ok  " if ok else "FAIL") + f" exit {p.returncode}: {' '.join(cmd[1:])}\n     "
+              + p.stderr.strip().replace("\n", "\n     "))
+        failures += not ok
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
