@@ -413,8 +413,9 @@ std::vector<std::vector<Rank>> ranks_by_node(const std::vector<Rank>& ranks,
 }
 
 bool nvls_supported(const Cluster& cluster) {
-  return cluster.intra_node.name == "nvswitch-nvlink4" ||
-         cluster.intra_node.name == "nvswitch-nvlink5";
+  // NVLS is NCCL's use of NVSwitch multicast: not there when NCCL does not run the collectives.
+  return nccl_runs_collectives(cluster) && (cluster.intra_node.name == "nvswitch-nvlink4" ||
+                                            cluster.intra_node.name == "nvswitch-nvlink5");
 }
 
 double nvls_efficiency(const Cluster& cluster) {

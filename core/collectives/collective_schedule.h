@@ -79,7 +79,8 @@ struct Flow {
   Seconds delay() const { return std::get<Seconds>(body); }
 };
 
-// NVLS needs NVSwitch with NVLink 4 or later (Hopper, Blackwell).
+// NVLS needs NVSwitch with NVLink 4 or later (Hopper, Blackwell), with NCCL running the
+// collectives (nccl_runs_collectives).
 bool nvls_supported(const Cluster& cluster);
 // Fraction of link bandwidth NVLS reaches: 0.85 on Hopper, 0.74 on Blackwell (NCCL
 // src/tuning/nvls.cc nvlsEfficiency; docs/evidence/nccl-tuning-model.md).

@@ -44,7 +44,15 @@ double ladder(const std::vector<double>& speeds, double limit) {
 
 }  // namespace
 
+bool nccl_runs_collectives(const Cluster& cluster) {
+  return cluster.gpu.vendor.empty() || cluster.gpu.vendor == "NVIDIA";
+}
+
 NcclSystem nccl_system(const Cluster& c, int ranks) {
+  if (!nccl_runs_collectives(c))
+    throw InputError(Diagnostic{SourceLocation{}, "cluster.gpu",
+                                "NCCL's model covers NVIDIA GPUs only, not " + c.gpu.name +
+                                    " (vendor " + c.gpu.vendor + ")"});
   NcclSystem s;
   s.ranks = ranks;
   s.nodes = std::max(1, (ranks + c.gpus_per_node - 1) / c.gpus_per_node);

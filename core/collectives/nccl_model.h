@@ -62,8 +62,15 @@ struct NcclEstimate {
   double time_us = 0;
 };
 
+// Whether NCCL runs this cluster's collectives at all: on NVIDIA GPUs, or on an inline GPU whose
+// vendor is not stated (judged by its fabric, as before). Elsewhere another library runs them
+// (MPI on the CPU-core device, RCCL on AMD, ...) and dtsim uses its textbook alpha-beta forms
+// without NCCL's per-call terms, caps or NVLS.
+bool nccl_runs_collectives(const Cluster& cluster);
+
 // The graphs NCCL's topology search finds for `ranks` GPUs of this cluster (filling whole
-// nodes). Throws InputError for systems the reduced search does not cover.
+// nodes). Throws InputError for systems the reduced search does not cover: GPUs NCCL does not
+// run on (nccl_runs_collectives), and fabrics other than NVSwitch A100 and H100/H200 nodes.
 NcclSystem nccl_system(const Cluster& cluster, int ranks);
 
 // Every enabled algorithm and protocol for an all-reduce of `bytes`, in NCCL's order.

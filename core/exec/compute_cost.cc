@@ -27,12 +27,27 @@ double wave_efficiency(const GemmShape& shape, int sm_count) {
   return tile_efficiency * wave;
 }
 
+std::optional<FlopsPerSecond> measured_flop_rate(const GpuSpec& gpu, KernelKind kind, DType dtype,
+                                                 const GemmShape& shape) {
+  if (kind != KernelKind::kGemm && kind != KernelKind::kAttention) return std::nullopt;
+  const auto it = gpu.gemm_table.find(dtype);
+  if (it == gpu.gemm_table.end() || it->second.empty()) return std::nullopt;
+  const GemmTable& table = it->second;
+  const FlopsPerSecond gemm =
+      shape.known() ? table.rate(shape.m, shape.n, shape.k) : table.rate_at_largest();
+  if (kind == KernelKind::kGemm) return gemm;
+  return gemm * gpu.attention_factor.value_or(gpu.attention_efficiency / gpu.gemm_efficiency);
+}
+
 Seconds compute_time(const ComputeOp& op, const GpuSpec& gpu) {
   Seconds t{0};
   if (op.flops.value() > 0 && op.kind != KernelKind::kElementwise &&
       op.kind != KernelKind::kOptimizer) {
-    t = op.flops /
-        (achievable_flop_rate(gpu, op.kind, op.dtype) * wave_efficiency(op.shape, gpu.sm_count));
+    if (auto measured = measured_flop_rate(gpu, op.kind, op.dtype, op.shape))
+      t = op.flops / *measured;
+    else
+      t = op.flops / (achievable_flop_rate(gpu, op.kind, op.dtype) *
+                      wave_efficiency(op.shape, gpu.sm_count));
   }
   if (op.bytes.value() > 0) t = std::max(t, op.bytes / achievable_memory_bandwidth(gpu));
   return t + gpu.kernel_launch_overhead;

@@ -468,6 +468,33 @@ std::vector<GpuSpec> make_gpu_catalog() {
           .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
           .efficiency_source = kAssumedEfficiency,
       },
+      // One x86-64 core as dtsim's CPU real mode uses it (real/cpu: one MPI rank per core, fp32
+      // GEMMs in Eigen), so that `dtsim real` on a laptop has a prediction to compare with. Every
+      // figure is nominal: `dtsim calibrate --cpu` writes a profile (cluster.profile) with the
+      // machine's own.
+      GpuSpec{
+          .name = "CPU-core",
+          .vendor = "CPU",
+          // Eigen's GEMMs run in fp32 on the CPU back end; no other format has a peak, so
+          // training.precision must be fp32 (check_precision).
+          .peak = {{DType::kFp32, FlopsPerSecond(96e9)}},
+          .memory = 8_GiB,
+          .memory_bandwidth = 10_GBps,
+          .default_intra_node = "shared-memory",
+          .source = "nominal, meant to be replaced by dtsim calibrate --cpu: fp32 peak 96 GFLOP/s "
+                    "= 2 FMA units x 8 fp32 lanes (256-bit AVX2) x 2 FLOP per FMA x 3.0 GHz "
+                    "(assumed clock; two 256-bit FMA ports per core from Haswell on: Intel 64 and "
+                    "IA-32 Architectures Optimization Reference Manual); memory 8 GiB: assumed "
+                    "share of host memory per rank; memory bandwidth 10 GB/s: nominal, Little's "
+                    "law for one core, about 10 outstanding cache-line misses (the L1D fill "
+                    "buffers in the same manual) x 64 B over ~64 ns DRAM latency; no SMs",
+          .gemm_efficiency = kDefaults.gemm_efficiency,
+          .attention_efficiency = kDefaults.attention_efficiency,
+          .memory_efficiency = kDefaults.memory_efficiency,
+          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
+          .efficiency_source = kAssumedEfficiency,
+          .sm_count = 0,
+      },
   };
 }
 
@@ -676,6 +703,22 @@ std::vector<IntraNodeFabricSpec> make_fabric_catalog() {
               "3 for scale-out: 21 x 12.5 GB/s = 262.5 GB/s per direction; latency: assumed "
               "equal to NCCL's network LL per-step 2.7 us (links are RoCE); efficiency 0.90: the "
               "RoCE v2 network entries' usable share (header bytes per 4096-byte payload)",
+      },
+      // MPI ranks of one host (the CPU-core entry's board): Open MPI's shared-memory transport
+      // copies each message through a buffer both processes map.
+      IntraNodeFabricSpec{
+          .name = "shared-memory",
+          .kind = FabricKind::kSwitch,
+          .per_gpu_bandwidth = 5_GBps,
+          .latency = 1_us,
+          .protocol_efficiency = 1.0,
+          .source = "nominal, meant to be replaced by dtsim calibrate --cpu (its point-to-point "
+                    "sweep): ranks on one host exchange through shared memory, a copy in and a "
+                    "copy out per message, each at the CPU-core entry's nominal 10 GB/s, so ~5 "
+                    "GB/s per rank per direction; latency ~1 us: assumed, the order of a "
+                    "small-message MPI ping-pong inside one host; kind switch: every rank reaches "
+                    "every other through memory; efficiency 1: the figure is already a transfer "
+                    "rate",
       },
   };
 }

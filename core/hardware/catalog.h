@@ -13,6 +13,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,12 +21,13 @@
 #include "core/base/dtype.h"
 #include "core/base/enum_table.h"
 #include "core/base/units.h"
+#include "core/hardware/gemm_table.h"
 
 namespace dtsim {
 
 struct GpuSpec {
   std::string name;                      // "H100-SXM"
-  std::string vendor;                    // "NVIDIA", "AMD", "Intel", "Google"
+  std::string vendor;                    // "NVIDIA", "AMD", "Intel", "Google", "CPU"
   std::map<DType, FlopsPerSecond> peak;  // dense tensor-core peak per dtype; absent = unsupported
   Bytes memory{0};                       // device memory capacity
   BytesPerSecond memory_bandwidth{0};    // device memory bandwidth
@@ -42,6 +44,14 @@ struct GpuSpec {
   // (core/collectives/cost_model.h); 0 where the model does not apply (non-NVIDIA devices, or
   // unknown).
   int sm_count = 0;
+
+  // Measured figures (a hardware profile, core/hardware/profile.h; empty in every catalog entry).
+  // Where a dtype has a GEMM table, GEMM kernels of that dtype run at the table's rate at their
+  // shape instead of the roofline (core/exec/compute_cost.h).
+  std::map<DType, GemmTable> gemm_table{};
+  // Attention rate over the GEMM table's rate at the same shape, as measured; absent: the ratio
+  // attention_efficiency / gemm_efficiency.
+  std::optional<double> attention_factor{};
 
   // Peak for a dtype; falls back to the nearest supported format (fp8 -> bf16 -> fp16, tf32 ->
   // fp32) so that a scenario never divides by zero; `supports(dtype)` tells the truth.

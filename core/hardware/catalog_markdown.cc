@@ -83,9 +83,11 @@ std::string render_gpu_catalog_markdown() {
       "\nEfficiency factors are model parameters, not vendor figures: the achieved fraction of "
       "peak for large GEMMs and for attention kernels, the fraction of memory bandwidth that "
       "streaming kernels reach, and the fixed cost of one kernel launch. Where no "
-      "measurement is cited, the figure is an assumed default, and dtsim has no way yet to "
-      "measure it on your hardware: override it in the scenario (an inline GPU with `base:` and "
-      "the field, see `cluster.gpu.base` in docs/scenario-reference.md). The SM count (a vendor "
+      "measurement is cited, the figure is an assumed default: override it in the scenario (an "
+      "inline GPU with `base:` and the field, see `cluster.gpu.base` in "
+      "docs/scenario-reference.md), or measure the machine with `dtsim calibrate` and load its "
+      "profile with `cluster.profile`, whose figures replace these (docs/real-mode.md, "
+      "\"Profiles\"). The SM count (a vendor "
       "figure) drives GEMM tile and wave "
       "quantization (docs/models.md).\n\n";
   out += header({"GPU", "GEMM efficiency (fraction)", "Attention efficiency (fraction)",

@@ -53,6 +53,9 @@ struct ClusterConfig {
   NetworkConfig network;
   // Fields the scenario set over the catalog GPU's and fabric's figures ("memory").
   std::vector<std::string> gpu_overridden, intra_node_overridden;
+  // The hardware profile whose measured figures replaced the catalog's (cluster.profile,
+  // core/hardware/profile.h), as the loader opened it; "" for none.
+  std::string profile;
 
   int total_gpus() const { return nodes * gpus_per_node; }
 };

@@ -53,6 +53,7 @@ struct GemmSample {
   DType dtype = DType::kBf16;
   double m = 0, n = 0, k = 0;
   FlopsPerSecond rate{0};  // achieved, 2 m n k FLOPs over the measured time
+  friend bool operator==(const GemmSample&, const GemmSample&) = default;
 };
 
 struct CollectiveSample {
@@ -61,12 +62,14 @@ struct CollectiveSample {
   Bytes size{0};  // nccl-tests' size
   Seconds time{0};
   BytesPerSecond busbw{0};  // nccl-tests' bus bandwidth
+  friend bool operator==(const CollectiveSample&, const CollectiveSample&) = default;
 };
 
 struct P2pSample {
   Bytes size{0};
   Seconds time{0};  // one way: half a ping-pong round trip
   BytesPerSecond bandwidth{0};
+  friend bool operator==(const P2pSample&, const P2pSample&) = default;
 };
 
 struct HardwareProfile {
@@ -90,6 +93,9 @@ struct HardwareProfile {
   std::vector<P2pSample> p2p;
 
   std::string file;  // where it was loaded from ("" when built in memory)
+
+  // Field by field, `file` included (a round trip compares what was written with what was read).
+  friend bool operator==(const HardwareProfile&, const HardwareProfile&) = default;
 };
 
 HardwareProfile load_profile(const std::string& path);

@@ -200,6 +200,7 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
   r.global_batch_size = sc.training.global_batch_size.value;
   r.iterations = trace.iterations;
   r.gpu = with_overrides(sc.cluster.gpu.name, sc.cluster.gpu_overridden);
+  r.profile = sc.cluster.profile;
   r.precision = std::string(to_string(sc.training.precision));
   r.grad_dtype = std::string(to_string(sc.training.grad_dtype));
   r.notes = trace.notes;

@@ -110,6 +110,7 @@ struct Results {
   int64_t global_batch_size = 1;
   int iterations = 1;
   std::string gpu;
+  std::string profile;  // the hardware profile applied (cluster.profile); "" for the catalog's
   std::string precision;
   std::string grad_dtype;  // gradients' accumulation and reduction precision, resolved
   // The approximations the engine made that change this answer (Trace::notes), for every reader.

@@ -124,6 +124,8 @@ nlohmann::json results_to_json(const Results& r) {
                  {"micro_batches", r.micro_batches},
                  {"global_batch_size", r.global_batch_size},
                  {"iterations", r.iterations}};
+  // Only with a profile, so results of catalog hardware keep their shape.
+  if (!r.profile.empty()) j["config"]["profile"] = r.profile;
   j["time_by_kind_s"] = r.time_by_kind_s;
   tidy(j["time_by_kind_s"], r.step_time_s);
   j["notes"] = r.notes;  // an empty list when the engine made no approximation it must state

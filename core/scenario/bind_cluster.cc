@@ -5,7 +5,10 @@
 #include <type_traits>
 #include <utility>
 
+#include <filesystem>
+
 #include "core/base/checked.h"
+#include "core/hardware/profile.h"
 #include "core/hardware/torus.h"
 #include "core/scenario/internal/binders.h"
 
@@ -304,6 +307,49 @@ void reject_overrides_without_effect(const Reader& r, const ClusterConfig& c,
            "each node holds one GPU, so no traffic crosses the intra-node fabric");
 }
 
+// cluster.profile: the measured profile replaces the catalog's (and the scenario's) figures of the
+// GPU and the intra-node fabric, once both are resolved. Problems inside the profile are located
+// in the profile file; the profile's GPU against the cluster's at cluster.profile.
+void apply_cluster_profile(const Reader& r, const std::string& file, ClusterConfig& c,
+                           DiagnosticSink& sink) {
+  const std::string key = "cluster.profile";
+  const auto given = r.get<std::string>(key);
+  if (!given) return;
+  const SourceLocation at = r.where(key);
+  if (given->empty()) {
+    sink.add(at, key, "expected the path of a hardware profile (dtsim calibrate writes one)");
+    return;
+  }
+  // From the scenario's directory, so that a scenario and its profile move together; a --set
+  // path is typed at a shell, so it is taken from the current directory.
+  std::filesystem::path path(*given);
+  if (path.is_relative() && at.file != "--set")
+    path = std::filesystem::path(file).parent_path() / path;
+  const std::string shown = path.lexically_normal().string();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    sink.add(at, key,
+             "no hardware profile at " + shown +
+                 (at.file == "--set" ? " (a --set path is taken from the current directory)"
+                                     : " (a relative path is taken from the scenario file's "
+                                       "directory)"));
+    return;
+  }
+  HardwareProfile profile;
+  try {
+    profile = load_profile(shown);
+  } catch (const InputError& e) {
+    for (const auto& d : e.diagnostics()) sink.add(d);
+    return;
+  }
+  if (c.gpu.name.empty()) return;  // cluster.gpu's own error is reported
+  try {
+    apply_profile(profile, c);
+  } catch (const InputError& e) {
+    for (const auto& d : e.diagnostics()) sink.add(at, key, d.message + " (" + shown + ")");
+  }
+}
+
 }  // namespace
 
 void bind_cluster(const Reader& r, const std::string& file, ClusterConfig& c,
@@ -321,6 +367,7 @@ void bind_cluster(const Reader& r, const std::string& file, ClusterConfig& c,
   c.network.leaves_per_pod = r.count("cluster.network.leaves_per_pod").value;
   c.network.pod_oversubscription = r.value<double>("cluster.network.pod_oversubscription");
   resolve_torus(r, c, sink);
+  apply_cluster_profile(r, file, c, sink);
   reject_overrides_without_effect(r, c, sink);
 }
 

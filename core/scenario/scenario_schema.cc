@@ -206,10 +206,19 @@ SchemaNode build_schema() {
                      "usable fraction of line rate for bulk transfers [0.01-1]", "from preset"),
                 kMinEfficiency, 1)});
 
+  SchemaNode profile = leaf(
+      "profile", ValueType::kString,
+      "a hardware profile that dtsim calibrate wrote (docs/real-mode.md, Profiles): its measured "
+      "memory bandwidth, launch overhead, GEMM rates per shape and intra-node link replace the "
+      "figures of cluster.gpu (whose name must match the profile's gpu_model) and "
+      "cluster.intra_node, after any fields set here; a relative path is taken from the scenario "
+      "file's directory, or from the current directory with --set",
+      "none");
   SchemaNode cluster = section(
       "cluster", "the machines",
       {gpu, count("nodes", "number of nodes", "1", 1, kMaxNodes),
-       count("gpus_per_node", "GPUs in each node", "8", 1, kMaxGpusPerNode), intra, network});
+       count("gpus_per_node", "GPUs in each node", "8", 1, kMaxGpusPerNode), intra, network,
+       profile});
 
   auto tp = count("tensor", "tensor-parallel size t (Megatron-LM: divides the heads and the node)",
                   "1", 1, kMaxDegree);
