@@ -108,6 +108,10 @@ HardwareProfile calibrate(Channel& channel, const LaunchInfo& launch,
   }
   p.software["compiler"] = __VERSION__;
 
+  // The CPU back end runs attention ops as GEMMs of their shape (real/cpu/kernels.h), so their
+  // rate is the GEMM table's.
+  p.attention_factor = 1.0;
+
   CpuKernels kernels;
   const int repeats = 3;
   const double min_s = options.quick ? 0.02 : 0.05;
@@ -188,9 +192,6 @@ HardwareProfile calibrate(Channel& channel, const LaunchInfo& launch,
       p.p2p.push_back(P2pSample{Bytes(size), Seconds(best), BytesPerSecond(size / best)});
     }
     p.intra_node_latency = p.p2p.front().time;
-    double bw = 0;
-    for (const auto& s : p.p2p) bw = std::max(bw, s.bandwidth.value());
-    p.intra_node_bandwidth = BytesPerSecond(bw);
 
     // All-reduce over every rank, fp32, nccl-tests' busbw.
     phase("all-reduce sweep (MPI)");
@@ -215,6 +216,10 @@ HardwareProfile calibrate(Channel& channel, const LaunchInfo& launch,
       p.collectives.push_back(
           CollectiveSample{"all-reduce", world, Bytes(size), Seconds(best), BytesPerSecond(busbw)});
     }
+    // The intra-node bandwidth the simulators' collectives use: the bus bandwidth of the largest
+    // all-reduce (nccl-tests' busbw is the link rate a ring all-reduce needs to take the measured
+    // time), not the point-to-point rate, which MPI's reduction and its copies never reach.
+    p.intra_node_bandwidth = p.collectives.back().busbw;
   }
   barrier(*ch);
   return p;

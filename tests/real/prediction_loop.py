@@ -4,7 +4,9 @@ same scenario with dtsim real, and compare.
 
   prediction_loop.py DTSIM MPIEXEC SCENARIO --ranks N [--tolerance PCT | --report-only]
 
-Prints the predicted and measured step times and the signed error. With --tolerance the test
+The measurement is the least disturbed of --repeat runs (the one with the lowest step time), as
+the calibration keeps the best of its repeats: noise from other processes only adds time. Prints
+the predicted and measured step times and the signed error. With --tolerance the test
 fails when |error| exceeds it; with --report-only (an oversubscribed run, where ranks share cores
 and the measurement says more about the scheduler than about the model) it only reports.
 """
@@ -35,6 +37,7 @@ def main():
     ap.add_argument("--tolerance", type=float)
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--engine", default="simgrid")
+    ap.add_argument("--repeat", type=int, default=2)
     a = ap.parse_args()
     if (a.tolerance is None) == (not a.report_only):
         sys.exit("give exactly one of --tolerance and --report-only")
@@ -50,8 +53,18 @@ def main():
         run([a.dtsim, "simulate", a.scenario, "--set", "cluster.profile=" + profile,
              "--set", "cluster.gpus_per_node=" + str(a.ranks),
              "--engine", a.engine, "--json", "-o", predicted], env=env)
-        run(mpi + [a.dtsim, "real", a.scenario, "--set", "cluster.gpus_per_node=" + str(a.ranks),
-                   "--warmup", "1", "--iterations", "3", "-o", measured], env=env)
+        best = None
+        for i in range(a.repeat):
+            out = os.path.join(d, f"measured-{i}.json")
+            run(mpi + [a.dtsim, "real", a.scenario, "--set",
+                       "cluster.gpus_per_node=" + str(a.ranks), "--warmup", "1",
+                       "--iterations", "3", "-o", out], env=env)
+            with open(out) as f:
+                step = json.load(f)["step_time_s"]
+            print(f"measured run {i + 1}: step time {step * 1e3:.2f} ms")
+            if best is None or step < best:
+                best = step
+                os.replace(out, measured)
         report = run([a.dtsim, "compare", predicted, measured], env=env)
         print(report.stdout)
         cmp = json.loads(run([a.dtsim, "compare", predicted, measured, "--json"], env=env).stdout)

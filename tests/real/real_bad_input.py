@@ -3,9 +3,11 @@
 
   real_bad_input.py DTSIM SCENARIO_OF_2_RANKS
 """
+import json
 import os
 import subprocess
 import sys
+import tempfile
 
 
 def main():
@@ -24,6 +26,15 @@ def main():
                                      "MASTER_PORT": "1"}, "RANK"),
         ([dtsim, "real", scenario, "--inject-fault", "crash:1"], {}, "--inject-fault"),
         ([dtsim, "real", scenario, "--timeout", "soon"], {}, "--timeout"),
+    ]
+    # compare on files that are not dtsim results
+    tmp = tempfile.mkdtemp()
+    foreign = os.path.join(tmp, "foreign.json")
+    with open(foreign, "w") as f:
+        json.dump({"benchmark": "all_reduce_perf", "busbw": 180.2}, f)
+    cases += [
+        ([dtsim, "compare", scenario, foreign], {}, "not a JSON result"),
+        ([dtsim, "compare", foreign, foreign], {}, "step_time_s"),
     ]
     failures = 0
     for cmd, extra, expect in cases:
