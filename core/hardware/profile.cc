@@ -157,11 +157,12 @@ class ProfileReader {
     return out;
   }
 
-  // The field `name`, or a diagnostic at the map (`map` at `path`) saying it is missing.
-  const Field* require(const std::map<std::string, Field>& fields, const YAML::Node& map,
+  // The field `name`, or a diagnostic at `at` (the key of the map at `path`, or the map itself
+  // for the top level and list items) saying it is missing.
+  const Field* require(const std::map<std::string, Field>& fields, const SourceLocation& at,
                        const std::string& path, const std::string& name, const std::string& what) {
     if (auto it = fields.find(name); it != fields.end()) return &it->second;
-    error(where(map), path.empty() ? name : path + "." + name,
+    error(at, path.empty() ? name : path + "." + name,
           "missing: a profile needs " + name + " here (" + what + ")");
     return nullptr;
   }
@@ -275,7 +276,8 @@ class ProfileReader {
       const auto item_fields = fields(item, p, keys);
       bool complete = true;
       for (const auto& k : keys)
-        complete = require(item_fields, item, p, k, "every item has " + join(keys)) && complete;
+        complete =
+            require(item_fields, where(item), p, k, "every item has " + join(keys)) && complete;
       if (complete) visit(item_fields);
       if (sink_.diagnostics().size() != before) bad_items_ = true;
     }
@@ -345,11 +347,11 @@ void read_device(ProfileReader& r, const Field& f, HardwareProfile& p) {
   }
   const auto fields = r.fields(
       f.value, f.path, {"memory_bandwidth", "kernel_launch_overhead", "attention_factor", "gemm"});
-  if (auto* x = r.require(fields, f.value, f.path, "memory_bandwidth",
+  if (auto* x = r.require(fields, r.where(f.key), f.path, "memory_bandwidth",
                           "the bandwidth a streaming kernel achieves, e.g. 4.1TBps"))
     if (auto v = r.quantity(*x, parse_bandwidth, "4.1TBps", kMinBandwidth, 1e16))
       p.memory_bandwidth = *v;
-  if (auto* x = r.require(fields, f.value, f.path, "kernel_launch_overhead",
+  if (auto* x = r.require(fields, r.where(f.key), f.path, "kernel_launch_overhead",
                           "the time of an empty kernel back to back, e.g. 4.2us"))
     if (auto v = r.quantity(*x, parse_duration, "4.2us", 0, kMaxDuration))
       p.kernel_launch_overhead = *v;
@@ -358,7 +360,7 @@ void read_device(ProfileReader& r, const Field& f, HardwareProfile& p) {
                           "a number above 0 and at most 10 (attention rate over GEMM rate)"))
       p.attention_factor = *v;
   const Field* gemm =
-      r.require(fields, f.value, f.path, "gemm",
+      r.require(fields, r.where(f.key), f.path, "gemm",
                 "the measured GEMM grid, e.g. - {dtype: bf16, m: 1024, n: 1024, k: 1024, rate: "
                 "612TFLOPS}");
   if (!gemm) return;
@@ -510,7 +512,7 @@ HardwareProfile parse_profile(const std::string& bytes, const std::string& file)
       r.fields(root, "",
                {"dtsim_profile", "kind", "gpu_model", "created", "command", "machine", "software",
                 "device", "intra_node", "collectives", "p2p"});
-  if (auto* f = r.require(fields, root, "", "dtsim_profile", "the format, 1")) {
+  if (auto* f = r.require(fields, r.where(root), "", "dtsim_profile", "the format, 1")) {
     if (auto v = r.whole(*f, 1, 1e9, "the format number 1")) {
       if (*v != 1)
         r.error(*f, "format " + format_number("%.0f", *v) +
@@ -519,7 +521,7 @@ HardwareProfile parse_profile(const std::string& bytes, const std::string& file)
       p.format = static_cast<int>(*v);
     }
   }
-  if (auto* f = r.require(fields, root, "", "kind", "gpu or cpu")) {
+  if (auto* f = r.require(fields, r.where(root), "", "kind", "gpu or cpu")) {
     if (auto v = r.text(*f)) {
       if (*v == "gpu" || *v == "cpu")
         p.kind = *v;
@@ -527,10 +529,10 @@ HardwareProfile parse_profile(const std::string& bytes, const std::string& file)
         r.error(*f, "expected gpu or cpu, found '" + printable(*v, 80) + "'");
     }
   }
-  if (auto* f = r.require(fields, root, "", "gpu_model",
+  if (auto* f = r.require(fields, r.where(root), "", "gpu_model",
                           "the catalog GPU it measures, as cluster.gpu names it, e.g. H200-SXM"))
     if (auto v = r.text(*f)) p.gpu_model = *v;
-  if (auto* f = r.require(fields, root, "", "created",
+  if (auto* f = r.require(fields, r.where(root), "", "created",
                           "when it was measured, ISO-8601 UTC, e.g. 2026-12-01T22:40:00Z")) {
     if (auto v = r.text(*f)) {
       if (iso_8601(*v))
@@ -540,17 +542,17 @@ HardwareProfile parse_profile(const std::string& bytes, const std::string& file)
                         printable(*v, 80) + "'");
     }
   }
-  if (auto* f = r.require(fields, root, "", "command", "the calibrate command line"))
+  if (auto* f = r.require(fields, r.where(root), "", "command", "the calibrate command line"))
     if (auto v = r.text(*f)) p.command = *v;
-  if (auto* f = r.require(fields, root, "", "machine", "free-form text, at least host")) {
+  if (auto* f = r.require(fields, r.where(root), "", "machine", "free-form text, at least host")) {
     p.machine = r.strings(*f);
     if (f->value.IsMap() && !p.machine.count("host"))
       r.error(r.where(*f), f->path + ".host",
               "missing: a profile needs machine.host (the host it was measured on)");
   }
-  if (auto* f = r.require(fields, root, "", "software", "free-form text, e.g. {dtsim: 0.4}"))
+  if (auto* f = r.require(fields, r.where(root), "", "software", "free-form text, e.g. {dtsim: 0.4}"))
     p.software = r.strings(*f);
-  if (auto* f = r.require(fields, root, "", "device",
+  if (auto* f = r.require(fields, r.where(root), "", "device",
                           "memory_bandwidth, kernel_launch_overhead and the gemm grid"))
     read_device(r, *f, p);
   if (auto* f = ProfileReader::optional(fields, "intra_node")) read_intra_node(r, *f, p);
@@ -560,25 +562,30 @@ HardwareProfile parse_profile(const std::string& bytes, const std::string& file)
   return p;
 }
 
-// A quantity written so that the scenario parser reads back the same double: the largest unit the
-// value reaches, with the fewest digits that round-trip, else the base unit with 17 significant
-// digits (exact, since the parser multiplies by 1).
+// A quantity written so that the scenario parser reads back the same double, in the unit that
+// needs the shortest plain number ("0.8us", not "800ns" or "8e-07s"; the larger unit on a tie),
+// else in the base unit with 17 significant digits (exact, since the parser multiplies by 1).
 template <class Q>
 std::string with_unit(Q q, Parsed<Q> (*parse)(std::string_view),
                       const std::vector<std::pair<const char*, double>>& units,
                       const char* base_unit) {
   const double v = q.value();
+  std::string best_number, best_symbol;
   for (const auto& [symbol, factor] : units) {
-    if (std::fabs(v) < factor) continue;
     for (int digits = 1; digits <= 17; ++digits) {
       char number[64];
       std::snprintf(number, sizeof number, "%.*g", digits, v / factor);
-      const std::string text = std::string(number) + symbol;
-      const Parsed<Q> back = parse(text);
-      if (back && back.value->value() == v) return text;
+      if (std::strchr(number, 'e')) continue;  // an exponent: another unit reads better
+      const Parsed<Q> back = parse(std::string(number) + symbol);
+      if (!back || back.value->value() != v) continue;
+      if (best_number.empty() || std::strlen(number) < best_number.size()) {
+        best_number = number;
+        best_symbol = symbol;
+      }
+      break;
     }
-    break;  // the unit the value reaches does not round-trip: fall back to the base unit
   }
+  if (!best_number.empty()) return best_number + best_symbol;
   char number[64];
   std::snprintf(number, sizeof number, "%.17g", v);
   return std::string(number) + base_unit;

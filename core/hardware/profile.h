@@ -34,6 +34,14 @@
 //   with the best measured GEMM rate, and the intra-node fabric's bandwidth and latency when the
 //   profile has them. A profile whose gpu_model differs from the cluster's GPU name is an
 //   InputError naming both.
+// - apply_profile() also sets the GPU's memory efficiency to 1 and the replaced fabric's
+//   protocol efficiency to 1 (the figures are achieved, not line rates), the GPU's
+//   attention_factor to the profile's, the sources of what it replaced to "measured: FILE
+//   (created DATE on HOST)" followed by the catalog's source for the rest, and
+//   ClusterConfig::profile to the profile's file. How compute_time() uses the table:
+//   core/exec/compute_cost.h; the interpolation: core/hardware/gemm_table.h.
+// - Scenarios load one with cluster.profile (core/scenario/bind_cluster.cc), applied after the
+//   catalog entries and the scenario's own fields are resolved.
 #pragma once
 
 #include <iosfwd>

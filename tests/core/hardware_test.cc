@@ -147,7 +147,7 @@ TEST(HardwareCatalog, GpuMemoryMatchesReference) {
 }
 
 TEST(HardwareCatalog, EveryGpuIsComplete) {
-  EXPECT_EQ(gpu_catalog().size(), 17u);
+  EXPECT_EQ(gpu_catalog().size(), 18u);
   for (const GpuSpec& g : gpu_catalog()) {
     SCOPED_TRACE(g.name);
     EXPECT_FALSE(g.vendor.empty());
