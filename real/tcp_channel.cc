@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -104,7 +105,7 @@ class TcpChannel final : public Channel {
       });
       return from_rank0;
     }
-    return receive_frame(0, Kind::kBroadcast, deadline);
+    return receive_frame(0, Kind::kBroadcast, deadline + root_grace());
   }
 
   std::vector<std::vector<uint8_t>> gather(std::vector<uint8_t> mine) override {
@@ -122,7 +123,7 @@ class TcpChannel final : public Channel {
     const auto deadline = next_deadline();
     if (rank_ != 0) {
       send_frame(0, Kind::kBarrier, {}, deadline);
-      receive_frame(0, Kind::kBarrier, deadline);
+      receive_frame(0, Kind::kBarrier, deadline + root_grace());
       return;
     }
     guarded([&] {
@@ -135,6 +136,13 @@ class TcpChannel final : public Channel {
   Clock::time_point next_deadline() const {
     return Clock::now() +
            std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_.value()));
+  }
+  // A rank waiting for rank 0 waits this much longer than rank 0 waits for the others, so that
+  // rank 0's abort frame, naming the rank that is late, arrives before this rank's own timeout
+  // (which could only name rank 0).
+  Clock::duration root_grace() const {
+    const double s = std::clamp(0.2 * timeout_.value(), 1.0, 10.0);
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
   }
   std::string who() const { return "rank " + std::to_string(rank_) + " (tcp channel)"; }
   std::string timeout_text() const {
@@ -410,7 +418,7 @@ class TcpChannel final : public Channel {
     const uint32_t hello[4] = {kMagic, static_cast<uint32_t>(Kind::kHello),
                                static_cast<uint32_t>(rank_), static_cast<uint32_t>(world_)};
     write_all(0, hello, sizeof hello, deadline);
-    receive_frame(0, Kind::kReady, deadline);
+    receive_frame(0, Kind::kReady, deadline + root_grace());
   }
 
   int rank_ = 0;

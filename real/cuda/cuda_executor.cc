@@ -67,6 +67,13 @@ int64_t dim(double v) {
   return std::max<int64_t>(1, std::llround(v));
 }
 
+// Span::moved (the bytes a collective or message carried) where this tree's Span has it: the
+// field arrived on main with the CPU back end; this keeps the back end building on either side.
+template <class S>
+void set_moved(S& span, Bytes moved) {
+  if constexpr (requires { span.moved; }) span.moved = moved;
+}
+
 // Work prepared once per compute op.
 struct ComputeWork {
   const GemmPlan* gemm = nullptr;
@@ -115,7 +122,6 @@ class CudaExecutor final : public Executor {
   void retire_oldest();
   void drain();
   [[noreturn]] void abort_all(const std::string& message);
-  void free_step_allocations();
   void maybe_inject_fault(size_t s, size_t i);
   void release_run();
   Trace collect(int iterations);
@@ -139,6 +145,7 @@ class CudaExecutor final : public Executor {
   std::map<GemmDims, GemmPlan> plans_;
   std::vector<std::vector<ComputeWork>> work_;
   std::vector<size_t> first_op_;  // flat index of each stream's first op
+  std::vector<double> moved_;     // by flat index: bytes the op's NCCL call carried
   size_t op_count_ = 0;
   // timing_[slot][2 * flat + 0 | 1]: slot 0 for the warm-up steps, 1 + i for timed step i.
   std::vector<std::vector<cudaEvent_t>> timing_;
@@ -157,6 +164,9 @@ class CudaExecutor final : public Executor {
   std::set<std::string> notes_;
   size_t enqueued_in_step_ = 0;
   bool fault_step_ = false;
+  // A Program's memory ops describe one step's state; steps repeat on the same memory, so they
+  // run in the first step of the run only (docs/real-mode.md, "Steps and timing").
+  bool first_step_ = false;
 };
 
 void CudaExecutor::check_job(const Job& job) const {
@@ -210,6 +220,7 @@ void CudaExecutor::prepare(const Job& job) {
   for (auto& ev : events_) DTSIM_CHECK(site_, "", cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
   work_.resize(p.streams.size());
   first_op_.resize(p.streams.size());
+  moved_.assign(p.op_count(), 0.0);
   for (size_t s = 0; s < p.streams.size(); ++s) {
     first_op_[s] = op_count_;
     op_count_ += p.streams[s].ops.size();
@@ -356,9 +367,8 @@ Trace CudaExecutor::run(const Job& job, const Cluster& cluster, const RunOptions
         << " GB (cudaMemGetInfo); dtsim's own scratch buffers (" << scratch_bytes_ / 1e9
         << " GB) and the CUDA context and NCCL's buffers are not counted.";
     notes_.insert(mem.str());
-    notes_.insert("Steps run one after another (every stream idle between steps), and what a "
-                  "step allocates and does not free is freed at its end and allocated again by "
-                  "the next step.");
+    notes_.insert("The Program's memory ops ran once, in the first step (cudaMallocAsync / "
+                  "cudaFreeAsync); later steps reuse that memory, as the simulators count it.");
     Trace local = collect(options.iterations);
     release_run();
     return gather_trace(channel_, std::move(local));
@@ -394,6 +404,7 @@ void CudaExecutor::run_step(int iteration, bool timed) {
   std::vector<size_t> next(p.streams.size(), 0);
   enqueued_in_step_ = 0;
   fault_step_ = timed && iteration == 0;
+  first_step_ = iteration == 0 && (!timed || options_.warmup_iterations <= 0);
   for (;;) {
     bool progress = false, done = true;
     for (size_t s = 0; s < p.streams.size(); ++s) {
@@ -430,9 +441,8 @@ void CudaExecutor::run_step(int iteration, bool timed) {
                          blocked);
     }
   }
-  // Step boundary: let the step finish, then free what it left allocated.
-  drain();
-  free_step_allocations();
+  // Steps follow each other on each stream without a device-wide pause, as the simulators chain
+  // them (core/exec/activity_graph.h).
 }
 
 void CudaExecutor::enqueue(size_t s, size_t i, int iteration, bool timed) {
@@ -477,6 +487,15 @@ void CudaExecutor::enqueue(size_t s, size_t i, int iteration, bool timed) {
     const auto at = std::find(group.ranks.begin(), group.ranks.end(), c->root);
     if (at != group.ranks.end()) root = static_cast<int>(at - group.ranks.begin());
     const double bytes = c->bytes.value();
+    // What the NCCL call carries, in nccl-tests' terms (whole elements): the full buffer, or n
+    // parts of the gathered array.
+    const bool in_parts = c->kind == CollectiveKind::kAllGather ||
+                          c->kind == CollectiveKind::kReduceScatter ||
+                          c->kind == CollectiveKind::kAllToAll;
+    moved_[flat] = c->kind == CollectiveKind::kBarrier
+                       ? 0
+                       : static_cast<double>(in_parts ? count(bytes / n) * group.ranks.size()
+                                                      : count(bytes)) * elem;
     const char* call = "";
     switch (c->kind) {
       case CollectiveKind::kAllReduce:
@@ -516,6 +535,7 @@ void CudaExecutor::enqueue(size_t s, size_t i, int iteration, bool timed) {
     wait_ready(comm, site_, name, call, options_.timeout);
   } else if (const auto* sd = std::get_if<SendOp>(&op.body)) {
     ncclComm_t comm = p2p_comms_.at(s);
+    moved_[flat] = static_cast<double>(static_cast<size_t>(std::max(1.0, sd->bytes.value())));
     DTSIM_CHECK(site_, name, ncclGroupStart());
     DTSIM_CHECK(site_, name,
                 ncclSend(send_, static_cast<size_t>(std::max(1.0, sd->bytes.value())), ncclInt8,
@@ -524,13 +544,14 @@ void CudaExecutor::enqueue(size_t s, size_t i, int iteration, bool timed) {
     wait_ready(comm, site_, name, "ncclSend", options_.timeout);
   } else if (const auto* rv = std::get_if<RecvOp>(&op.body)) {
     ncclComm_t comm = p2p_comms_.at(s);
+    moved_[flat] = static_cast<double>(static_cast<size_t>(std::max(1.0, rv->bytes.value())));
     DTSIM_CHECK(site_, name, ncclGroupStart());
     DTSIM_CHECK(site_, name,
                 ncclRecv(recv_, static_cast<size_t>(std::max(1.0, rv->bytes.value())), ncclInt8,
                          rv->peer, comm, st));
     DTSIM_CHECK(site_, name, ncclGroupEnd());
     wait_ready(comm, site_, name, "ncclRecv", options_.timeout);
-  } else if (const auto* m = std::get_if<MemoryOp>(&op.body)) {
+  } else if (const auto* m = std::get_if<MemoryOp>(&op.body); m && first_step_) {
     const double bytes = m->bytes.value();
     auto& list = live_[static_cast<size_t>(m->category)];
     if (bytes > 0) {
@@ -638,16 +659,6 @@ void CudaExecutor::drain() {
   for (cudaStream_t st : streams_) DTSIM_CHECK(site_, "", cudaStreamSynchronize(st));
 }
 
-void CudaExecutor::free_step_allocations() {
-  for (size_t c = 0; c < live_.size(); ++c) {
-    for (const Allocation& a : live_[c])
-      DTSIM_CHECK(site_, "end of step", cudaFreeAsync(a.ptr, streams_.empty() ? nullptr : streams_[0]));
-    live_[c].clear();
-    live_bytes_[c] = Bytes(0);
-  }
-  if (!streams_.empty()) DTSIM_CHECK(site_, "end of step", cudaStreamSynchronize(streams_[0]));
-}
-
 Trace CudaExecutor::collect(int iterations) {
   const Program& p = *program_;
   Trace t;
@@ -670,7 +681,9 @@ Trace CudaExecutor::collect(int iterations) {
         if (std::holds_alternative<SendOp>(op.body)) kind = SpanKind::kSend;
         if (std::holds_alternative<RecvOp>(op.body)) kind = SpanKind::kRecv;
         const Seconds start(begin_ms * 1e-3), end(std::max(begin_ms, end_ms) * 1e-3);
-        t.spans.push_back(Span{launch_.rank, static_cast<StreamId>(s), it, i, kind, start, end});
+        Span span{launch_.rank, static_cast<StreamId>(s), it, i, kind, start, end};
+        set_moved(span, Bytes(moved_[flat]));
+        t.spans.push_back(span);
         auto& it_end = t.iteration_end[static_cast<size_t>(it)];
         it_end = std::max(it_end, end);
       }
@@ -718,6 +731,7 @@ void CudaExecutor::release_run() {
   plans_.clear();
   work_.clear();
   first_op_.clear();
+  moved_.clear();
   op_count_ = 0;
   scratch_bytes_ = 0;
 }

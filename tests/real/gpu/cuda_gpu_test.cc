@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -131,15 +132,16 @@ TEST(CudaGpu, SingleRankProgramGivesSpansForEveryOp) {
   for (const Span& s : t.spans) {
     EXPECT_LE(s.start, s.end);
     EXPECT_GE(s.start.value(), 0.0);
-    by_op[{s.iteration, s.stream, s.op_index}] = s;
+    by_op[std::make_tuple(s.iteration, static_cast<int>(s.stream), s.op_index)] = s;
   }
   EXPECT_EQ(by_op.size(), 10u) << "one span per op and step";
+  auto at = [&](int it, int stream, size_t op) { return by_op[std::make_tuple(it, stream, op)]; };
   for (int it = 0; it < 2; ++it) {
     // Stream order, and the all-reduce waits for the backward GEMM's event.
-    EXPECT_LE(by_op[{it, 0, 0}].end, by_op[{it, 0, 1}].start);
-    EXPECT_LE(by_op[{it, 0, 1}].end, by_op[{it, 0, 2}].start);
-    EXPECT_LE(by_op[{it, 0, 2}].end.value(), by_op[{it, 1, 0}].start.value() + 1e-6);
-    EXPECT_LE(by_op[{it, 1, 0}].end, by_op[{it, 1, 1}].start);
+    EXPECT_LE(at(it, 0, 0).end, at(it, 0, 1).start);
+    EXPECT_LE(at(it, 0, 1).end, at(it, 0, 2).start);
+    EXPECT_LE(at(it, 0, 2).end.value(), at(it, 1, 0).start.value() + 1e-6);
+    EXPECT_LE(at(it, 1, 0).end, at(it, 1, 1).start);
   }
   ASSERT_EQ(t.iteration_end.size(), 2u);
   EXPECT_LT(t.iteration_end[0], t.iteration_end[1]);
