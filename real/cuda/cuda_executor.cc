@@ -122,6 +122,7 @@ class CudaExecutor final : public Executor {
   void retire_oldest();
   void drain();
   [[noreturn]] void abort_all(const std::string& message);
+  void abort_comms();
   void maybe_inject_fault(size_t s, size_t i);
   void release_run();
   Trace collect(int iterations);
@@ -167,6 +168,8 @@ class CudaExecutor final : public Executor {
   // A Program's memory ops describe one step's state; steps repeat on the same memory, so they
   // run in the first step of the run only (docs/real-mode.md, "Steps and timing").
   bool first_step_ = false;
+  // After a failure: the device may hold work that never ends, so nothing waits on it any more.
+  bool poisoned_ = false;
 };
 
 void CudaExecutor::check_job(const Job& job) const {
@@ -373,6 +376,10 @@ Trace CudaExecutor::run(const Job& job, const Cluster& cluster, const RunOptions
     release_run();
     return gather_trace(channel_, std::move(local));
   } catch (...) {
+    // A failed run may leave kernels that never finish (a collective whose peer died): abort
+    // NCCL and release without waiting on the device.
+    abort_comms();
+    poisoned_ = true;
     release_run();
     throw;
   }
@@ -602,6 +609,11 @@ void CudaExecutor::enqueue(size_t s, size_t i, int iteration, bool timed) {
 }
 
 void CudaExecutor::abort_all(const std::string& message) {
+  abort_comms();
+  throw RuntimeError(message);
+}
+
+void CudaExecutor::abort_comms() {
   for (auto& [key, comm] : group_comms_)
     if (comm) ncclCommAbort(comm);
   for (auto& [key, comm] : p2p_comms_)
@@ -610,7 +622,6 @@ void CudaExecutor::abort_all(const std::string& message) {
   p2p_comms_.clear();
   if (world_) ncclCommAbort(world_);
   world_ = nullptr;
-  throw RuntimeError(message);
 }
 
 void CudaExecutor::wait_one(const InFlight& f) {
@@ -708,11 +719,13 @@ void CudaExecutor::release_run() {
   groups_.clear();
   in_flight_.clear();
   for (auto& list : live_) {
-    for (const Allocation& a : list) cudaFreeAsync(a.ptr, nullptr);
+    if (!poisoned_)
+      for (const Allocation& a : list) cudaFreeAsync(a.ptr, nullptr);
     list.clear();
   }
   live_bytes_ = {};
-  for (cudaStream_t st : streams_) cudaStreamSynchronize(st);
+  if (!poisoned_)
+    for (cudaStream_t st : streams_) cudaStreamSynchronize(st);
   for (auto& slot : timing_)
     for (cudaEvent_t ev : slot) cudaEventDestroy(ev);
   timing_.clear();
@@ -720,11 +733,12 @@ void CudaExecutor::release_run() {
   events_.clear();
   if (start_) cudaEventDestroy(start_);
   start_ = nullptr;
+  // cudaFree waits for the device: skipped after a failure (the process is about to end).
   for (void* ptr : {input_, weights_, output_, send_, recv_})
-    if (ptr) cudaFree(ptr);
+    if (ptr && !poisoned_) cudaFree(ptr);
   input_ = weights_ = output_ = send_ = recv_ = nullptr;
   for (void* ws : workspaces_)
-    if (ws) cudaFree(ws);
+    if (ws && !poisoned_) cudaFree(ws);
   workspaces_.clear();
   for (cudaStream_t st : streams_) cudaStreamDestroy(st);
   streams_.clear();
