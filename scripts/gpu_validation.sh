@@ -8,6 +8,7 @@
 #   scripts/gpu_validation.sh [BUILD_DIR]        (default BUILD_DIR: build)
 #   OUT=dir scripts/gpu_validation.sh            (default OUT: bench/results/gpu-validation-DATE)
 #   QUICK=1 ...                                  (dtsim calibrate --quick, 1 timed iteration)
+#   NCCL_LIB_DIR=dir ...                         (a libnccl.so.2 carried along with the build)
 #
 # A build folder carried over from a development machine is used as is (take libnccl.so.2 along,
 # environment.md); without one the script configures and builds. One step failing does not stop
@@ -21,7 +22,8 @@ QUICK=${QUICK:-0}
 ITERATIONS=${ITERATIONS:-5}
 STEP_TIMEOUT=${STEP_TIMEOUT:-900}
 export PATH=/usr/local/cuda/bin:$PATH
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# NCCL_LIB_DIR: where a carried-over libnccl.so.2 lies, if not in /usr/local/cuda/lib64.
+export LD_LIBRARY_PATH=${NCCL_LIB_DIR:+$NCCL_LIB_DIR:}/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 mkdir -p "$OUT/logs"
 OUT=$(cd "$OUT" && pwd)
@@ -56,10 +58,12 @@ if [ ! -x "$DTSIM" ]; then
 fi
 
 # The machine.
-{
-  nvidia-smi -L 2>&1 || echo "nvidia-smi not available"
-} >"$OUT/machine.txt"
-nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1 || true
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi -L >"$OUT/machine.txt" 2>&1
+  nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
+else
+  echo "no nvidia-smi on this machine (no NVIDIA driver?)" >"$OUT/machine.txt"
+fi
 uname -a >>"$OUT/machine.txt"
 
 step tests-gpu ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 600
@@ -107,6 +111,22 @@ lines.append("|---|---|---|---|")
 for row in open(os.path.join(out, "steps.tsv")):
     name, rc, secs, cmd = row.rstrip("\n").split("\t", 3)
     lines.append(f"| {name} | {rc} | {secs} | `{cmd}` |")
+lines.append("")
+lines.append("## GPU tests (ctest -L gpu)")
+lines.append("")
+try:
+    log = open(os.path.join(out, "logs", "tests-gpu.log")).read().splitlines()
+    summary = [l for l in log if "tests passed" in l]
+    skipped = [l.strip() for l in log if "(Skipped)" in l and " - " in l]
+    failed = [l.strip() for l in log if "(Failed)" in l or "***Failed" in l]
+    lines.extend(summary or ["no ctest summary in logs/tests-gpu.log"])
+    if skipped:
+        lines.append("")
+        lines.append(f"{len(skipped)} skipped (no usable GPU?): see logs/tests-gpu.log")
+    for l in failed:
+        lines.append("- failed: " + l)
+except OSError as e:
+    lines.append(f"no test log ({e})")
 lines.append("")
 lines.append("## Prediction errors")
 lines.append("")
