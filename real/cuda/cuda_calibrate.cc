@@ -197,7 +197,8 @@ void Calibration::fill_identity(HardwareProfile& p) {
   DTSIM_CHECK(site_, "", ncclGetVersion(&nccl));
   p.software["cuda_runtime"] = cuda_version_string(runtime);
   p.software["cuda_driver"] = cuda_version_string(driver);
-  p.software["cublasLt"] = std::to_string(cublasLtGetVersion());
+  // cublasLtGetVersion(): major * 10000 + minor * 100 + patch, as NCCL encodes its version.
+  p.software["cublasLt"] = nccl_version_string(static_cast<int>(cublasLtGetVersion()));
   p.software["nccl"] = nccl_version_string(nccl);
   p.software["dtsim"] = DTSIM_VERSION_STRING;
 }
