@@ -46,8 +46,8 @@ Seconds compute_time(const ComputeOp& op, const GpuSpec& gpu) {
     if (auto measured = measured_flop_rate(gpu, op.kind, op.dtype, op.shape))
       t = op.flops / *measured;
     else
-      t = op.flops / (achievable_flop_rate(gpu, op.kind, op.dtype) *
-                      wave_efficiency(op.shape, gpu.sm_count));
+      t = op.flops /
+          (achievable_flop_rate(gpu, op.kind, op.dtype) * wave_efficiency(op.shape, gpu.sm_count));
   }
   if (op.bytes.value() > 0) t = std::max(t, op.bytes / achievable_memory_bandwidth(gpu));
   return t + gpu.kernel_launch_overhead;

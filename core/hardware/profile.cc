@@ -33,18 +33,17 @@ constexpr std::uintmax_t kMaxProfileBytes = 16u << 20;
 // Floors and ceilings far outside any plausible measurement (the slowest: one CPU core's GEMM at
 // a tiny shape, some MFLOP/s), so that a unit slip ("612FLOPS" for "612TFLOPS", "4.2s" for
 // "4.2us") is an error rather than a step time of days.
-constexpr double kMinRate = 1e6;        // FLOP/s
-constexpr double kMinBandwidth = 1e6;   // bytes/s
-constexpr double kMaxDuration = 1;      // s, one kernel launch or one message's latency
+constexpr double kMinRate = 1e6;       // FLOP/s
+constexpr double kMinBandwidth = 1e6;  // bytes/s
+constexpr double kMaxDuration = 1;     // s, one kernel launch or one message's latency
 constexpr double kMaxAttentionFactor = 10;
-constexpr double kMaxDimension = 1e9;   // a GEMM dimension
+constexpr double kMaxDimension = 1e9;  // a GEMM dimension
 constexpr double kMaxRanks = 1e7;
 
 // The collective names of kCollectiveKindNames (core/ir/program.h), which this stage sits below
 // and cannot include; tests/core/profile_test.cc checks that the two lists agree.
-constexpr std::string_view kCollectiveOps[] = {"all-reduce", "all-gather", "reduce-scatter",
-                                               "broadcast",  "reduce",     "all-to-all",
-                                               "barrier"};
+constexpr std::string_view kCollectiveOps[] = {
+    "all-reduce", "all-gather", "reduce-scatter", "broadcast", "reduce", "all-to-all", "barrier"};
 
 std::string os_reason() {
   return std::strerror(errno);
@@ -185,7 +184,8 @@ class ProfileReader {
   std::optional<Q> quantity(const Field& f, Parsed<Q> (*parse)(std::string_view),
                             const std::string& example, double min, double max) {
     if (!f.value.IsScalar()) {
-      error(f, "expected a quantity with a unit such as " + example + ", found " + kind_of(f.value));
+      error(f,
+            "expected a quantity with a unit such as " + example + ", found " + kind_of(f.value));
       return std::nullopt;
     }
     const Parsed<Q> parsed = parse(f.value.Scalar());
@@ -195,10 +195,10 @@ class ProfileReader {
     }
     const double v = parsed.value->value();
     if (v < min || v > max) {
-      error(f, "'" + printable(f.value.Scalar(), 80) + "' is " +
-                   (v < min ? "below" : "above") + " any plausible measurement (expected " +
-                   (v < min ? "at least " + format_number("%g", min) : "at most " +
-                                                                            format_number("%g", max)) +
+      error(f, "'" + printable(f.value.Scalar(), 80) + "' is " + (v < min ? "below" : "above") +
+                   " any plausible measurement (expected " +
+                   (v < min ? "at least " + format_number("%g", min)
+                            : "at most " + format_number("%g", max)) +
                    " in base units, e.g. " + example + ")");
       return std::nullopt;
     }
@@ -301,9 +301,9 @@ void check_text(const std::string& bytes, const std::string& file) {
     const TextPosition at = position_of(bytes, *bad);
     char byte[8];
     std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(bytes[*bad]));
-    throw InputError(Diagnostic{SourceLocation{file, at.line, at.column}, "",
-                                std::string("byte ") + byte +
-                                    " is not UTF-8 text; save the profile as UTF-8"});
+    throw InputError(
+        Diagnostic{SourceLocation{file, at.line, at.column}, "",
+                   std::string("byte ") + byte + " is not UTF-8 text; save the profile as UTF-8"});
   }
 }
 
@@ -334,8 +334,7 @@ std::string read_bounded(const std::string& path) {
 
 // ISO-8601 date and time, as calibrate writes it (2026-12-01T22:40:00Z).
 bool iso_8601(const std::string& s) {
-  static const std::regex kIso(
-      R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}))");
+  static const std::regex kIso(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}))");
   return std::regex_match(s, kIso);
 }
 
@@ -377,13 +376,14 @@ void read_device(ProfileReader& r, const Field& f, HardwareProfile& p) {
                             std::vector<std::string> names;
                             for (const auto& d : kDTypeNames) names.emplace_back(d.name);
                             return names;
-                          }()) + ", found " + kind_of(dt.value));
+                          }()) +
+                              ", found " + kind_of(dt.value));
               ok = false;
             } else {
               s.dtype = *dtype;
             }
-            for (auto [name, dim] : {std::pair{"m", &s.m}, std::pair{"n", &s.n},
-                                     std::pair{"k", &s.k}}) {
+            for (auto [name, dim] :
+                 {std::pair{"m", &s.m}, std::pair{"n", &s.n}, std::pair{"k", &s.k}}) {
               if (auto v = r.whole(item.at(name), 1, kMaxDimension,
                                    "a GEMM dimension, a whole number of at least 1"))
                 *dim = *v;
@@ -429,41 +429,41 @@ void read_intra_node(ProfileReader& r, const Field& f, HardwareProfile& p) {
 }
 
 void read_collectives(ProfileReader& r, const Field& f, HardwareProfile& p) {
-  r.items(f, {"op", "ranks", "size", "time", "busbw"}, true,
-          "{op: all-reduce, ranks: 8, size: 1MiB, time: 31.2us, busbw: 60.1GBps}",
-          [&](const std::map<std::string, Field>& item) {
-            CollectiveSample s;
-            bool ok = true;
-            const Field& op = item.at("op");
-            const bool known = op.value.IsScalar() &&
-                               std::find(std::begin(kCollectiveOps), std::end(kCollectiveOps),
-                                         op.value.Scalar()) != std::end(kCollectiveOps);
-            if (known) {
-              s.op = op.value.Scalar();
-            } else {
-              std::vector<std::string> names(std::begin(kCollectiveOps), std::end(kCollectiveOps));
-              r.error(op, "expected a collective (" + join(names) + "), found " +
-                              kind_of(op.value));
-              ok = false;
-            }
-            if (auto v = r.whole(item.at("ranks"), 1, kMaxRanks, "a whole number of ranks"))
-              s.ranks = static_cast<int>(*v);
-            else
-              ok = false;
-            if (auto v = r.quantity(item.at("size"), parse_bytes, "1MiB", 0, 1e18))
-              s.size = *v;
-            else
-              ok = false;
-            if (auto v = r.quantity(item.at("time"), parse_duration, "31.2us", 1e-12, 3600))
-              s.time = *v;
-            else
-              ok = false;
-            if (auto v = r.quantity(item.at("busbw"), parse_bandwidth, "60.1GBps", 0, 1e16))
-              s.busbw = *v;
-            else
-              ok = false;
-            if (ok) p.collectives.push_back(s);
-          });
+  r.items(
+      f, {"op", "ranks", "size", "time", "busbw"}, true,
+      "{op: all-reduce, ranks: 8, size: 1MiB, time: 31.2us, busbw: 60.1GBps}",
+      [&](const std::map<std::string, Field>& item) {
+        CollectiveSample s;
+        bool ok = true;
+        const Field& op = item.at("op");
+        const bool known =
+            op.value.IsScalar() && std::find(std::begin(kCollectiveOps), std::end(kCollectiveOps),
+                                             op.value.Scalar()) != std::end(kCollectiveOps);
+        if (known) {
+          s.op = op.value.Scalar();
+        } else {
+          std::vector<std::string> names(std::begin(kCollectiveOps), std::end(kCollectiveOps));
+          r.error(op, "expected a collective (" + join(names) + "), found " + kind_of(op.value));
+          ok = false;
+        }
+        if (auto v = r.whole(item.at("ranks"), 1, kMaxRanks, "a whole number of ranks"))
+          s.ranks = static_cast<int>(*v);
+        else
+          ok = false;
+        if (auto v = r.quantity(item.at("size"), parse_bytes, "1MiB", 0, 1e18))
+          s.size = *v;
+        else
+          ok = false;
+        if (auto v = r.quantity(item.at("time"), parse_duration, "31.2us", 1e-12, 3600))
+          s.time = *v;
+        else
+          ok = false;
+        if (auto v = r.quantity(item.at("busbw"), parse_bandwidth, "60.1GBps", 0, 1e16))
+          s.busbw = *v;
+        else
+          ok = false;
+        if (ok) p.collectives.push_back(s);
+      });
 }
 
 void read_p2p(ProfileReader& r, const Field& f, HardwareProfile& p) {
@@ -550,7 +550,8 @@ HardwareProfile parse_profile(const std::string& bytes, const std::string& file)
       r.error(r.where(*f), f->path + ".host",
               "missing: a profile needs machine.host (the host it was measured on)");
   }
-  if (auto* f = r.require(fields, r.where(root), "", "software", "free-form text, e.g. {dtsim: 0.4}"))
+  if (auto* f =
+          r.require(fields, r.where(root), "", "software", "free-form text, e.g. {dtsim: 0.4}"))
     p.software = r.strings(*f);
   if (auto* f = r.require(fields, r.where(root), "", "device",
                           "memory_bandwidth, kernel_launch_overhead and the gemm grid"))
@@ -592,24 +593,22 @@ std::string with_unit(Q q, Parsed<Q> (*parse)(std::string_view),
 }
 
 std::string bandwidth_text(BytesPerSecond b) {
-  return with_unit(b, parse_bandwidth, {{"TBps", 1e12}, {"GBps", 1e9}, {"MBps", 1e6}, {"kBps", 1e3}},
-                   "Bps");
+  return with_unit(b, parse_bandwidth,
+                   {{"TBps", 1e12}, {"GBps", 1e9}, {"MBps", 1e6}, {"kBps", 1e3}}, "Bps");
 }
 std::string duration_text(Seconds t) {
   return with_unit(t, parse_duration, {{"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}}, "s");
 }
 std::string rate_text(FlopsPerSecond r) {
   return with_unit(r, parse_flop_rate,
-                   {{"PFLOPS", 1e15}, {"TFLOPS", 1e12}, {"GFLOPS", 1e9}, {"MFLOPS", 1e6}},
-                   "FLOPS");
+                   {{"PFLOPS", 1e15}, {"TFLOPS", 1e12}, {"GFLOPS", 1e9}, {"MFLOPS", 1e6}}, "FLOPS");
 }
 // Sizes: binary units where the size is a whole number of them (sweeps run over powers of two),
 // else bytes.
 std::string bytes_text(Bytes b) {
   const double v = b.value();
-  for (const auto& [symbol, factor] :
-       std::vector<std::pair<const char*, double>>{{"GiB", 1073741824.0}, {"MiB", 1048576.0},
-                                                   {"KiB", 1024.0}}) {
+  for (const auto& [symbol, factor] : std::vector<std::pair<const char*, double>>{
+           {"GiB", 1073741824.0}, {"MiB", 1048576.0}, {"KiB", 1024.0}}) {
     if (v >= factor && std::fmod(v, factor) == 0) return format_number("%.0f", v / factor) + symbol;
   }
   return with_unit(b, parse_bytes, {}, "B");
@@ -643,8 +642,8 @@ void write_profile(const HardwareProfile& p, std::ostream& out) {
   e << YAML::Key << "gpu_model" << YAML::Value << p.gpu_model;
   e << YAML::Key << "created" << YAML::Value << p.created;
   e << YAML::Key << "command" << YAML::Value << p.command;
-  for (const auto& [key, values] : {std::pair{"machine", &p.machine},
-                                    std::pair{"software", &p.software}}) {
+  for (const auto& [key, values] :
+       {std::pair{"machine", &p.machine}, std::pair{"software", &p.software}}) {
     e << YAML::Key << key << YAML::Value << YAML::BeginMap;
     for (const auto& [name, value] : *values) e << YAML::Key << name << YAML::Value << value;
     e << YAML::EndMap;
@@ -660,8 +659,7 @@ void write_profile(const HardwareProfile& p, std::ostream& out) {
     e << YAML::Flow << YAML::BeginMap << YAML::Key << "dtype" << YAML::Value
       << std::string(to_string(s.dtype)) << YAML::Key << "m" << YAML::Value << whole_text(s.m)
       << YAML::Key << "n" << YAML::Value << whole_text(s.n) << YAML::Key << "k" << YAML::Value
-      << whole_text(s.k) << YAML::Key << "rate" << YAML::Value << rate_text(s.rate)
-      << YAML::EndMap;
+      << whole_text(s.k) << YAML::Key << "rate" << YAML::Value << rate_text(s.rate) << YAML::EndMap;
   e << YAML::EndSeq << YAML::EndMap;
   if (p.intra_node_bandwidth || p.intra_node_latency) {
     e << YAML::Key << "intra_node" << YAML::Value << YAML::BeginMap;
@@ -683,10 +681,9 @@ void write_profile(const HardwareProfile& p, std::ostream& out) {
   if (!p.p2p.empty()) {
     e << YAML::Key << "p2p" << YAML::Value << YAML::BeginSeq;
     for (const P2pSample& s : p.p2p)
-      e << YAML::Flow << YAML::BeginMap << YAML::Key << "size" << YAML::Value
-        << bytes_text(s.size) << YAML::Key << "time" << YAML::Value << duration_text(s.time)
-        << YAML::Key << "bandwidth" << YAML::Value << bandwidth_text(s.bandwidth)
-        << YAML::EndMap;
+      e << YAML::Flow << YAML::BeginMap << YAML::Key << "size" << YAML::Value << bytes_text(s.size)
+        << YAML::Key << "time" << YAML::Value << duration_text(s.time) << YAML::Key << "bandwidth"
+        << YAML::Value << bandwidth_text(s.bandwidth) << YAML::EndMap;
     e << YAML::EndSeq;
   }
   e << YAML::EndMap;
@@ -738,11 +735,13 @@ void apply_profile(const HardwareProfile& profile, ClusterConfig& cluster) {
                }() +
                "; the rest: " + gpu.source;
   gpu.efficiency_source =
-      measured + ": memory efficiency 1 (the bandwidth is achieved), GEMM rates per shape from "
-                 "the measured grid; " +
+      measured +
+      ": memory efficiency 1 (the bandwidth is achieved), GEMM rates per shape from "
+      "the measured grid; " +
       (profile.attention_factor ? "attention factor measured"
                                 : "attention: attention_efficiency / gemm_efficiency x the GEMM "
-                                  "rate, from " + gpu.efficiency_source);
+                                  "rate, from " +
+                                      gpu.efficiency_source);
 
   if (profile.intra_node_bandwidth || profile.intra_node_latency) {
     IntraNodeFabricSpec& fabric = cluster.intra_node;

@@ -214,11 +214,11 @@ SchemaNode build_schema() {
       "cluster.intra_node, after any fields set here; a relative path is taken from the scenario "
       "file's directory, or from the current directory with --set",
       "none");
-  SchemaNode cluster = section(
-      "cluster", "the machines",
-      {gpu, count("nodes", "number of nodes", "1", 1, kMaxNodes),
-       count("gpus_per_node", "GPUs in each node", "8", 1, kMaxGpusPerNode), intra, network,
-       profile});
+  SchemaNode cluster =
+      section("cluster", "the machines",
+              {gpu, count("nodes", "number of nodes", "1", 1, kMaxNodes),
+               count("gpus_per_node", "GPUs in each node", "8", 1, kMaxGpusPerNode), intra, network,
+               profile});
 
   auto tp = count("tensor", "tensor-parallel size t (Megatron-LM: divides the heads and the node)",
                   "1", 1, kMaxDegree);

@@ -58,8 +58,8 @@ TEST(GemmTable, ReproducesEveryGridPointExactly) {
 TEST(GemmTable, InterpolatesLinearlyInLog2OfTheShape) {
   // One axis varies: at m = 128, halfway between 64 and 256 in log2, the rate is the mean of the
   // two; at m = 2^7.5 a quarter of the way.
-  const GemmTable t = GemmTable::from_samples({{64, 512, 512, FlopsPerSecond(100e12)},
-                                               {256, 512, 512, FlopsPerSecond(300e12)}});
+  const GemmTable t = GemmTable::from_samples(
+      {{64, 512, 512, FlopsPerSecond(100e12)}, {256, 512, 512, FlopsPerSecond(300e12)}});
   EXPECT_DOUBLE_EQ(t.rate(128, 512, 512).value(), 200e12);
   EXPECT_DOUBLE_EQ(t.rate(std::pow(2.0, 6.5), 512, 512).value(), 150e12);
   // Three axes: the centre of a cell in log space is the mean of its eight corners.

@@ -196,14 +196,15 @@ TEST(Profile, EachMalformedOrMissingFieldNamesFileLineAndKey) {
        "device.kernel_launch_overhead", "above any plausible measurement"},
       {"rate without unit", 13, "    - {dtype: bf16, m: 1024, n: 4096, k: 4096, rate: 700}", 13,
        "device.gemm[1].rate", "no unit"},
-      {"rate of FLOPS for TFLOPS", 13, "    - {dtype: bf16, m: 1024, n: 4096, k: 4096, rate: 700FLOPS}",
-       13, "device.gemm[1].rate", "below any plausible measurement"},
+      {"rate of FLOPS for TFLOPS", 13,
+       "    - {dtype: bf16, m: 1024, n: 4096, k: 4096, rate: 700FLOPS}", 13, "device.gemm[1].rate",
+       "below any plausible measurement"},
       {"fractional m", 14, "    - {dtype: bf16, m: 4096.5, n: 1024, k: 4096, rate: 710TFLOPS}", 14,
        "device.gemm[2].m", "whole number"},
       {"unknown dtype", 12, "    - {dtype: bf17, m: 1024, n: 1024, k: 4096, rate: 600TFLOPS}", 12,
        "device.gemm[0].dtype", "fp32, tf32, fp16, bf16, fp8"},
-      {"missing rate", 15, "    - {dtype: bf16, m: 4096, n: 4096, k: 4096}", 15, "device.gemm[3].rate",
-       "missing"},
+      {"missing rate", 15, "    - {dtype: bf16, m: 4096, n: 4096, k: 4096}", 15,
+       "device.gemm[3].rate", "missing"},
       {"unknown key in an item", 15,
        "    - {dtype: bf16, m: 4096, n: 4096, k: 4096, rate: 780TFLOPS, rat: 1}", 15,
        "device.gemm[3].rat", "unknown key"},
@@ -229,9 +230,9 @@ TEST(Profile, EachMalformedOrMissingFieldNamesFileLineAndKey) {
     const auto d = problems_of(path);
     bool found = false;
     for (const Diagnostic& x : d)
-      found = found || (x.location.file == path && x.location.line == c.expect_line &&
-                        x.key_path == c.expect_key &&
-                        x.message.find(c.expect_text) != std::string::npos);
+      found = found ||
+              (x.location.file == path && x.location.line == c.expect_line &&
+               x.key_path == c.expect_key && x.message.find(c.expect_text) != std::string::npos);
     std::string all;
     for (const Diagnostic& x : d) all += x.render() + "\n";
     EXPECT_TRUE(found) << "expected " << path << ":" << c.expect_line << ": " << c.expect_key
@@ -268,9 +269,9 @@ TEST(Profile, WholeFileProblems) {
   EXPECT_NE(first(dir.path().string()).find("is a directory"), std::string::npos);
   EXPECT_NE(first((dir.path() / "absent.yaml").string()).find("cannot open"), std::string::npos);
   // Larger than the scenario loader's 16 MiB bound.
-  EXPECT_NE(first(dir.write("huge.yaml", "# " + std::string(16u << 20, 'x') + "\n"))
-                .find("larger than"),
-            std::string::npos);
+  EXPECT_NE(
+      first(dir.write("huge.yaml", "# " + std::string(16u << 20, 'x') + "\n")).find("larger than"),
+      std::string::npos);
 }
 
 // profile.cc keeps its own list of collective names (core/ir sits above core/hardware): every
@@ -300,8 +301,7 @@ std::string cpu_scenario(const std::string& profile_line) {
 }
 
 TEST(ProfileScenario, ReplacesTheGpusAndTheFabricsFigures) {
-  const Scenario sc =
-      load_scenario_text(cpu_scenario("  profile: " + kExample + "\n"), "s.yaml");
+  const Scenario sc = load_scenario_text(cpu_scenario("  profile: " + kExample + "\n"), "s.yaml");
   const HardwareProfile p = load_profile(kExample);
   const GpuSpec& g = sc.cluster.gpu;
   EXPECT_EQ(sc.cluster.profile, kExample);
@@ -313,8 +313,9 @@ TEST(ProfileScenario, ReplacesTheGpusAndTheFabricsFigures) {
   EXPECT_EQ(g.attention_factor, 0.6);
   // The fp32 peak is the best measured rate (90 x 0.97^3 GFLOP/s, the largest shape).
   EXPECT_DOUBLE_EQ(g.peak_for(DType::kFp32).value(), 82.1e9);
-  EXPECT_EQ(g.source.rfind("measured: " + kExample + " (created 2026-12-01T22:40:00Z on "
-                                                     "example-host)",
+  EXPECT_EQ(g.source.rfind("measured: " + kExample +
+                               " (created 2026-12-01T22:40:00Z on "
+                               "example-host)",
                            0),
             0u)
       << g.source;
@@ -329,8 +330,7 @@ TEST(ProfileScenario, ReplacesTheGpusAndTheFabricsFigures) {
 }
 
 TEST(ProfileScenario, ComputeTimesUseTheMeasuredFigures) {
-  const Scenario sc =
-      load_scenario_text(cpu_scenario("  profile: " + kExample + "\n"), "s.yaml");
+  const Scenario sc = load_scenario_text(cpu_scenario("  profile: " + kExample + "\n"), "s.yaml");
   const GpuSpec& g = sc.cluster.gpu;
   // A GEMM between grid points: m = 128 is halfway between 64 and 256 in log2, n and k on the
   // grid, so the rate is the mean of the two measured rates, 38.0 and 45.6 GFLOP/s (example file,
@@ -345,11 +345,10 @@ TEST(ProfileScenario, ComputeTimesUseTheMeasuredFigures) {
   EXPECT_DOUBLE_EQ(compute_time(gemm, g).value(), gemm.flops.value() / rate + 0.8e-6);
   // The same through the table the profile's samples make.
   std::vector<GemmPoint> points;
-  for (const GemmSample& s : load_profile(kExample).gemm)
-    points.push_back({s.m, s.n, s.k, s.rate});
-  EXPECT_EQ(compute_time(gemm, g).value(),
-            (gemm.flops / GemmTable::from_samples(points).rate(128, 64, 64) + Seconds(0.8e-6))
-                .value());
+  for (const GemmSample& s : load_profile(kExample).gemm) points.push_back({s.m, s.n, s.k, s.rate});
+  EXPECT_EQ(
+      compute_time(gemm, g).value(),
+      (gemm.flops / GemmTable::from_samples(points).rate(128, 64, 64) + Seconds(0.8e-6)).value());
   // A memory-bound op: bytes over the measured bandwidth, plus the measured overhead.
   ComputeOp add;
   add.kind = KernelKind::kElementwise;
@@ -477,9 +476,10 @@ TEST(CpuCore, TrainsInFp32OnlyAndRunsTwoRanksPerNode) {
   EXPECT_EQ(sc.cluster.intra_node.name, "shared-memory");
   EXPECT_EQ(sc.cluster.total_gpus(), 2);
   try {
-    load_scenario_text("cluster: {gpu: CPU-core, nodes: 1, gpus_per_node: 2}\n"
-                       "model: {preset: gpt3-125m}\ntraining: {precision: bf16}\n",
-                       "s.yaml");
+    load_scenario_text(
+        "cluster: {gpu: CPU-core, nodes: 1, gpus_per_node: 2}\n"
+        "model: {preset: gpt3-125m}\ntraining: {precision: bf16}\n",
+        "s.yaml");
     FAIL() << "bf16 on CPU-core loaded";
   } catch (const InputError& e) {
     EXPECT_EQ(e.diagnostics().front().key_path, "training.precision");
@@ -497,9 +497,8 @@ TEST(CpuCore, NcclsModelDoesNotApply) {
   EXPECT_FALSE(nccl_runs_collectives(c));
   EXPECT_THROW(nccl_system(c, 16), InputError);
   EXPECT_FALSE(nvls_supported(c));
-  const Scenario h100 =
-      load_scenario_text("cluster: {gpu: H100-SXM, nodes: 2}\nmodel: {preset: gpt3-125m}\n",
-                         "s.yaml");
+  const Scenario h100 = load_scenario_text(
+      "cluster: {gpu: H100-SXM, nodes: 2}\nmodel: {preset: gpt3-125m}\n", "s.yaml");
   const Cluster nvidia(h100.cluster);
   EXPECT_TRUE(nccl_runs_collectives(nvidia));
   EXPECT_NO_THROW(nccl_system(nvidia, 16));
