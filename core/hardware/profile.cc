@@ -720,7 +720,10 @@ void apply_profile(const HardwareProfile& profile, ClusterConfig& cluster) {
   measured += ")";
 
   GpuSpec& gpu = cluster.gpu;
-  for (const auto& [dtype, table] : tables) gpu.peak[dtype] = table.best_rate();
+  // The vendor's peak stays (MFU and HFU are fractions of it); a dtype the catalog gives no peak
+  // for takes the best measured GEMM rate, so that the measured dtype can be used at all.
+  for (const auto& [dtype, table] : tables)
+    if (!gpu.supports(dtype)) gpu.peak[dtype] = table.best_rate();
   gpu.gemm_table = std::move(tables);
   gpu.attention_factor = profile.attention_factor;
   gpu.memory_bandwidth = profile.memory_bandwidth;

@@ -30,9 +30,10 @@
 //   dtype missing) is an error too.
 // - write_profile() writes what load_profile() reads back to an equal profile.
 // - apply_profile() replaces the GPU's memory bandwidth (at efficiency 1: the figure is
-//   achieved), its launch overhead and its GEMM table (GpuSpec::gemm_table), its per-dtype peak
-//   with the best measured GEMM rate, and the intra-node fabric's bandwidth and latency when the
-//   profile has them. A profile whose gpu_model differs from the cluster's GPU name is an
+//   achieved), its launch overhead and its GEMM table (GpuSpec::gemm_table), and the intra-node
+//   fabric's bandwidth and latency when the profile has them. The vendor peak stays, so MFU and
+//   HFU remain fractions of it; only a dtype the catalog has no peak for takes the best measured
+//   GEMM rate as its peak. A profile whose gpu_model differs from the cluster's GPU name is an
 //   InputError naming both.
 // - apply_profile() also sets the GPU's memory efficiency to 1 and the replaced fabric's
 //   protocol efficiency to 1 (the figures are achieved, not line rates), the GPU's
