@@ -328,6 +328,9 @@ Trace CudaExecutor::run(const Job& job, const Cluster& cluster, const RunOptions
   release_run();
   memory_ = RankMemory{};
   notes_.clear();
+  if (options_.compute_scale != 1.0)
+    notes_.insert("--compute-scale applies to the CPU back end only: the GPU ran every op at full "
+                  "size.");
   if (world_ == nullptr) world_ = init_world_comm(channel_, site_, options_.timeout);
 
   try {
