@@ -167,9 +167,51 @@ class TcpChannel final : public Channel {
           // Best effort and non-blocking: a peer that cannot take it will time out on its own.
           ::send(fds_[static_cast<size_t>(r)], &h, sizeof h, MSG_NOSIGNAL | MSG_DONTWAIT);
           ::send(fds_[static_cast<size_t>(r)], why.data(), why.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+          // End the stream after the abort frame (FIN), so that it is delivered in order.
+          shutdown(fds_[static_cast<size_t>(r)], SHUT_WR);
         }
+      linger_for_peers();
       throw;
     }
+  }
+
+  // Rank 0, failing: read and drop what peers still send until they close (at most 1 s). A
+  // socket closed with unread data sends a reset, which can destroy the abort frame in flight.
+  void linger_for_peers() {
+    const auto until = Clock::now() + std::chrono::seconds(1);
+    std::vector<int> open;
+    for (int r = 1; r < world_; ++r)
+      if (fds_[static_cast<size_t>(r)] >= 0) open.push_back(fds_[static_cast<size_t>(r)]);
+    uint8_t sink[4096];
+    while (!open.empty() && Clock::now() < until) {
+      std::vector<pollfd> pfds;
+      for (int fd : open) pfds.push_back(pollfd{fd, POLLIN, 0});
+      if (poll(pfds.data(), pfds.size(), remaining_ms(until)) <= 0) break;
+      std::vector<int> still;
+      for (size_t i = 0; i < pfds.size(); ++i) {
+        if (pfds[i].revents == 0) {
+          still.push_back(open[i]);
+          continue;
+        }
+        const ssize_t r = ::recv(open[i], sink, sizeof sink, 0);
+        if (r > 0 || (r < 0 && (errno == EAGAIN || errno == EINTR))) still.push_back(open[i]);
+      }
+      open = std::move(still);
+    }
+  }
+
+  // A peer whose call to rank 0 failed: rank 0 may have said why before it went (an abort frame
+  // already received); report that rather than the broken connection.
+  void raise_pending_abort() {
+    const int fd = fds_[0];
+    Header h;
+    if (::recv(fd, &h, sizeof h, MSG_PEEK | MSG_DONTWAIT) != static_cast<ssize_t>(sizeof h) ||
+        h.magic != kMagic || static_cast<Kind>(h.kind) != Kind::kAbort || h.length > 65536)
+      return;
+    std::vector<uint8_t> frame(sizeof h + h.length);
+    const ssize_t got = ::recv(fd, frame.data(), frame.size(), MSG_PEEK | MSG_DONTWAIT);
+    if (got != static_cast<ssize_t>(frame.size())) return;
+    fail("rank 0 ended the job: " + std::string(frame.begin() + sizeof h, frame.end()));
   }
 
   void write_all(int peer, const void* data, size_t n, Clock::time_point deadline) {
@@ -182,9 +224,12 @@ class TcpChannel final : public Channel {
         n -= static_cast<size_t>(w);
         continue;
       }
-      if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-        fail("sending to rank " + std::to_string(peer) + " failed: " + errno_text() +
+      if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        const std::string why = errno_text();
+        if (rank_ != 0) raise_pending_abort();
+        fail("sending to rank " + std::to_string(peer) + " failed: " + why +
              " (it may have exited)");
+      }
       pollfd pfd{fd, POLLOUT, 0};
       const int ready = poll(&pfd, 1, remaining_ms(deadline));
       if (ready == 0)
@@ -205,8 +250,11 @@ class TcpChannel final : public Channel {
     }
     buf.resize(have);
     if (r == 0) return false;
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-      fail("receiving from rank " + std::to_string(peer) + " failed: " + errno_text());
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      const std::string why = errno_text();
+      if (rank_ != 0 && buf.empty()) raise_pending_abort();
+      fail("receiving from rank " + std::to_string(peer) + " failed: " + why);
+    }
     return true;
   }
 

@@ -3,9 +3,9 @@
 // How a Program runs here:
 // - streams -> non-blocking cudaStreams; Program events -> cudaEvents (timing off); an op's
 //   waits -> cudaStreamWaitEvent; its record -> cudaEventRecord. One host thread enqueues every
-//   stream's ops, round robin, and holds back an op whose awaited events are not yet enqueued
-//   (a wait on an event not yet recorded would be a no-op in CUDA). A Program that cannot make
-//   progress is a RuntimeError naming the blocked ops.
+//   stream's ops in the order of real/cuda/enqueue_order.h (round robin, an op after the
+//   recorders of its events); a Program that cannot progress is a RuntimeError naming the
+//   blocked ops, raised before anything runs.
 // - GEMM and attention ops -> cuBLASLt (real/cuda/cuda_gemm.h) on their GemmShape, repeated
 //   round(FLOPs / shape FLOPs) times (FlashAttention's forward counts two products of the scores'
 //   shape, its backward four); an op without a shape -> one square GEMM of its FLOPs.
@@ -39,6 +39,7 @@
 #include "real/cuda/cuda_backend.h"
 #include "real/cuda/cuda_device.h"
 #include "real/cuda/cuda_gemm.h"
+#include "real/cuda/enqueue_order.h"
 #include "real/cuda/kernels.h"
 #include "real/trace_exchange.h"
 
@@ -51,13 +52,6 @@ using Clock = std::chrono::steady_clock;
 // enough that the CUDA launch queue never fills (a full queue blocks the host inside a launch,
 // where no timeout can be checked).
 constexpr size_t kInFlightWindow = 256;
-
-std::string op_name(const Program& p, size_t s, size_t i) {
-  const Op& op = p.streams[s].ops[i];
-  std::string name = op.label.name.empty() ? "(unnamed)" : op.label.name;
-  if (op.label.micro_batch >= 0) name += " (micro-batch " + std::to_string(op.label.micro_batch) + ")";
-  return name + " [stream " + p.streams[s].name + ", op " + std::to_string(i) + "]";
-}
 
 bool takes_time(const Op& op) {
   return !std::holds_alternative<MemoryOp>(op.body);
@@ -147,6 +141,7 @@ class CudaExecutor final : public Executor {
   std::vector<std::vector<ComputeWork>> work_;
   std::vector<size_t> first_op_;  // flat index of each stream's first op
   std::vector<double> moved_;     // by flat index: bytes the op's NCCL call carried
+  std::vector<EnqueueStep> order_;  // host enqueue order of one step (enqueue_order.h)
   size_t op_count_ = 0;
   // timing_[slot][2 * flat + 0 | 1]: slot 0 for the warm-up steps, 1 + i for timed step i.
   std::vector<std::vector<cudaEvent_t>> timing_;
@@ -215,6 +210,11 @@ void CudaExecutor::create_comms(const Job& job) {
 
 void CudaExecutor::prepare(const Job& job) {
   const Program& p = *program_;
+  try {
+    order_ = enqueue_order(p);  // the same every step
+  } catch (const RuntimeError& e) {
+    throw RuntimeError(site_.who + ": " + e.what());
+  }
   const bool fp8 = supports_fp8(props_.major, props_.minor);
   size_t a_max = 0, b_max = 0, d_max = 0, comm_max = 0;
   streams_.resize(p.streams.size());
@@ -328,6 +328,9 @@ Trace CudaExecutor::run(const Job& job, const Cluster& cluster, const RunOptions
   release_run();
   memory_ = RankMemory{};
   notes_.clear();
+  if (options_.compute_scale != 1.0)
+    notes_.insert("--compute-scale applies to the CPU back end only: the GPU ran every op at full "
+                  "size.");
   if (world_ == nullptr) world_ = init_world_comm(channel_, site_, options_.timeout);
 
   try {
@@ -406,47 +409,13 @@ void CudaExecutor::maybe_inject_fault(size_t s, size_t i) {
 }
 
 void CudaExecutor::run_step(int iteration, bool timed) {
-  const Program& p = *program_;
-  std::vector<bool> recorded(events_.size(), false);
-  std::vector<size_t> next(p.streams.size(), 0);
   enqueued_in_step_ = 0;
   fault_step_ = timed && iteration == 0;
   first_step_ = iteration == 0 && (!timed || options_.warmup_iterations <= 0);
-  for (;;) {
-    bool progress = false, done = true;
-    for (size_t s = 0; s < p.streams.size(); ++s) {
-      if (next[s] >= p.streams[s].ops.size()) continue;
-      done = false;
-      const Op& op = p.streams[s].ops[next[s]];
-      const bool ready = std::all_of(op.waits.begin(), op.waits.end(), [&](EventId e) {
-        return e >= 0 && static_cast<size_t>(e) < recorded.size() && recorded[static_cast<size_t>(e)];
-      });
-      if (!ready) continue;
-      maybe_inject_fault(s, next[s]);
-      enqueue(s, next[s], iteration, timed);
-      if (op.record) recorded[static_cast<size_t>(*op.record)] = true;
-      ++next[s];
-      ++enqueued_in_step_;
-      progress = true;
-    }
-    if (done) break;
-    if (!progress) {
-      std::string blocked;
-      for (size_t s = 0; s < p.streams.size(); ++s)
-        if (next[s] < p.streams[s].ops.size()) {
-          const Op& op = p.streams[s].ops[next[s]];
-          std::string events;
-          for (EventId e : op.waits)
-            if (e < 0 || static_cast<size_t>(e) >= recorded.size() || !recorded[static_cast<size_t>(e)])
-              events += (events.empty() ? "" : ", ") + std::to_string(e);
-          blocked += "\n  " + op_name(p, s, next[s]) + " waits for event(s) " + events;
-        }
-      drain();
-      throw RuntimeError(site_.who +
-                         ": the Program cannot progress: these ops wait for events that no op "
-                         "still to run before them records (a cycle or a missing record):" +
-                         blocked);
-    }
+  for (const EnqueueStep& e : order_) {
+    maybe_inject_fault(e.stream, e.op);
+    enqueue(e.stream, e.op, iteration, timed);
+    ++enqueued_in_step_;
   }
   // Steps follow each other on each stream without a device-wide pause, as the simulators chain
   // them (core/exec/activity_graph.h).
@@ -746,6 +715,7 @@ void CudaExecutor::release_run() {
   work_.clear();
   first_op_.clear();
   moved_.clear();
+  order_.clear();
   op_count_ = 0;
   scratch_bytes_ = 0;
 }

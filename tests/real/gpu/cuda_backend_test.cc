@@ -2,12 +2,15 @@
 // CI machines, environment.md "CUDA and NCCL") and the back end's tables.
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "core/base/error.h"
 #include "real/backends.h"
 #if DTSIM_TEST_CUDA_INTERNALS
 #include "real/cuda/cuda_calibrate.h"
+#include "real/cuda/enqueue_order.h"
 #endif
 
 namespace dtsim::real {
@@ -81,6 +84,74 @@ TEST(CudaTables, VersionStrings) {
   EXPECT_EQ(cuda::nccl_version_string(22809), "2.28.9");
   EXPECT_EQ(cuda::cuda_version_string(13000), "13.0");
   EXPECT_EQ(cuda::cuda_version_string(12040), "12.4");
+}
+
+// One host thread enqueues a step's ops (real/cuda/enqueue_order.h): a wait on an event not yet
+// recorded is a no-op in CUDA, so the order must put every recorder first.
+Op& add(Program& p, StreamId s, const std::string& name) {
+  return p.append(s, ComputeOp{}, Label{name, -1, -1, Phase::kForward});
+}
+
+std::vector<std::string> names(const Program& p, const std::vector<cuda::EnqueueStep>& order) {
+  std::vector<std::string> out;
+  for (const auto& e : order) out.push_back(p.streams[e.stream].ops[e.op].label.name);
+  return out;
+}
+
+TEST(CudaEnqueueOrder, RoundRobinOverIndependentStreams) {
+  Program p;
+  const StreamId a = p.add_stream("a"), b = p.add_stream("b");
+  add(p, a, "a0");
+  add(p, a, "a1");
+  add(p, b, "b0");
+  add(p, b, "b1");
+  EXPECT_EQ(names(p, cuda::enqueue_order(p)), (std::vector<std::string>{"a0", "b0", "a1", "b1"}));
+}
+
+TEST(CudaEnqueueOrder, AWaitComesAfterItsRecorder) {
+  Program p;
+  const StreamId compute = p.add_stream("compute"), comm = p.add_stream("comm");
+  const EventId grads = p.new_event();
+  add(p, compute, "fwd");
+  add(p, compute, "bwd").record = grads;
+  add(p, compute, "next");
+  add(p, comm, "all_reduce").waits.push_back(grads);
+  add(p, comm, "after");
+  EXPECT_EQ(names(p, cuda::enqueue_order(p)),
+            (std::vector<std::string>{"fwd", "bwd", "all_reduce", "next", "after"}));
+}
+
+TEST(CudaEnqueueOrder, ACycleOfWaitsNamesEveryBlockedOp) {
+  Program p;
+  const StreamId a = p.add_stream("a"), b = p.add_stream("b");
+  const EventId ea = p.new_event(), eb = p.new_event();
+  Op& x = add(p, a, "x");
+  x.waits.push_back(eb);
+  x.record = ea;
+  Op& y = add(p, b, "y");
+  y.waits.push_back(ea);
+  y.record = eb;
+  try {
+    cuda::enqueue_order(p);
+    FAIL() << "a cycle was ordered";
+  } catch (const RuntimeError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("cannot progress"), std::string::npos) << m;
+    EXPECT_NE(m.find("x [stream a, op 0] waits for event(s) 1"), std::string::npos) << m;
+    EXPECT_NE(m.find("y [stream b, op 0] waits for event(s) 0"), std::string::npos) << m;
+  }
+}
+
+TEST(CudaEnqueueOrder, AnEventNobodyRecordsIsAnError) {
+  Program p;
+  const StreamId a = p.add_stream("a");
+  add(p, a, "first");
+  add(p, a, "waits_forever").waits.push_back(p.new_event());
+  EXPECT_THROW(cuda::enqueue_order(p), RuntimeError);
+  Program q;
+  const StreamId s = q.add_stream("s");
+  add(q, s, "records_nothing_valid").record = 5;  // the Program has no events
+  EXPECT_THROW(cuda::enqueue_order(q), RuntimeError);
 }
 #endif
 
