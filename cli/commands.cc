@@ -35,6 +35,20 @@ double max_memory_bytes(const std::string& text) {
   return limit.value->value();
 }
 
+// --output and --trace (either may be empty), checked before any work: neither may be the
+// scenario or the other (driver/output_file.h).
+void open_outputs(const std::string& output, const std::string& trace,
+                  const std::string& scenario, std::optional<driver::OutputFile>& result_file,
+                  std::optional<driver::OutputFile>& trace_file) {
+  const std::vector<std::string> inputs = {scenario};
+  if (!output.empty())
+    result_file.emplace(output, "--output", inputs, std::vector<const driver::OutputFile*>{});
+  if (!trace.empty())
+    trace_file.emplace(
+        trace, "--trace", inputs,
+        std::vector<const driver::OutputFile*>{result_file ? &*result_file : nullptr});
+}
+
 // --timeout as a duration, or an error naming the flag.
 Seconds timeout_of(const std::string& text) {
   const auto t = parse_duration(text);
@@ -87,13 +101,7 @@ int run_simulate(const SimulateOptions& o, std::ostream& out) {
   Scenario sc = driver::load(o.scenario, overrides);
   // Both outputs are checked before any work, and written only once the run has succeeded.
   std::optional<driver::OutputFile> result_file, trace_file;
-  const std::vector<std::string> inputs = {o.scenario};
-  if (!o.output.empty())
-    result_file.emplace(o.output, "--output", inputs, std::vector<const driver::OutputFile*>{});
-  if (!o.trace.empty())
-    trace_file.emplace(
-        o.trace, "--trace", inputs,
-        std::vector<const driver::OutputFile*>{result_file ? &*result_file : nullptr});
+  open_outputs(o.output, o.trace, o.scenario, result_file, trace_file);
 
   std::optional<driver::Prediction> prediction;
   nlohmann::json j;
@@ -404,15 +412,7 @@ int run_real(const RealOptions& o, std::ostream& out) {
   const real::LaunchInfo launch = real::detect_launch();
   // Outputs are checked before any work on rank 0, which alone writes them.
   std::optional<driver::OutputFile> result_file, trace_file;
-  const std::vector<std::string> inputs = {o.scenario};
-  if (launch.rank == 0) {
-    if (!o.output.empty())
-      result_file.emplace(o.output, "--output", inputs, std::vector<const driver::OutputFile*>{});
-    if (!o.trace.empty())
-      trace_file.emplace(
-          o.trace, "--trace", inputs,
-          std::vector<const driver::OutputFile*>{result_file ? &*result_file : nullptr});
-  }
+  if (launch.rank == 0) open_outputs(o.output, o.trace, o.scenario, result_file, trace_file);
   std::optional<driver::Measurement> m;
   nlohmann::json j;
   {

@@ -1,6 +1,7 @@
 #include "core/base/text.h"
 
 #include <cstdio>
+#include <ctime>
 
 namespace dtsim {
 
@@ -76,6 +77,15 @@ std::string printable(std::string_view text, size_t max_bytes) {
   out += " ... (" + std::to_string(text.size() - head - tail) + " bytes cut) ... ";
   append(text.substr(text.size() - tail));
   return out;
+}
+
+std::string utc_timestamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 }  // namespace dtsim

@@ -31,4 +31,7 @@ TextPosition position_of(std::string_view text, size_t offset);
 // text longer than `max_bytes` replaced by "... (N bytes cut) ...".
 std::string printable(std::string_view text, size_t max_bytes = 1000);
 
+// The current time as ISO-8601 in UTC ("2026-12-01T22:40:00Z"), as profiles record it.
+std::string utc_timestamp();
+
 }  // namespace dtsim

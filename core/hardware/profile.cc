@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "core/base/error.h"
+#include "core/base/input_file.h"
 #include "core/base/text.h"
 #include "core/hardware/cluster_config.h"
 #include "core/hardware/gemm_table.h"
@@ -44,10 +45,6 @@ constexpr double kMaxRanks = 1e7;
 // and cannot include; tests/core/profile_test.cc checks that the two lists agree.
 constexpr std::string_view kCollectiveOps[] = {
     "all-reduce", "all-gather", "reduce-scatter", "broadcast", "reduce", "all-to-all", "barrier"};
-
-std::string os_reason() {
-  return std::strerror(errno);
-}
 
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
@@ -294,42 +291,13 @@ class ProfileReader {
 };
 
 void check_text(const std::string& bytes, const std::string& file) {
-  if (bytes.find('\0') != std::string::npos)
-    throw InputError(Diagnostic{SourceLocation{file, 0, 0}, "",
-                                "this is a binary file, not a YAML hardware profile"});
-  if (auto bad = first_invalid_utf8(bytes)) {
-    const TextPosition at = position_of(bytes, *bad);
-    char byte[8];
-    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(bytes[*bad]));
-    throw InputError(
-        Diagnostic{SourceLocation{file, at.line, at.column}, "",
-                   std::string("byte ") + byte + " is not UTF-8 text; save the profile as UTF-8"});
-  }
+  check_yaml_text(bytes, file, "YAML hardware profile", "profile");
 }
 
 std::string read_bounded(const std::string& path) {
-  const SourceLocation whole{path, 0, 0};
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw InputError(Diagnostic{whole, "", "is a directory, not a hardware profile"});
-  const auto status = std::filesystem::status(path, ec);
-  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
-    throw InputError(Diagnostic{whole, "",
-                                "is not a regular file (a device, pipe or socket); give the path "
-                                "of a profile that dtsim calibrate wrote"});
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(Diagnostic{whole, "", "cannot open the profile: " + os_reason()});
-  std::string bytes(kMaxProfileBytes + 1, '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (in.bad()) throw InputError(Diagnostic{whole, "", "cannot read the profile: " + os_reason()});
-  bytes.resize(static_cast<size_t>(in.gcount()));
-  if (bytes.size() > kMaxProfileBytes)
-    throw InputError(Diagnostic{whole, "",
-                                "the file is larger than " +
-                                    format_bytes(Bytes(static_cast<double>(kMaxProfileBytes))) +
-                                    "; a profile is tens of kilobytes of YAML (is this the right "
-                                    "file?)"});
-  return bytes;
+  return read_input_file(path, InputFileRules{"profile", "", "a profile that dtsim calibrate wrote",
+                                              "a profile is tens of kilobytes of YAML",
+                                              kMaxProfileBytes});
 }
 
 // ISO-8601 date and time, as calibrate writes it (2026-12-01T22:40:00Z).

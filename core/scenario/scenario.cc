@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/base/input_file.h"
 #include "core/base/text.h"
 #include "core/scenario/internal/binders.h"
 
@@ -59,30 +60,12 @@ namespace {
 
 using scenario_binding::Reader;
 
-// The operating system's reason for the last failed call ("Permission denied").
-std::string os_reason() {
-  return std::strerror(errno);
-}
-
 // The largest scenario file dtsim reads: a scenario is a few kilobytes, and the largest of
 // scenarios/ is under 4 KiB, so 16 MiB is generous and still bounds the loader's memory.
 constexpr std::uintmax_t kMaxScenarioBytes = 16u << 20;
 
-// A YAML scenario is UTF-8 text (YAML 1.2, section 5.2): a NUL byte means a binary file, any
-// other ill-formed byte a file saved in another encoding, which is named where it is.
 void check_text(const std::string& bytes, const std::string& file) {
-  if (bytes.find('\0') != std::string::npos)
-    throw InputError(
-        Diagnostic{SourceLocation{file, 0, 0}, "", "this is a binary file, not a YAML scenario"});
-  if (auto bad = first_invalid_utf8(bytes)) {
-    const TextPosition at = position_of(bytes, *bad);
-    char byte[8];
-    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(bytes[*bad]));
-    throw InputError(Diagnostic{SourceLocation{file, at.line, at.column}, "",
-                                std::string("byte ") + byte +
-                                    " is not UTF-8 text; save the scenario as UTF-8 (it looks "
-                                    "like another encoding, such as Latin-1)"});
-  }
+  check_yaml_text(bytes, file, "YAML scenario", "scenario");
 }
 
 std::vector<std::string> leaf_paths(const SchemaNode& node, const std::string& prefix) {
@@ -236,31 +219,11 @@ Scenario load_from_bytes(const std::string& bytes, const std::string& file,
 
 Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides,
                        const CrossCheck& check, LoadScope scope) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw InputError(Diagnostic{SourceLocation{path, 0, 0}, "",
-                                "is a directory, not a scenario file (try " + path +
-                                    (path.ends_with("/") ? "" : "/") + "default.yaml)"});
-  const SourceLocation whole{path, 0, 0};
-  const auto status = std::filesystem::status(path, ec);
-  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
-    throw InputError(Diagnostic{whole, "",
-                                "is not a regular file (a device, pipe or socket); give the path "
-                                "of a scenario file"});
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(Diagnostic{whole, "", "cannot open the scenario file: " + os_reason()});
-  // Read at most one byte past the limit, so that a file that grows while read is bounded too.
-  std::string bytes(kMaxScenarioBytes + 1, '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (in.bad())
-    throw InputError(Diagnostic{whole, "", "cannot read the scenario file: " + os_reason()});
-  bytes.resize(static_cast<size_t>(in.gcount()));
-  if (bytes.size() > kMaxScenarioBytes)
-    throw InputError(Diagnostic{whole, "",
-                                "the file is larger than " +
-                                    format_bytes(Bytes(static_cast<double>(kMaxScenarioBytes))) +
-                                    "; a scenario is a few kilobytes of YAML (is this the right "
-                                    "file?)"});
+  const std::string bytes = read_input_file(
+      path, InputFileRules{"scenario file",
+                           " (try " + path + (path.ends_with("/") ? "" : "/") + "default.yaml)",
+                           "a scenario file",
+                           "a scenario is a few kilobytes of YAML", kMaxScenarioBytes});
   return load_from_bytes(bytes, path, overrides, check, scope);
 }
 

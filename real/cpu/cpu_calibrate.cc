@@ -25,14 +25,6 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
@@ -87,7 +79,7 @@ HardwareProfile calibrate(Channel& channel, const LaunchInfo& launch,
   HardwareProfile p;
   p.kind = "cpu";
   p.gpu_model = options.gpu_model.empty() ? "CPU-core" : options.gpu_model;
-  p.created = utc_now();
+  p.created = utc_timestamp();
   p.command = options.command;
   p.machine["host"] = launch.host;
   p.machine["cpu"] = cpu_model();

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/base/error.h"
+#include "core/base/text.h"
 #include "real/cuda/cuda_backend.h"
 #include "real/cuda/cuda_device.h"
 #include "real/cuda/cuda_gemm.h"
@@ -70,14 +71,6 @@ namespace {
 
 constexpr Seconds kTimeout{300};
 
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -177,7 +170,7 @@ double Calibration::time_s(const std::function<void()>& work, int repeats, int s
 
 void Calibration::fill_identity(HardwareProfile& p) {
   p.kind = "gpu";
-  p.created = utc_now();
+  p.created = utc_timestamp();
   p.command = options_.command;
   const std::string mapped = catalog_gpu_name(props_.name);
   p.gpu_model = !options_.gpu_model.empty() ? options_.gpu_model

@@ -61,13 +61,6 @@ int64_t dim(double v) {
   return std::max<int64_t>(1, std::llround(v));
 }
 
-// Span::moved (the bytes a collective or message carried) where this tree's Span has it: the
-// field arrived on main with the CPU back end; this keeps the back end building on either side.
-template <class S>
-void set_moved(S& span, Bytes moved) {
-  if constexpr (requires { span.moved; }) span.moved = moved;
-}
-
 // Work prepared once per compute op.
 struct ComputeWork {
   const GemmPlan* gemm = nullptr;
@@ -662,7 +655,7 @@ Trace CudaExecutor::collect(int iterations) {
         if (std::holds_alternative<RecvOp>(op.body)) kind = SpanKind::kRecv;
         const Seconds start(begin_ms * 1e-3), end(std::max(begin_ms, end_ms) * 1e-3);
         Span span{launch_.rank, static_cast<StreamId>(s), it, i, kind, start, end};
-        set_moved(span, Bytes(moved_[flat]));
+        span.moved = Bytes(moved_[flat]);
         t.spans.push_back(span);
         auto& it_end = t.iteration_end[static_cast<size_t>(it)];
         it_end = std::max(it_end, end);

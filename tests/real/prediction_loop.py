@@ -5,8 +5,11 @@ same scenario with dtsim real, and compare.
   prediction_loop.py DTSIM MPIEXEC SCENARIO --ranks N [--tolerance PCT | --report-only]
 
 The measurement is the least disturbed of --repeat runs (the one with the lowest step time), as
-the calibration keeps the best of its repeats: noise from other processes only adds time. Prints
-the predicted and measured step times and the signed error. With --tolerance the test
+the calibration keeps the best of its repeats: noise from other processes only adds time. On a
+shared VM the machine's own speed also drifts by about +-10 % from one run to the next
+(bench/results/real-mode-cpu.md), so a loop beyond the tolerance is run once more from the
+calibration on, and the test fails only if both attempts are beyond it. Prints the predicted and
+measured step times and the signed error of each attempt. With --tolerance the test
 fails when |error| exceeds it; with --report-only (an oversubscribed run, where ranks share cores
 and the measurement says more about the scheduler than about the model) it only reports.
 """
@@ -37,7 +40,8 @@ def main():
     ap.add_argument("--tolerance", type=float)
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--engine", default="simgrid")
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--attempts", type=int, default=2)
     a = ap.parse_args()
     if (a.tolerance is None) == (not a.report_only):
         sys.exit("give exactly one of --tolerance and --report-only")
@@ -45,6 +49,23 @@ def main():
     mpi = [a.mpiexec, "-np", str(a.ranks)]
     if a.report_only:
         mpi.append("--oversubscribe")
+    attempts = 1 if a.report_only else a.attempts
+    for attempt in range(1, attempts + 1):
+        err, predicted_s, measured_s = loop(a, env, mpi)
+        print(f"attempt {attempt}: step time predicted {predicted_s * 1e3:.2f} ms, measured "
+              f"{measured_s * 1e3:.2f} ms, error {err:+.1f} %", end="")
+        if a.report_only:
+            print(" (reported, not gated: ranks share cores)")
+            return 0
+        print(f" (tolerance +-{a.tolerance:g} %)")
+        if abs(err) <= a.tolerance:
+            return 0
+    print(f"FAIL: |error| beyond {a.tolerance:g} % in {attempts} attempt(s)")
+    return 1
+
+
+def loop(a, env, mpi):
+    """Calibrate, simulate, measure, compare; returns (error %, predicted s, measured s)."""
     with tempfile.TemporaryDirectory() as d:
         profile = os.path.join(d, "cpu-profile.yaml")
         predicted = os.path.join(d, "predicted.json")
@@ -69,17 +90,7 @@ def main():
         print(report.stdout)
         cmp = json.loads(run([a.dtsim, "compare", predicted, measured, "--json"], env=env).stdout)
     step = next(m for m in cmp["metrics"] if m["name"] == "step time")
-    err = step["error_fraction"] * 100
-    print(f"step time: predicted {step['predicted'] * 1e3:.2f} ms, measured "
-          f"{step['measured'] * 1e3:.2f} ms, error {err:+.1f} %", end="")
-    if a.report_only:
-        print(" (reported, not gated: ranks share cores)")
-        return 0
-    print(f" (tolerance +-{a.tolerance:g} %)")
-    if abs(err) > a.tolerance:
-        print(f"FAIL: |error| {abs(err):.1f} % exceeds {a.tolerance:g} %")
-        return 1
-    return 0
+    return step["error_fraction"] * 100, step["predicted"], step["measured"]
 
 
 if __name__ == "__main__":

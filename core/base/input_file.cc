@@ -1,0 +1,67 @@
+#include "core/base/input_file.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "core/base/error.h"
+#include "core/base/text.h"
+#include "core/base/units.h"
+
+namespace dtsim {
+namespace {
+
+// The operating system's reason for the last failed call ("Permission denied").
+std::string os_reason() {
+  return std::strerror(errno);
+}
+
+}  // namespace
+
+std::string read_input_file(const std::string& path, const InputFileRules& rules) {
+  const SourceLocation whole{path, 0, 0};
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(
+        Diagnostic{whole, "", "is a directory, not a " + rules.noun + rules.directory_tip});
+  const auto status = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    throw InputError(Diagnostic{whole, "",
+                                "is not a regular file (a device, pipe or socket); give the path "
+                                "of " +
+                                    rules.path_tip});
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(Diagnostic{whole, "", "cannot open the " + rules.noun + ": " + os_reason()});
+  std::string bytes(rules.max_bytes + 1, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (in.bad())
+    throw InputError(Diagnostic{whole, "", "cannot read the " + rules.noun + ": " + os_reason()});
+  bytes.resize(static_cast<size_t>(in.gcount()));
+  if (bytes.size() > rules.max_bytes)
+    throw InputError(Diagnostic{whole, "",
+                                "the file is larger than " +
+                                    format_bytes(Bytes(static_cast<double>(rules.max_bytes))) +
+                                    "; " + rules.typical_size + " (is this the right file?)"});
+  return bytes;
+}
+
+void check_yaml_text(const std::string& bytes, const std::string& file, const std::string& what,
+                     const std::string& save_as) {
+  if (bytes.find('\0') != std::string::npos)
+    throw InputError(
+        Diagnostic{SourceLocation{file, 0, 0}, "", "this is a binary file, not a " + what});
+  if (auto bad = first_invalid_utf8(bytes)) {
+    const TextPosition at = position_of(bytes, *bad);
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(bytes[*bad]));
+    throw InputError(Diagnostic{SourceLocation{file, at.line, at.column}, "",
+                                std::string("byte ") + byte + " is not UTF-8 text; save the " +
+                                    save_as +
+                                    " as UTF-8 (it looks like another encoding, such as "
+                                    "Latin-1)"});
+  }
+}
+
+}  // namespace dtsim
