@@ -222,9 +222,9 @@ int main(int argc, char** argv) {
                    "an op running longer than this ends the job on every rank with exit 1 and "
                    "a message naming the rank that stopped (default 300s)");
   real->add_option("--compute-scale", rl.compute_scale,
-                   "CPU back end: run GEMMs at this fraction of their size and scale their "
-                   "times back up, so that large layers run in seconds (default 1; stated in "
-                   "the result's notes)")
+                   "CPU back end: run GEMMs at this fraction of their size, then wait out the "
+                   "rest of their full-size time, so that large layers need a fraction of the "
+                   "CPU work (default 1; stated in the result's notes)")
       ->check(CLI::Range(1e-6, 1.0));
   real->add_option("--inject-fault", rl.inject_fault,
                    "testing: exit:RANK or hang:RANK makes that rank exit or hang mid-way "

@@ -36,8 +36,9 @@ struct FaultInjection {
 struct RealOptions {
   int warmup_iterations = 1;
   Seconds timeout{300};  // an op (or a silent peer) longer than this ends the job
-  // CPU back end: GEMMs run at this fraction of their size and their times are divided by it, so
-  // that a scenario of full-size layers runs in seconds (stated in the Trace's notes).
+  // CPU back end: GEMMs run at this fraction of their size and then wait out the rest of their
+  // full-size time, so that a scenario of full-size layers needs that fraction of the CPU work
+  // (its wall time is the full-size step's; stated in the Trace's notes).
   double compute_scale = 1.0;
   FaultInjection fault;
 };

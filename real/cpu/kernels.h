@@ -7,8 +7,9 @@
 //   computed in fp32: Eigen has no fast bf16 or fp8 GEMM.
 // - Other compute ops (elementwise, optimizer): a streaming loop y = a y + x over fp32 arrays that
 //   moves the op's bytes (12 bytes per element: two reads and a write).
-// - compute_scale s < 1 runs GEMMs with m scaled by s and divides their time by the work actually
-//   done over the op's, so the op's time is what its full size would take at the measured rate.
+// - compute_scale s < 1 runs GEMMs with m scaled by s; run() returns the time the full-size op
+//   would take at the rate the smaller one ran (its time divided by the work done over the op's),
+//   and the executor waits out the difference, so the timeline stands for the full-size step.
 #pragma once
 
 #include <Eigen/Core>

@@ -20,6 +20,11 @@ import subprocess
 import sys
 import tempfile
 
+import jsonschema
+
+SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "schemas",
+                      "simulate-result.schema.json")
+
 
 def run(cmd, **kw):
     print("+ " + " ".join(cmd), flush=True)
@@ -86,6 +91,14 @@ def loop(a, env, mpi):
             if best is None or step < best:
                 best = step
                 os.replace(out, measured)
+        # A measurement is a result like any other: the same schema, with source "measured".
+        with open(SCHEMA) as f:
+            schema = json.load(f)
+        with open(measured) as f:
+            result = json.load(f)
+        jsonschema.validate(result, schema)
+        if result["source"] != "measured":
+            sys.exit(f"FAIL: the measurement says source {result['source']!r}")
         report = run([a.dtsim, "compare", predicted, measured], env=env)
         print(report.stdout)
         cmp = json.loads(run([a.dtsim, "compare", predicted, measured, "--json"], env=env).stdout)
