@@ -216,6 +216,7 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
   r.seq_length = model.tokens_per_sample();
   r.recompute = std::string(to_string(sc.training.recompute));
   r.optimizer = std::string(to_string(sc.training.optimizer));
+  r.framework = std::string(to_string(sc.training.framework));
   r.fidelity = sc.simulate.fidelity;
   r.model_name = model.name;
   r.layers = count_layers(model);

@@ -125,6 +125,7 @@ struct Results {
   int64_t seq_length = 1;
   std::string recompute;
   std::string optimizer;
+  std::string framework;  // training.framework
   std::string fidelity;
   std::string model_name;
   LayerCounts layers;

@@ -118,6 +118,7 @@ nlohmann::json results_to_json(const Results& r) {
                  {"seq_length", r.seq_length},
                  {"recompute", r.recompute},
                  {"optimizer", r.optimizer},
+                 {"framework", r.framework},
                  {"engine", r.engine},
                  {"fidelity", r.fidelity},
                  {"data_parallel", r.data_parallel},

@@ -1,8 +1,81 @@
-// The training section's binder: batch sizes against the data-parallel size, and the precision
-// against the GPU.
+// The training section's binder: batch sizes against the data-parallel size, the precision
+// against the GPU, and the framework profile's defaults.
 #include "core/scenario/internal/binders.h"
 
+#include <algorithm>
+
 namespace dtsim::scenario_binding {
+namespace {
+
+// What a framework does by default, for the keys it governs; empty: the schema's default. Each
+// figure cites the code or documentation it comes from.
+struct FrameworkDefaults {
+  std::optional<bool> overlap_grad_reduce;
+  std::optional<Bytes> gradient_bucket, first_gradient_bucket;
+  std::optional<bool> flash_attention;
+};
+
+// Megatron-LM's whole-model gradient buffer as one bucket: larger than any model's gradients.
+constexpr double kWholeModel = 1e15;
+
+FrameworkDefaults framework_defaults(Framework f, int data_parallel, DType grad_dtype) {
+  FrameworkDefaults d;
+  switch (f) {
+    case Framework::kCustom:
+      break;
+    case Framework::kMegatronLm2021:
+      // NVIDIA/Megatron-LM at 9da6e975de (2021-12-30): megatron/training.py train_step calls
+      // allreduce_gradients() after forward_backward_func returns (no overlap with backward);
+      // megatron/model/distributed.py DistributedDataParallel.allreduce_gradients all-reduces
+      // the one contiguous gradient buffer per dtype (--DDP-impl local, the default): a single
+      // bucket. Attention is the unfused softmax path (FlashAttention appeared in 2022).
+      d.overlap_grad_reduce = false;
+      d.gradient_bucket = d.first_gradient_bucket = Bytes(kWholeModel);
+      d.flash_attention = false;
+      break;
+    case Framework::kMegatronCore: {
+      // NVIDIA/Megatron-LM at d98e8a64dd (2026-08-22): megatron/training/arguments.py
+      // --overlap-grad-reduce defaults to False; megatron/core/distributed/
+      // distributed_data_parallel_config.py bucket_size "defaults to max(40000000, 1000000 x
+      // dp_size) parameters", with no smaller first bucket. Attention runs Transformer Engine's
+      // fused kernels (--attention-backend auto).
+      const double params = std::max(40e6, 1e6 * data_parallel);
+      d.overlap_grad_reduce = false;
+      d.gradient_bucket = d.first_gradient_bucket =
+          Bytes(params * bytes_per_element(grad_dtype));
+      d.flash_attention = true;
+      break;
+    }
+    case Framework::kPytorchDdp:
+      // PyTorch DistributedDataParallel (pytorch.org/docs/1.7.0, torch.nn.parallel.
+      // DistributedDataParallel: bucket_cap_mb=25; the reducer's first bucket is 1 MiB,
+      // torch/csrc/distributed/c10d/reducer.hpp kDefaultFirstBucketBytes): buckets all-reduce
+      // from autograd hooks as backward produces them, overlapped.
+      d.overlap_grad_reduce = true;
+      d.gradient_bucket = Bytes(25.0 * 1024 * 1024);
+      d.first_gradient_bucket = Bytes(1.0 * 1024 * 1024);
+      break;
+    case Framework::kFsdp:
+      // PyTorch FSDP (torch.distributed.fsdp.FullyShardedDataParallel: sharding_strategy
+      // defaults to FULL_SHARD, ZeRO-3; backward_prefetch BACKWARD_PRE): gradients are
+      // reduce-scattered per wrapped unit during backward, overlapped. dtsim's ZeRO-3 builds that
+      // (core/strategy/parallel_step.cc); the bucket is PyTorch DDP's.
+      d.overlap_grad_reduce = true;
+      d.gradient_bucket = Bytes(25.0 * 1024 * 1024);
+      d.first_gradient_bucket = Bytes(1.0 * 1024 * 1024);
+      break;
+  }
+  return d;
+}
+
+// The scenario's value for `path`, else the framework's, else the schema's default.
+template <class T>
+T governed(const Reader& r, const std::string& path, const std::optional<T>& framework) {
+  if (auto v = r.get<T>(path)) return *v;
+  return framework ? *framework : Reader::schema_default<T>(path);
+}
+
+}  // namespace
 
 // Micro-batches per replica per step: a bound far above real runs (Megatron-LM's GPT-3 175B runs
 // 1536 / (1 x 8) = 192 per pipeline) and far below where a counter wraps (2^31).
@@ -18,14 +91,16 @@ void bind_training(const Reader& r, const ParallelismConfig& par, TrainingConfig
   t.precision = kDTypeNames.from_valid(r.value<std::string>("training.precision"));
   t.recompute = kRecomputeNames.from_valid(r.value<std::string>("training.recompute"));
   t.optimizer = kOptimizerNames.from_valid(r.value<std::string>("training.optimizer"));
-  t.gradient_bucket = r.value<Bytes>("training.gradient_bucket");
-  t.first_gradient_bucket = r.value<Bytes>("training.first_gradient_bucket");
   const std::string grad_dtype = r.value<std::string>("training.grad_dtype");
   t.grad_dtype_auto = grad_dtype == "auto";
   t.grad_dtype =
       t.grad_dtype_auto ? default_grad_dtype(t.precision) : kDTypeNames.from_valid(grad_dtype);
-  t.overlap_grad_reduce = r.value<bool>("training.overlap_grad_reduce");
-  t.flash_attention = r.value<bool>("training.flash_attention");
+  t.framework = kFrameworkNames.from_valid(r.value<std::string>("training.framework"));
+  const FrameworkDefaults fw = framework_defaults(t.framework, par.data.value, t.grad_dtype);
+  t.gradient_bucket = governed(r, "training.gradient_bucket", fw.gradient_bucket);
+  t.first_gradient_bucket = governed(r, "training.first_gradient_bucket", fw.first_gradient_bucket);
+  t.overlap_grad_reduce = governed(r, "training.overlap_grad_reduce", fw.overlap_grad_reduce);
+  t.flash_attention = governed(r, "training.flash_attention", fw.flash_attention);
   t.runtime_reserve = r.value<Bytes>("training.runtime_reserve");
   t.sync = r.value<std::string>("training.sync");
   t.compression = r.value<std::string>("training.compression");

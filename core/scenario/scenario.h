@@ -99,7 +99,22 @@ struct ParallelismConfig {
   std::array<ParallelDim, 4> placement_order = kDefaultPlacementOrder;
 };
 
+// The framework whose documented behaviour sets the defaults of the keys it governs
+// (training.framework; core/scenario/bind_training.cc cites each behaviour's source). custom: the
+// schema's own defaults, which are PyTorch DDP's figures.
+enum class Framework { kCustom, kMegatronLm2021, kMegatronCore, kPytorchDdp, kFsdp };
+inline constexpr auto kFrameworkNames =
+    make_enum_table<Framework>({{Framework::kCustom, "custom"},
+                                {Framework::kMegatronLm2021, "megatron-lm-2021"},
+                                {Framework::kMegatronCore, "megatron-core"},
+                                {Framework::kPytorchDdp, "pytorch-ddp"},
+                                {Framework::kFsdp, "fsdp"}});
+constexpr std::string_view to_string(Framework f) {
+  return kFrameworkNames.to_string(f);
+}
+
 struct TrainingConfig {
+  Framework framework = Framework::kCustom;
   Located<int64_t> global_batch_size{1};
   Located<int64_t> micro_batch_size{1};
   DType precision = DType::kBf16;

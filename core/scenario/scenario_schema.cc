@@ -292,7 +292,13 @@ SchemaNode build_schema() {
       only<std::string>("none", "dtsim simulates uncompressed gradients only; use none");
   SchemaNode training = section(
       "training", "the optimisation step",
-      {count("global_batch_size", "samples per optimizer step B", "micro_batch_size x data", 1,
+      {choice("framework", kFrameworkNames.names(),
+              "training framework whose documented behaviour sets the defaults of "
+              "overlap_grad_reduce, gradient_bucket, first_gradient_bucket and flash_attention "
+              "(and parallelism.zero_stage for fsdp); a key set in the scenario or by --set "
+              "overrides it (docs/models.md, \"Framework profiles\")",
+              std::string(to_string(Framework::kCustom))),
+       count("global_batch_size", "samples per optimizer step B", "micro_batch_size x data", 1,
              1e12),
        count("micro_batch_size", "samples per micro-batch b", "1", 1, 1e9),
        choice("precision", kDTypeNames.names(),
@@ -307,7 +313,8 @@ SchemaNode build_schema() {
             "1GiB"),
        leaf("flash_attention", ValueType::kBool,
             "fused FlashAttention kernels (no a x s^2 scores stored or streamed); off gives "
-            "Megatron-LM's unfused attention, which Korthikanti et al.'s formulas describe",
+            "Megatron-LM's unfused attention, which Korthikanti et al.'s formulas describe "
+            "(default: the framework's)",
             "false"),
        choice("optimizer", kOptimizerNames.names(), "optimizer",
               std::string(to_string(Optimizer::kAdam))),
@@ -315,11 +322,13 @@ SchemaNode build_schema() {
                      "gradient bucket size: gradients, taken in reverse layer order, are packed "
                      "into buckets of this many bytes (a layer split across buckets where "
                      "needed), each all-reduced (reduce-scattered under ZeRO 1-2) once backward "
-                     "has produced all of it (PyTorch DDP's bucket_cap_mb, 25 MiB by default)",
+                     "has produced all of it (PyTorch DDP's bucket_cap_mb, 25 MiB by default; "
+                     "default: the framework's)",
                      "25MiB"),
                 1e15),
        positive(leaf("first_gradient_bucket", ValueType::kBytes,
-                     "size of the first gradient bucket, the last layers' (PyTorch DDP uses 1 MiB)",
+                     "size of the first gradient bucket, the last layers' (PyTorch DDP uses 1 MiB; "
+                     "default: the framework's)",
                      "1MiB"),
                 1e15),
        choice("grad_dtype", {"auto", "fp32", "bf16", "fp16"},
@@ -329,7 +338,7 @@ SchemaNode build_schema() {
               "bf16 training's gradients in fp32; PyTorch AMP's gradients are fp32)",
               "auto"),
        leaf("overlap_grad_reduce", ValueType::kBool,
-            "overlap gradient all-reduce with the rest of backward", "true"),
+            "overlap gradient all-reduce with the rest of backward (default: the framework's)", "true"),
        sync, compression});
 
   auto stragglers = leaf("stragglers", ValueType::kFreeform,

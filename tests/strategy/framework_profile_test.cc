@@ -1,0 +1,134 @@
+// Framework profiles (training.framework, core/scenario/bind_training.cc): each one's documented
+// behaviour shows in the built Program and its timing, and a key the scenario sets overrides it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/exec/engine_registry.h"
+#include "driver/predict.h"
+
+namespace dtsim {
+namespace {
+
+// A 4-block GPT on 4 A100s, pure data parallelism, 2 micro-batches per replica, bf16.
+std::string scenario(const std::string& framework, const std::string& extra_training = "") {
+  return "cluster: {gpu: A100-SXM-80GB, nodes: 1, gpus_per_node: 4}\n"
+         "model: {family: gpt, num_layers: 4, hidden_size: 1024, num_attention_heads: 16, "
+         "seq_length: 1024, vocab_size: 50257}\n"
+         "training: {framework: " +
+         framework +
+         ", global_batch_size: 8, micro_batch_size: 1, precision: bf16" + extra_training + "}\n";
+}
+
+struct Observed {
+  Scenario scenario;
+  std::vector<double> dp_bytes;  // the data-parallel collectives of rank 0, in program order
+  double first_dp_start = 0;     // when the first one starts
+  double backward_end = 0;       // when rank 0's last backward kernel ends
+  double model_parameters = 0;
+};
+
+Observed observe(const std::string& yaml) {
+  driver::Plan plan = driver::plan_scenario(load_scenario_text(yaml, "framework.yaml"));
+  Observed o;
+  o.scenario = plan.scenario;
+  o.model_parameters = plan.model.parameters();
+  const Program& p = *plan.job.program_for(0);
+  std::vector<std::pair<StreamId, size_t>> dp_ops;
+  for (size_t s = 0; s < p.streams.size(); ++s)
+    for (size_t i = 0; i < p.streams[s].ops.size(); ++i)
+      if (const auto* c = std::get_if<CollectiveOp>(&p.streams[s].ops[i].body))
+        if (plan.job.group(c->group).name == "dp") {
+          o.dp_bytes.push_back(c->bytes.value());
+          dp_ops.emplace_back(static_cast<StreamId>(s), i);
+        }
+  RunOptions run;
+  const Trace t = make_engine("analytic", plan.scenario)->run(plan.job, plan.cluster, run);
+  o.first_dp_start = 1e300;
+  for (const Span& span : t.spans) {
+    if (span.rank != 0) continue;
+    const Op& op = p.streams[static_cast<size_t>(span.stream)].ops[span.op_index];
+    if (std::find(dp_ops.begin(), dp_ops.end(), std::make_pair(span.stream, span.op_index)) !=
+        dp_ops.end())
+      o.first_dp_start = std::min(o.first_dp_start, span.start.value());
+    if (std::holds_alternative<ComputeOp>(op.body) && op.label.phase == Phase::kBackward)
+      o.backward_end = std::max(o.backward_end, span.end.value());
+  }
+  return o;
+}
+
+double sum(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s;
+}
+
+TEST(FrameworkProfile, MegatronLm2021ReducesOneBufferAfterBackward) {
+  const Observed o = observe(scenario("megatron-lm-2021"));
+  // One contiguous fp32 gradient buffer (bf16 training accumulates and reduces in fp32), reduced
+  // once backward has finished.
+  ASSERT_EQ(o.dp_bytes.size(), 1u);
+  EXPECT_NEAR(o.dp_bytes[0], 4 * o.model_parameters, 1e-6 * o.dp_bytes[0]);
+  EXPECT_GE(o.first_dp_start, o.backward_end);
+  EXPECT_FALSE(o.scenario.training.overlap_grad_reduce);
+  EXPECT_FALSE(o.scenario.training.flash_attention);
+}
+
+TEST(FrameworkProfile, MegatronCoreBucketsFortyMillionParametersWithoutOverlap) {
+  const Observed o = observe(scenario("megatron-core"));
+  // max(40e6, 1e6 x 4) parameters x 4 bytes of fp32 gradient per bucket.
+  EXPECT_DOUBLE_EQ(o.scenario.training.gradient_bucket.value(), 40e6 * 4);
+  EXPECT_DOUBLE_EQ(o.scenario.training.first_gradient_bucket.value(), 40e6 * 4);
+  ASSERT_GE(o.dp_bytes.size(), 2u);  // the model's ~62M parameters need two buckets
+  EXPECT_NEAR(sum(o.dp_bytes), 4 * o.model_parameters, 1e-6 * sum(o.dp_bytes));
+  for (double b : o.dp_bytes) EXPECT_LE(b, 40e6 * 4 * (1 + 1e-9));
+  EXPECT_GE(o.first_dp_start, o.backward_end);
+  EXPECT_TRUE(o.scenario.training.flash_attention);
+}
+
+TEST(FrameworkProfile, PytorchDdpOverlapsSmallBucketsWithBackward) {
+  const Observed o = observe(scenario("pytorch-ddp"));
+  EXPECT_DOUBLE_EQ(o.scenario.training.gradient_bucket.value(), 25.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(o.scenario.training.first_gradient_bucket.value(), 1.0 * 1024 * 1024);
+  ASSERT_GE(o.dp_bytes.size(), 3u);
+  EXPECT_NEAR(o.dp_bytes.front(), 1.0 * 1024 * 1024, 1.0);  // the 1 MiB first bucket
+  EXPECT_LT(o.first_dp_start, o.backward_end);  // reduced while backward still runs
+}
+
+TEST(FrameworkProfile, FsdpShardsEverythingAndOverlaps) {
+  const Observed o = observe(scenario("fsdp"));
+  EXPECT_EQ(o.scenario.parallelism.zero_stage, 3);
+  EXPECT_TRUE(o.scenario.training.overlap_grad_reduce);
+  EXPECT_LT(o.first_dp_start, o.backward_end);
+}
+
+TEST(FrameworkProfile, KeysTheScenarioSetsOverrideTheProfile) {
+  const Observed o =
+      observe(scenario("megatron-lm-2021", ", overlap_grad_reduce: true, gradient_bucket: 25MiB, "
+                                           "first_gradient_bucket: 1MiB"));
+  EXPECT_TRUE(o.scenario.training.overlap_grad_reduce);
+  EXPECT_DOUBLE_EQ(o.scenario.training.gradient_bucket.value(), 25.0 * 1024 * 1024);
+  EXPECT_GT(o.dp_bytes.size(), 1u);
+  EXPECT_LT(o.first_dp_start, o.backward_end);
+  // The profile's other settings stay.
+  EXPECT_FALSE(o.scenario.training.flash_attention);
+  const Observed z = observe(
+      "cluster: {gpu: A100-SXM-80GB, nodes: 1, gpus_per_node: 4}\n"
+      "model: {family: gpt, num_layers: 4, hidden_size: 1024, num_attention_heads: 16, "
+      "seq_length: 1024, vocab_size: 50257}\n"
+      "parallelism: {zero_stage: 1}\n"
+      "training: {framework: fsdp, global_batch_size: 8, micro_batch_size: 1}\n");
+  EXPECT_EQ(z.scenario.parallelism.zero_stage, 1);
+}
+
+TEST(FrameworkProfile, CustomKeepsTheSchemaDefaults) {
+  const Observed custom = observe(scenario("custom"));
+  const Observed ddp = observe(scenario("pytorch-ddp"));
+  EXPECT_EQ(custom.dp_bytes, ddp.dp_bytes);
+  EXPECT_EQ(custom.scenario.training.overlap_grad_reduce, true);
+}
+
+}  // namespace
+}  // namespace dtsim
