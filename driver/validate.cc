@@ -39,6 +39,12 @@ void validate(const Plan& plan, std::ostream& out) {
   out << "  GPU          " << format_flop_rate(c.gpu.peak_for(s.training.precision)) << " dense "
       << to_string(s.training.precision) << ", " << format_bytes(c.gpu.memory) << ", "
       << format_bandwidth(c.gpu.memory_bandwidth) << " memory bandwidth\n";
+  // A measured profile replaces catalog figures: say whose (core/hardware/profile.h).
+  if (!c.profile.empty())
+    out << "  profile      " << printable(c.profile, 200) << ": measured GEMM rates ("
+        << c.gpu.gemm_table.size() << " dtype(s)), memory bandwidth, launch overhead"
+        << (c.intra_node.source.rfind("measured:", 0) == 0 ? ", intra-node links" : "")
+        << " replace the catalog's\n";
   out << "  intra-node   " << with_overrides(c.intra_node.name, c.intra_node_overridden) << ": "
       << format_bandwidth(c.intra_node.per_gpu_bandwidth) << " per GPU per direction ("
       << format_bandwidth(c.intra_node.usable_bandwidth()) << " usable), "
