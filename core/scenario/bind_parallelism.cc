@@ -14,13 +14,14 @@ bool bind_parallelism(const Reader& r, const ClusterConfig& c, ParallelismConfig
   par.sequence_parallel = r.value<bool>("parallelism.sequence_parallel");
   par.schedule = kScheduleNames.from_valid(r.value<std::string>("parallelism.schedule"));
   par.virtual_stages = r.count("parallelism.virtual_stages").value;
-  // FSDP's default sharding is FULL_SHARD, ZeRO-3 (training.framework: fsdp; bind_training.cc).
-  par.zero_stage = r.count("parallelism.zero_stage",
-                           r.value<std::string>("training.framework") == "fsdp"
-                               ? 3
-                               : static_cast<int>(Reader::schema_default<int64_t>(
-                                     "parallelism.zero_stage")))
-                       .value;
+  // The framework's sharding (bind_training.cc cites both): FSDP's default FULL_SHARD is ZeRO-3;
+  // NeMo's recipes use Megatron-core's distributed optimizer, ZeRO-1.
+  const std::string framework = r.value<std::string>("training.framework");
+  const int framework_zero = framework == "fsdp"   ? 3
+                             : framework == "nemo" ? 1
+                                                   : static_cast<int>(Reader::schema_default<int64_t>(
+                                                         "parallelism.zero_stage"));
+  par.zero_stage = r.count("parallelism.zero_stage", framework_zero).value;
   par.layers_per_stage = r.get_or<std::vector<int64_t>>("parallelism.layers_per_stage", {});
   par.tp_comm_overlap = r.value<bool>("parallelism.tp_comm_overlap");
   par.pipeline_scatter_gather = r.value<bool>("parallelism.pipeline_scatter_gather");

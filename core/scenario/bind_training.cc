@@ -33,14 +33,20 @@ FrameworkDefaults framework_defaults(Framework f, int data_parallel, DType grad_
       d.gradient_bucket = d.first_gradient_bucket = Bytes(kWholeModel);
       d.flash_attention = false;
       break;
-    case Framework::kMegatronCore: {
+    case Framework::kMegatronCore:
+    case Framework::kNemo: {
       // NVIDIA/Megatron-LM at d98e8a64dd (2026-08-22): megatron/training/arguments.py
       // --overlap-grad-reduce defaults to False; megatron/core/distributed/
       // distributed_data_parallel_config.py bucket_size "defaults to max(40000000, 1000000 x
       // dp_size) parameters", with no smaller first bucket. Attention runs Transformer Engine's
       // fused kernels (--attention-backend auto).
+      // NeMo 2 recipes run Megatron-core with the overlaps on: NVIDIA/NeMo at 0189a3b38d,
+      // nemo/collections/llm/recipes/llama3_70b.py trainer(): DistributedDataParallelConfig(
+      // grad_reduce_in_fp32=True, overlap_grad_reduce=True, overlap_param_gather=True), and the
+      // distributed optimizer (ZeRO-1 here; recipes/optim/adam.py at 06cca550af,
+      // use_distributed_optimizer=True; bind_parallelism.cc).
       const double params = std::max(40e6, 1e6 * data_parallel);
-      d.overlap_grad_reduce = false;
+      d.overlap_grad_reduce = f == Framework::kNemo;
       d.gradient_bucket = d.first_gradient_bucket =
           Bytes(params * bytes_per_element(grad_dtype));
       d.flash_attention = true;
@@ -71,7 +77,7 @@ FrameworkDefaults framework_defaults(Framework f, int data_parallel, DType grad_
 // The scenario's value for `path`, else the framework's, else the schema's default.
 template <class T>
 T governed(const Reader& r, const std::string& path, const std::optional<T>& framework) {
-  if (auto v = r.get<T>(path)) return *v;
+  if (auto v = r.get<T>(path)) return *v;  // set in the file or by --set
   return framework ? *framework : Reader::schema_default<T>(path);
 }
 

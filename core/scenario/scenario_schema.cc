@@ -295,7 +295,7 @@ SchemaNode build_schema() {
       {choice("framework", kFrameworkNames.names(),
               "training framework whose documented behaviour sets the defaults of "
               "overlap_grad_reduce, gradient_bucket, first_gradient_bucket and flash_attention "
-              "(and parallelism.zero_stage for fsdp); a key set in the scenario or by --set "
+              "(and parallelism.zero_stage for nemo and fsdp); a key set in the scenario or by --set "
               "overrides it (docs/models.md, \"Framework profiles\")",
               std::string(to_string(Framework::kCustom))),
        count("global_batch_size", "samples per optimizer step B", "micro_batch_size x data", 1,

@@ -88,6 +88,17 @@ TEST(FrameworkProfile, MegatronCoreBucketsFortyMillionParametersWithoutOverlap) 
   EXPECT_TRUE(o.scenario.training.flash_attention);
 }
 
+TEST(FrameworkProfile, NemoOverlapsMegatronCoreBucketsWithTheDistributedOptimizer) {
+  const Observed o = observe(scenario("nemo"));
+  EXPECT_DOUBLE_EQ(o.scenario.training.gradient_bucket.value(), 40e6 * 4);
+  EXPECT_EQ(o.scenario.parallelism.zero_stage, 1);
+  EXPECT_TRUE(o.scenario.training.overlap_grad_reduce);
+  EXPECT_TRUE(o.scenario.training.flash_attention);
+  // The distributed optimizer reduce-scatters the gradients, while backward still runs.
+  ASSERT_GE(o.dp_bytes.size(), 2u);
+  EXPECT_LT(o.first_dp_start, o.backward_end);
+}
+
 TEST(FrameworkProfile, PytorchDdpOverlapsSmallBucketsWithBackward) {
   const Observed o = observe(scenario("pytorch-ddp"));
   EXPECT_DOUBLE_EQ(o.scenario.training.gradient_bucket.value(), 25.0 * 1024 * 1024);
