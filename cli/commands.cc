@@ -37,8 +37,8 @@ double max_memory_bytes(const std::string& text) {
 
 // --output and --trace (either may be empty), checked before any work: neither may be the
 // scenario or the other (driver/output_file.h).
-void open_outputs(const std::string& output, const std::string& trace,
-                  const std::string& scenario, std::optional<driver::OutputFile>& result_file,
+void open_outputs(const std::string& output, const std::string& trace, const std::string& scenario,
+                  std::optional<driver::OutputFile>& result_file,
                   std::optional<driver::OutputFile>& trace_file) {
   const std::vector<std::string> inputs = {scenario};
   if (!output.empty())
@@ -53,9 +53,9 @@ void open_outputs(const std::string& output, const std::string& trace,
 Seconds timeout_of(const std::string& text) {
   const auto t = parse_duration(text);
   if (!t || t.value->value() <= 0)
-    throw InputError(Diagnostic{SourceLocation{}, "--timeout",
-                                "expected a duration such as 60s or 5min, found '" +
-                                    printable(text, 60) + "'"});
+    throw InputError(
+        Diagnostic{SourceLocation{}, "--timeout",
+                   "expected a duration such as 60s or 5min, found '" + printable(text, 60) + "'"});
   return *t.value;
 }
 
@@ -85,9 +85,9 @@ real::FaultInjection fault_of(const std::string& text) {
     }
   }
   if ((kind != "exit" && kind != "hang") || rank < 0)
-    throw InputError(Diagnostic{SourceLocation{}, "--inject-fault",
-                                "expected exit:RANK or hang:RANK, found '" +
-                                    printable(text, 60) + "'"});
+    throw InputError(
+        Diagnostic{SourceLocation{}, "--inject-fault",
+                   "expected exit:RANK or hang:RANK, found '" + printable(text, 60) + "'"});
   f.kind = kind == "exit" ? real::FaultInjection::Kind::kExit : real::FaultInjection::Kind::kHang;
   f.rank = rank;
   return f;
@@ -464,8 +464,8 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& out) {
     double best = 0;
     for (const auto& g : p.gemm) best = std::max(best, g.rate.value());
     out << "dtsim calibrate: wrote " << printable(o.output, 200) << " (" << p.kind << ", "
-        << printable(p.gpu_model, 60) << " on " << printable(p.machine["host"], 60) << "): "
-        << p.gemm.size() << " GEMM shapes, best " << format_flop_rate(FlopsPerSecond(best))
+        << printable(p.gpu_model, 60) << " on " << printable(p.machine["host"], 60)
+        << "): " << p.gemm.size() << " GEMM shapes, best " << format_flop_rate(FlopsPerSecond(best))
         << "; streaming " << format_bandwidth(p.memory_bandwidth) << "; per-op overhead "
         << format_duration(p.kernel_launch_overhead);
     if (p.intra_node_bandwidth)

@@ -243,8 +243,9 @@ int main(int argc, char** argv) {
       "  dtsim calibrate --gpu -o h200.yaml");
   auto* cal_cpu = calibrate->add_flag_callback(
       "--cpu", [&cal] { cal.backend = "cpu"; }, "calibrate the CPU back end (default)");
-  calibrate->add_flag_callback("--gpu", [&cal] { cal.backend = "gpu"; },
-                               "calibrate the GPU back end (CUDA + NCCL)")
+  calibrate
+      ->add_flag_callback(
+          "--gpu", [&cal] { cal.backend = "gpu"; }, "calibrate the GPU back end (CUDA + NCCL)")
       ->excludes(cal_cpu);
   calibrate->add_option("-o,--output", cal.output, "profile YAML to write (default: stdout)");
   calibrate->add_option("--gpu-model", cal.gpu_model,

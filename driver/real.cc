@@ -11,7 +11,8 @@ std::string launch_hint(int world) {
   const std::string n = std::to_string(world);
   return "launch one process per rank: mpirun -np " + n + " dtsim real ..., srun -n " + n +
          " dtsim real ..., or torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR, "
-         "MASTER_PORT) on each of the " + n + " processes";
+         "MASTER_PORT) on each of the " +
+         n + " processes";
 }
 
 // The CPU-core device (the catalog's, or an inline GPU of that name) is what the CPU back end
@@ -42,13 +43,17 @@ Measurement measure(const std::string& scenario_path, const std::vector<std::str
         "cluster.gpus_per_node = " + std::to_string(plan.scenario.cluster.nodes) + " x " +
         std::to_string(plan.scenario.cluster.gpus_per_node) + ")";
     if (launch.launcher == "none")
-      throw InputError(Diagnostic{{scenario_path, 0, 0}, "cluster",
-                                  scenario_ranks + ", but dtsim real was started as one process "
-                                  "without a launcher; " + launch_hint(world)});
-    throw InputError(Diagnostic{
-        {scenario_path, 0, 0}, "cluster",
-        scenario_ranks + ", but " + launch.launcher + " started " +
-            std::to_string(launch.world) + " processes; " + launch_hint(world)});
+      throw InputError(Diagnostic{{scenario_path, 0, 0},
+                                  "cluster",
+                                  scenario_ranks +
+                                      ", but dtsim real was started as one process "
+                                      "without a launcher; " +
+                                      launch_hint(world)});
+    throw InputError(Diagnostic{{scenario_path, 0, 0},
+                                "cluster",
+                                scenario_ranks + ", but " + launch.launcher + " started " +
+                                    std::to_string(launch.world) + " processes; " +
+                                    launch_hint(world)});
   }
   if (backend == real::Backend::kCpu && !is_cpu_device(plan.scenario.cluster.gpu))
     throw InputError(Diagnostic{
@@ -67,8 +72,8 @@ Measurement measure(const std::string& scenario_path, const std::vector<std::str
   RunOptions run;
   run.iterations = options.iterations;
   if (progress)
-    progress->phase("running " + std::to_string(options.real.warmup_iterations) +
-                    " warm-up and " + std::to_string(options.iterations) + " timed step(s)");
+    progress->phase("running " + std::to_string(options.real.warmup_iterations) + " warm-up and " +
+                    std::to_string(options.iterations) + " timed step(s)");
   Trace trace = executor->run(job, plan.cluster, run);
   const bool root = channel->rank() == 0;
   Results results;

@@ -22,11 +22,13 @@ namespace {
 [[noreturn]] void missing(Backend b) {
   if (b == Backend::kCpu)
     throw InputError(Diagnostic{
-        {}, "--cpu",
+        {},
+        "--cpu",
         "this dtsim was built without MPI, which the CPU back end needs; install Open MPI "
         "(apt-get install libopenmpi-dev openmpi-bin) and rebuild (scripts/setup.sh run)"});
   throw InputError(Diagnostic{
-      {}, "--gpu",
+      {},
+      "--gpu",
       "this dtsim was built without CUDA and NCCL, which the GPU back end needs; install the CUDA "
       "toolkit and NCCL under /usr/local/cuda (or set NCCL_HOME) and rebuild"});
 }
@@ -44,8 +46,7 @@ bool built_with_cuda() {
   return DTSIM_HAVE_CUDA != 0;
 }
 
-std::unique_ptr<Channel> make_channel(const LaunchInfo& launch, Backend backend,
-                                      Seconds timeout) {
+std::unique_ptr<Channel> make_channel(const LaunchInfo& launch, Backend backend, Seconds timeout) {
 #if DTSIM_HAVE_MPI
   // The CPU back end moves its data with MPI, so it always initialises MPI (a singleton job when
   // there is no launcher); the GPU back end needs MPI only to find its peers.
@@ -56,14 +57,15 @@ std::unique_ptr<Channel> make_channel(const LaunchInfo& launch, Backend backend,
   if (launch.world == 1) return std::make_unique<LocalChannel>();
   if (launch.launcher == "torchrun") return make_tcp_channel(launch, timeout);
   throw InputError(Diagnostic{
-      {}, "launcher",
+      {},
+      "launcher",
       "this dtsim was built without MPI, so it cannot join a job started by " + launch.launcher +
           "; launch with torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) "
           "or rebuild with Open MPI"});
 }
 
-std::unique_ptr<Executor> make_executor(Backend backend, Channel& channel,
-                                        const LaunchInfo& launch, const RealOptions& options) {
+std::unique_ptr<Executor> make_executor(Backend backend, Channel& channel, const LaunchInfo& launch,
+                                        const RealOptions& options) {
   if (backend == Backend::kCpu) {
 #if DTSIM_HAVE_MPI
     return cpu::make_executor(channel, launch, options);

@@ -26,11 +26,11 @@ bool built_with_cuda();
 // end needs MPI: with Backend::kCpu and world > 1 outside MPI it is an InputError.
 std::unique_ptr<Channel> make_channel(const LaunchInfo& launch, Backend backend, Seconds timeout);
 
-std::unique_ptr<Executor> make_executor(Backend backend, Channel& channel,
-                                        const LaunchInfo& launch, const RealOptions& options);
+std::unique_ptr<Executor> make_executor(Backend backend, Channel& channel, const LaunchInfo& launch,
+                                        const RealOptions& options);
 
 struct CalibrateOptions {
-  std::string command;  // recorded in the profile
+  std::string command;    // recorded in the profile
   std::string gpu_model;  // the catalog GPU name to record (gpu: from the device name if empty)
   bool quick = false;     // a smaller grid and sweep, for tests
   std::function<void(const std::string&)> phase;  // progress, may be empty

@@ -50,7 +50,8 @@ int integer(const Env& env, const std::string& name, int lo, int hi) {
 
 // Slurm writes SLURM_TASKS_PER_NODE as "4(x2),3": the first count is this job's usual one.
 int slurm_tasks_per_node(const Env& env, int world) {
-  if (auto v = get(env, "SLURM_NTASKS_PER_NODE")) return integer(env, "SLURM_NTASKS_PER_NODE", 1, world);
+  if (auto v = get(env, "SLURM_NTASKS_PER_NODE"))
+    return integer(env, "SLURM_NTASKS_PER_NODE", 1, world);
   if (auto v = get(env, "SLURM_TASKS_PER_NODE")) {
     int x = 0;
     std::from_chars(v->data(), v->data() + v->size(), x);
@@ -103,8 +104,7 @@ LaunchInfo detect_launch(char** envp) {
             "LOCAL_RANK); this one is missing"});
     l.world = integer(env, "WORLD_SIZE", 1, kMaxWorld);
     l.rank = integer(env, "RANK", 0, l.world - 1);
-    l.local_world =
-        get(env, "LOCAL_WORLD_SIZE") ? integer(env, "LOCAL_WORLD_SIZE", 1, l.world) : 1;
+    l.local_world = get(env, "LOCAL_WORLD_SIZE") ? integer(env, "LOCAL_WORLD_SIZE", 1, l.world) : 1;
     l.local_rank = get(env, "LOCAL_RANK") ? integer(env, "LOCAL_RANK", 0, l.world - 1) : 0;
     l.master_addr = *get(env, "MASTER_ADDR");
     if (l.master_addr.empty()) throw bad_variable("MASTER_ADDR", "", "a host name or address");

@@ -134,8 +134,8 @@ class TcpChannel final : public Channel {
 
  private:
   Clock::time_point next_deadline() const {
-    return Clock::now() +
-           std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_.value()));
+    return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(timeout_.value()));
   }
   // A rank waiting for rank 0 waits this much longer than rank 0 waits for the others, so that
   // rank 0's abort frame, naming the rank that is late, arrives before this rank's own timeout
@@ -287,11 +287,11 @@ class TcpChannel final : public Channel {
     }
     const auto kind = static_cast<Kind>(h.kind);
     if (kind == Kind::kAbort)
-      fail("rank " + std::to_string(peer) + " ended the job: " +
-           std::string(in.payload.begin(), in.payload.end()));
+      fail("rank " + std::to_string(peer) +
+           " ended the job: " + std::string(in.payload.begin(), in.payload.end()));
     if (kind != expected)
-      fail("rank " + std::to_string(peer) + " is in " + kind_name(kind) + " while this rank is in " +
-           kind_name(expected) + " (the ranks run different calls)");
+      fail("rank " + std::to_string(peer) + " is in " + kind_name(kind) +
+           " while this rank is in " + kind_name(expected) + " (the ranks run different calls)");
     in.done = true;
   }
 
@@ -361,8 +361,8 @@ class TcpChannel final : public Channel {
         listen(listener, world_) != 0) {
       const std::string why = errno_text();
       close(listener);
-      fail("cannot listen on port " + std::to_string(launch_.master_port) + " (MASTER_PORT): " +
-           why);
+      fail("cannot listen on port " + std::to_string(launch_.master_port) +
+           " (MASTER_PORT): " + why);
     }
     set_non_blocking(listener);
     int arrived = 1;
@@ -395,7 +395,8 @@ class TcpChannel final : public Channel {
         while (got < sizeof hello) {
           pollfd p{fd, POLLIN, 0};
           if (poll(&p, 1, remaining_ms(deadline)) <= 0) break;
-          const ssize_t r = ::recv(fd, reinterpret_cast<uint8_t*>(hello) + got, sizeof hello - got, 0);
+          const ssize_t r =
+              ::recv(fd, reinterpret_cast<uint8_t*>(hello) + got, sizeof hello - got, 0);
           if (r <= 0 && !(r < 0 && (errno == EAGAIN || errno == EINTR))) break;
           if (r > 0) got += static_cast<size_t>(r);
         }
@@ -410,7 +411,8 @@ class TcpChannel final : public Channel {
           close(fd);
           fail("a process connected as rank " + std::to_string(r) + " of " +
                std::to_string(hello[3]) + ", but this job has " + std::to_string(world_) +
-               " ranks" + (r > 0 && r < world_ ? " and rank " + std::to_string(r) + " already joined" : ""));
+               " ranks" +
+               (r > 0 && r < world_ ? " and rank " + std::to_string(r) + " already joined" : ""));
         }
         fds_[static_cast<size_t>(r)] = fd;
         ++arrived;

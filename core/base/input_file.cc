@@ -33,7 +33,8 @@ std::string read_input_file(const std::string& path, const InputFileRules& rules
                                 "of " +
                                     rules.path_tip});
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(Diagnostic{whole, "", "cannot open the " + rules.noun + ": " + os_reason()});
+  if (!in)
+    throw InputError(Diagnostic{whole, "", "cannot open the " + rules.noun + ": " + os_reason()});
   std::string bytes(rules.max_bytes + 1, '\0');
   in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (in.bad())

@@ -295,9 +295,9 @@ void check_text(const std::string& bytes, const std::string& file) {
 }
 
 std::string read_bounded(const std::string& path) {
-  return read_input_file(path, InputFileRules{"profile", "", "a profile that dtsim calibrate wrote",
-                                              "a profile is tens of kilobytes of YAML",
-                                              kMaxProfileBytes});
+  return read_input_file(
+      path, InputFileRules{"profile", "", "a profile that dtsim calibrate wrote",
+                           "a profile is tens of kilobytes of YAML", kMaxProfileBytes});
 }
 
 // ISO-8601 date and time, as calibrate writes it (2026-12-01T22:40:00Z).

@@ -17,10 +17,11 @@ bool bind_parallelism(const Reader& r, const ClusterConfig& c, ParallelismConfig
   // The framework's sharding (bind_training.cc cites both): FSDP's default FULL_SHARD is ZeRO-3;
   // NeMo's recipes use Megatron-core's distributed optimizer, ZeRO-1.
   const std::string framework = r.value<std::string>("training.framework");
-  const int framework_zero = framework == "fsdp"   ? 3
-                             : framework == "nemo" ? 1
-                                                   : static_cast<int>(Reader::schema_default<int64_t>(
-                                                         "parallelism.zero_stage"));
+  const int framework_zero =
+      framework == "fsdp" ? 3
+      : framework == "nemo"
+          ? 1
+          : static_cast<int>(Reader::schema_default<int64_t>("parallelism.zero_stage"));
   par.zero_stage = r.count("parallelism.zero_stage", framework_zero).value;
   par.layers_per_stage = r.get_or<std::vector<int64_t>>("parallelism.layers_per_stage", {});
   par.tp_comm_overlap = r.value<bool>("parallelism.tp_comm_overlap");

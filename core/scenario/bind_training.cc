@@ -47,8 +47,7 @@ FrameworkDefaults framework_defaults(Framework f, int data_parallel, DType grad_
       // use_distributed_optimizer=True; bind_parallelism.cc).
       const double params = std::max(40e6, 1e6 * data_parallel);
       d.overlap_grad_reduce = f == Framework::kNemo;
-      d.gradient_bucket = d.first_gradient_bucket =
-          Bytes(params * bytes_per_element(grad_dtype));
+      d.gradient_bucket = d.first_gradient_bucket = Bytes(params * bytes_per_element(grad_dtype));
       d.flash_attention = true;
       break;
     }

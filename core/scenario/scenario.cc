@@ -222,8 +222,8 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   const std::string bytes = read_input_file(
       path, InputFileRules{"scenario file",
                            " (try " + path + (path.ends_with("/") ? "" : "/") + "default.yaml)",
-                           "a scenario file",
-                           "a scenario is a few kilobytes of YAML", kMaxScenarioBytes});
+                           "a scenario file", "a scenario is a few kilobytes of YAML",
+                           kMaxScenarioBytes});
   return load_from_bytes(bytes, path, overrides, check, scope);
 }
 

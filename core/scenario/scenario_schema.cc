@@ -292,12 +292,13 @@ SchemaNode build_schema() {
       only<std::string>("none", "dtsim simulates uncompressed gradients only; use none");
   SchemaNode training = section(
       "training", "the optimisation step",
-      {choice("framework", kFrameworkNames.names(),
-              "training framework whose documented behaviour sets the defaults of "
-              "overlap_grad_reduce, gradient_bucket, first_gradient_bucket and flash_attention "
-              "(and parallelism.zero_stage for nemo and fsdp); a key set in the scenario or by --set "
-              "overrides it (docs/models.md, \"Framework profiles\")",
-              std::string(to_string(Framework::kCustom))),
+      {choice(
+           "framework", kFrameworkNames.names(),
+           "training framework whose documented behaviour sets the defaults of "
+           "overlap_grad_reduce, gradient_bucket, first_gradient_bucket and flash_attention "
+           "(and parallelism.zero_stage for nemo and fsdp); a key set in the scenario or by --set "
+           "overrides it (docs/models.md, \"Framework profiles\")",
+           std::string(to_string(Framework::kCustom))),
        count("global_batch_size", "samples per optimizer step B", "micro_batch_size x data", 1,
              1e12),
        count("micro_batch_size", "samples per micro-batch b", "1", 1, 1e9),
@@ -338,7 +339,8 @@ SchemaNode build_schema() {
               "bf16 training's gradients in fp32; PyTorch AMP's gradients are fp32)",
               "auto"),
        leaf("overlap_grad_reduce", ValueType::kBool,
-            "overlap gradient all-reduce with the rest of backward (default: the framework's)", "true"),
+            "overlap gradient all-reduce with the rest of backward (default: the framework's)",
+            "true"),
        sync, compression});
 
   auto stragglers = leaf("stragglers", ValueType::kFreeform,

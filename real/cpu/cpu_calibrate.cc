@@ -25,7 +25,6 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;

@@ -80,8 +80,7 @@ class MemoryTracker {
     double bytes = m.bytes.value();
     if (bytes > 0) {
       void* p = std::malloc(static_cast<size_t>(bytes));
-      if (!p)
-        throw RuntimeError(where + ": allocating " + format_bytes(Bytes(bytes)) + " failed");
+      if (!p) throw RuntimeError(where + ": allocating " + format_bytes(Bytes(bytes)) + " failed");
       blocks.emplace_back(p, bytes);
       live_[static_cast<size_t>(m.category)] += bytes;
     } else {
@@ -193,7 +192,8 @@ void CpuExecutor::setup(const Job& job) {
         }
       }
   if (max_bytes > 2e9)
-    throw InputError(Diagnostic{{}, "dtsim real --cpu",
+    throw InputError(Diagnostic{{},
+                                "dtsim real --cpu",
                                 "a collective or message of " + format_bytes(Bytes(max_bytes)) +
                                     " is beyond what the CPU back end moves in one MPI call "
                                     "(2 GB); use a smaller scenario"});
@@ -202,8 +202,8 @@ void CpuExecutor::setup(const Job& job) {
   for (const auto& [g, s] : used) {
     const Group& group = job.group(g);
     const auto it = std::find(group.ranks.begin(), group.ranks.end(), me);
-    const bool member = it != group.ranks.end() &&
-                        s < static_cast<StreamId>(program_->streams.size());
+    const bool member =
+        it != group.ranks.end() && s < static_cast<StreamId>(program_->streams.size());
     MPI_Comm c = MPI_COMM_NULL;
     check_mpi(MPI_Comm_split(channel_.world_comm(), member ? 0 : MPI_UNDEFINED,
                              member ? static_cast<int>(it - group.ranks.begin()) : 0, &c),
@@ -288,8 +288,9 @@ Bytes CpuExecutor::run_op(const Program& p, StreamId s, size_t i, int iteration,
         break;
       case CollectiveKind::kAllGather:
         call = "MPI_Iallgather";
-        issue(MPI_Iallgather(buf.send.data(), part, type, buf.recv.data(), part, type, comm.comm, &r),
-              call.c_str());
+        issue(
+            MPI_Iallgather(buf.send.data(), part, type, buf.recv.data(), part, type, comm.comm, &r),
+            call.c_str());
         break;
       case CollectiveKind::kReduceScatter:
         call = "MPI_Ireduce_scatter_block";
@@ -303,13 +304,15 @@ Bytes CpuExecutor::run_op(const Program& p, StreamId s, size_t i, int iteration,
         break;
       case CollectiveKind::kReduce:
         call = "MPI_Ireduce";
-        issue(MPI_Ireduce(buf.send.data(), buf.recv.data(), total, type, MPI_SUM, root, comm.comm, &r),
+        issue(MPI_Ireduce(buf.send.data(), buf.recv.data(), total, type, MPI_SUM, root, comm.comm,
+                          &r),
               call.c_str());
         break;
       case CollectiveKind::kAllToAll:
         call = "MPI_Ialltoall";
-        issue(MPI_Ialltoall(buf.send.data(), part, type, buf.recv.data(), part, type, comm.comm, &r),
-              call.c_str());
+        issue(
+            MPI_Ialltoall(buf.send.data(), part, type, buf.recv.data(), part, type, comm.comm, &r),
+            call.c_str());
         break;
       case CollectiveKind::kBarrier:
         call = "MPI_Ibarrier";
@@ -356,8 +359,7 @@ void CpuExecutor::run_phase(const Job& job, int iterations, bool timed, Clock::t
             if (stop_.load()) return;
             if (timed && it == 0 && si == 0 && fault_armed_ && i == ops.size() / 2) {
               if (options_.fault.kind == FaultInjection::Kind::kExit) {
-                std::fprintf(stderr,
-                             "dtsim real: %s: exiting mid-step, as --inject-fault asks\n",
+                std::fprintf(stderr, "dtsim real: %s: exiting mid-step, as --inject-fault asks\n",
                              describe(channel_.launch()).c_str());
                 std::fflush(stderr);
                 std::_Exit(1);
@@ -376,10 +378,9 @@ void CpuExecutor::run_phase(const Job& job, int iterations, bool timed, Clock::t
               if (std::holds_alternative<CollectiveOp>(op.body)) kind = SpanKind::kCollective;
               if (std::holds_alternative<SendOp>(op.body)) kind = SpanKind::kSend;
               if (std::holds_alternative<RecvOp>(op.body)) kind = SpanKind::kRecv;
-              per_stream[si].push_back(
-                  Span{me, s, it, i, kind,
-                       Seconds(std::chrono::duration<double>(start - t0).count()),
-                       Seconds(std::chrono::duration<double>(end - t0).count()), moved});
+              per_stream[si].push_back(Span{
+                  me, s, it, i, kind, Seconds(std::chrono::duration<double>(start - t0).count()),
+                  Seconds(std::chrono::duration<double>(end - t0).count()), moved});
             }
           }
       } catch (const std::exception& e) {
@@ -435,8 +436,7 @@ Trace CpuExecutor::run(const Job& job, const Cluster& cluster, const RunOptions&
   bool other_dtype = false;
   for (const Stream& s : program_->streams)
     for (const Op& op : s.ops)
-      if (const auto* c = std::get_if<ComputeOp>(&op.body))
-        other_dtype |= c->dtype != DType::kFp32;
+      if (const auto* c = std::get_if<ComputeOp>(&op.body)) other_dtype |= c->dtype != DType::kFp32;
   if (other_dtype)
     local.notes.push_back(
         "measured on CPU: compute ops ran as fp32 Eigen kernels whatever their dtype, and "

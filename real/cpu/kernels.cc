@@ -8,8 +8,7 @@ namespace dtsim::real::cpu {
 namespace {
 
 double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 bool is_gemm_like(const ComputeOp& op) {

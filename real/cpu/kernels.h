@@ -24,8 +24,8 @@
 namespace dtsim::real::cpu {
 
 struct GemmPlan {
-  int m = 1, n = 1, k = 1;  // as run (m scaled)
-  long count = 1;           // GEMMs per op
+  int m = 1, n = 1, k = 1;   // as run (m scaled)
+  long count = 1;            // GEMMs per op
   double work_fraction = 1;  // work run / the op's FLOPs
 };
 GemmPlan plan_gemm(const ComputeOp& op, double compute_scale);

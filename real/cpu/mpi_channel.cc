@@ -97,8 +97,7 @@ std::vector<uint8_t> MpiChannel::broadcast(std::vector<uint8_t> bytes) {
   MPI_Request r;
   {
     std::lock_guard lock(mpi_mutex());
-    check_mpi(MPI_Ibcast(&size, 1, MPI_UINT64_T, 0, control_, &r), "MPI_Ibcast",
-              describe(launch_));
+    check_mpi(MPI_Ibcast(&size, 1, MPI_UINT64_T, 0, control_, &r), "MPI_Ibcast", describe(launch_));
   }
   wait(r, "the broadcast of the job's setup");
   bytes.resize(size);
@@ -130,9 +129,9 @@ std::vector<std::vector<uint8_t>> MpiChannel::gather(std::vector<uint8_t> mine) 
       out[p].resize(sizes[p]);
       {
         std::lock_guard lock(mpi_mutex());
-        check_mpi(MPI_Irecv(out[p].data(), static_cast<int>(sizes[p]), MPI_BYTE, p, 7, control_,
-                            &r),
-                  "MPI_Irecv", describe(launch_));
+        check_mpi(
+            MPI_Irecv(out[p].data(), static_cast<int>(sizes[p]), MPI_BYTE, p, 7, control_, &r),
+            "MPI_Irecv", describe(launch_));
       }
       wait(r, "receiving rank " + std::to_string(p) + "'s trace");
     }

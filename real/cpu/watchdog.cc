@@ -46,7 +46,8 @@ Watchdog::Watchdog(MpiChannel& channel, const Program& program, const Job& job, 
     MPI_Comm_dup(channel.world_comm(), &comm_);
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   }
-  for (size_t s = 0; s < program.streams.size(); ++s) streams_.push_back(std::make_unique<Status>());
+  for (size_t s = 0; s < program.streams.size(); ++s)
+    streams_.push_back(std::make_unique<Status>());
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -149,8 +150,7 @@ void Watchdog::stop_job(const std::string& reason) {
           std::to_string(p);
     }
     if (!causes.empty())
-      std::fprintf(stderr,
-                   "error: rank%s %s stopped making progress; %s\n",
+      std::fprintf(stderr, "error: rank%s %s stopped making progress; %s\n",
                    causes.find(',') == std::string::npos ? "" : "s", causes.c_str(),
                    waiting.empty() ? "no rank is waiting on a peer"
                                    : ("ranks waiting for a peer: " + waiting).c_str());

@@ -71,7 +71,6 @@ namespace {
 
 constexpr Seconds kTimeout{300};
 
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -152,8 +151,8 @@ class Calibration {
   std::vector<void*> buffers_;
 };
 
-double Calibration::time_s(const std::function<void()>& work, int repeats, int samples,
-                           int warmup, const std::string& what) {
+double Calibration::time_s(const std::function<void()>& work, int repeats, int samples, int warmup,
+                           const std::string& what) {
   for (int i = 0; i < warmup; ++i) work();
   std::vector<double> times;
   for (int s = 0; s < samples; ++s) {
@@ -178,10 +177,12 @@ void Calibration::fill_identity(HardwareProfile& p) {
                                             : std::string(props_.name);
   p.machine["host"] = launch_.host;
   p.machine["device"] = props_.name;
-  p.machine["compute_capability"] = std::to_string(props_.major) + "." + std::to_string(props_.minor);
+  p.machine["compute_capability"] =
+      std::to_string(props_.major) + "." + std::to_string(props_.minor);
   p.machine["sm_count"] = std::to_string(props_.multiProcessorCount);
   char mem[32];
-  std::snprintf(mem, sizeof mem, "%.1f GiB", static_cast<double>(props_.totalGlobalMem) / (1u << 30));
+  std::snprintf(mem, sizeof mem, "%.1f GiB",
+                static_cast<double>(props_.totalGlobalMem) / (1u << 30));
   p.machine["memory"] = mem;
   p.machine["ranks"] = std::to_string(launch_.world);
   int runtime = 0, driver = 0, nccl = 0;
@@ -197,8 +198,9 @@ void Calibration::fill_identity(HardwareProfile& p) {
 }
 
 void Calibration::gemm_grid(HardwareProfile& p) {
-  const std::vector<int64_t> sizes = options_.quick ? std::vector<int64_t>{1024, 4096}
-                                                    : std::vector<int64_t>{512, 1024, 2048, 4096, 8192};
+  const std::vector<int64_t> sizes = options_.quick
+                                         ? std::vector<int64_t>{1024, 4096}
+                                         : std::vector<int64_t>{512, 1024, 2048, 4096, 8192};
   std::vector<DType> dtypes = {DType::kBf16, DType::kFp16};
   if (supports_fp8(props_.major, props_.minor)) dtypes.push_back(DType::kFp8);
   dtypes.push_back(DType::kFp32);
@@ -212,10 +214,11 @@ void Calibration::gemm_grid(HardwareProfile& p) {
   {
     // Bring the clocks up before the first timing: about 0.2 s of large bf16 GEMMs.
     const std::string what = "GEMM warm-up";
-    GemmPlan big = plan_gemm(lt_, GemmDims{1, top, top, top, DType::kBf16}, kGemmWorkspaceBytes,
-                             site_, what);
+    GemmPlan big =
+        plan_gemm(lt_, GemmDims{1, top, top, top, DType::kBf16}, kGemmWorkspaceBytes, site_, what);
     const int calls = static_cast<int>(std::clamp(1e14 / big.flops(), 1.0, 1000.0));
-    for (int i = 0; i < calls; ++i) big.run(lt_, a, b, d, ws, kGemmWorkspaceBytes, stream_, site_, what);
+    for (int i = 0; i < calls; ++i)
+      big.run(lt_, a, b, d, ws, kGemmWorkspaceBytes, stream_, site_, what);
     DTSIM_CHECK(site_, what, cudaStreamSynchronize(stream_));
   }
   for (DType t : dtypes) {
@@ -223,10 +226,12 @@ void Calibration::gemm_grid(HardwareProfile& p) {
     for (int64_t m : sizes)
       for (int64_t n : sizes)
         for (int64_t k : sizes) {
-          const std::string what = std::string(to_string(t)) + " GEMM " + std::to_string(m) +
-                                   "x" + std::to_string(n) + "x" + std::to_string(k);
+          const std::string what = std::string(to_string(t)) + " GEMM " + std::to_string(m) + "x" +
+                                   std::to_string(n) + "x" + std::to_string(k);
           GemmPlan plan = plan_gemm(lt_, GemmDims{1, m, n, k, t}, kGemmWorkspaceBytes, site_, what);
-          auto work = [&] { plan.run(lt_, a, b, d, ws, kGemmWorkspaceBytes, stream_, site_, what); };
+          auto work = [&] {
+            plan.run(lt_, a, b, d, ws, kGemmWorkspaceBytes, stream_, site_, what);
+          };
           // Enough back-to-back calls that one timing lasts about a millisecond at 500 TFLOP/s,
           // so that event resolution (0.5 us) and launch gaps do not count.
           const double flops = plan.flops();
@@ -266,7 +271,8 @@ std::vector<double> Calibration::slowest(const std::vector<double>& mine) {
   std::vector<double> worst = mine;
   for (const auto& b : all) {
     const auto v = to_doubles(b);
-    for (size_t i = 0; i < std::min(v.size(), worst.size()); ++i) worst[i] = std::max(worst[i], v[i]);
+    for (size_t i = 0; i < std::min(v.size(), worst.size()); ++i)
+      worst[i] = std::max(worst[i], v[i]);
   }
   return to_doubles(channel_.broadcast(to_bytes(worst)));
 }
@@ -290,11 +296,14 @@ void Calibration::collectives(HardwareProfile& p) {
       const std::string what = op + " of " + std::to_string(actual) + " B";
       auto work = [&] {
         if (op == "all-reduce")
-          DTSIM_CHECK(site_, what, ncclAllReduce(send, recv, actual / 4, ncclFloat32, ncclSum, world_, stream_));
+          DTSIM_CHECK(site_, what,
+                      ncclAllReduce(send, recv, actual / 4, ncclFloat32, ncclSum, world_, stream_));
         else if (op == "all-gather")
           DTSIM_CHECK(site_, what, ncclAllGather(send, recv, per_rank, ncclInt8, world_, stream_));
         else
-          DTSIM_CHECK(site_, what, ncclReduceScatter(send, recv, per_rank, ncclFloat32, ncclSum, world_, stream_));
+          DTSIM_CHECK(
+              site_, what,
+              ncclReduceScatter(send, recv, per_rank, ncclFloat32, ncclSum, world_, stream_));
         wait_ready(world_, site_, what, op.c_str(), kTimeout);
       };
       const int repeats = actual >= (size_t{256} << 20) ? 5 : 20;

@@ -2,8 +2,8 @@
 
 #include <unistd.h>
 
-#include <climits>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -19,10 +19,10 @@ Site Site::of(const LaunchInfo& launch) {
 
 void fail(const Site& site, const std::string& op, const std::string& call,
           const std::string& error, const char* file, int line) {
-  const std::string where = std::filesystem::path(file).filename().string() + ":" +
-                            std::to_string(line);
-  throw RuntimeError(site.who + (op.empty() ? "" : ", op " + op) + ": " + call + " failed: " +
-                     error + " [" + where + "]");
+  const std::string where =
+      std::filesystem::path(file).filename().string() + ":" + std::to_string(line);
+  throw RuntimeError(site.who + (op.empty() ? "" : ", op " + op) + ": " + call +
+                     " failed: " + error + " [" + where + "]");
 }
 
 int visible_devices(const std::string& host, std::string& why) {
@@ -37,8 +37,7 @@ int visible_devices(const std::string& host, std::string& why) {
     return 0;
   }
   if (e == cudaErrorNoDevice) {
-    why = "no CUDA device is visible on " + host + " (" + detail +
-          "; check CUDA_VISIBLE_DEVICES)";
+    why = "no CUDA device is visible on " + host + " (" + detail + "; check CUDA_VISIBLE_DEVICES)";
     return 0;
   }
   if (e != cudaSuccess) {
@@ -80,8 +79,8 @@ namespace dtsim::real::cuda {
 
 void wait_ready(ncclComm_t comm, const Site& site, const std::string& op, const char* call,
                 Seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration<double>(timeout.value());
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout.value());
   for (;;) {
     ncclResult_t state = ncclSuccess;
     const ncclResult_t r = ncclCommGetAsyncError(comm, &state);
@@ -92,8 +91,8 @@ void wait_ready(ncclComm_t comm, const Site& site, const std::string& op, const 
     }
     if (state == ncclSuccess) return;
     if (state != ncclInProgress) {
-      const std::string error = std::string(ncclGetErrorString(state)) + " (" +
-                                ncclGetLastError(comm) + ")";
+      const std::string error =
+          std::string(ncclGetErrorString(state)) + " (" + ncclGetLastError(comm) + ")";
       ncclCommAbort(comm);
       fail(site, op, call, error, __FILE__, __LINE__);
     }

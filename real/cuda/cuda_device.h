@@ -33,21 +33,21 @@ struct Site {
 inline void check(cudaError_t e, const Site& site, const std::string& op, const char* call,
                   const char* file, int line) {
   if (e != cudaSuccess)
-    fail(site, op, call,
-         std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")", file, line);
+    fail(site, op, call, std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")",
+         file, line);
 }
 inline void check(cublasStatus_t s, const Site& site, const std::string& op, const char* call,
                   const char* file, int line) {
   if (s != CUBLAS_STATUS_SUCCESS)
-    fail(site, op, call, std::string("cuBLAS status ") + std::to_string(static_cast<int>(s)),
-         file, line);
+    fail(site, op, call, std::string("cuBLAS status ") + std::to_string(static_cast<int>(s)), file,
+         line);
 }
 // ncclInProgress is not an error for a non-blocking communicator: the caller polls it.
 inline void check(ncclResult_t r, const Site& site, const std::string& op, const char* call,
                   const char* file, int line) {
   if (r != ncclSuccess && r != ncclInProgress)
-    fail(site, op, call, std::string(ncclGetErrorString(r)) + " (" + ncclGetLastError(nullptr) + ")",
-         file, line);
+    fail(site, op, call,
+         std::string(ncclGetErrorString(r)) + " (" + ncclGetLastError(nullptr) + ")", file, line);
 }
 
 // DTSIM_CHECK(site, op, call): runs `call` and throws naming site, op and call on failure.

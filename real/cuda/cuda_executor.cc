@@ -64,8 +64,8 @@ int64_t dim(double v) {
 // Work prepared once per compute op.
 struct ComputeWork {
   const GemmPlan* gemm = nullptr;
-  int repeats = 0;      // GEMM runs
-  size_t floats = 0;    // streaming kernel
+  int repeats = 0;    // GEMM runs
+  size_t floats = 0;  // streaming kernel
   int fmas = 0;
 };
 
@@ -132,8 +132,8 @@ class CudaExecutor final : public Executor {
   std::map<GroupId, const Group*> groups_;
   std::map<GemmDims, GemmPlan> plans_;
   std::vector<std::vector<ComputeWork>> work_;
-  std::vector<size_t> first_op_;  // flat index of each stream's first op
-  std::vector<double> moved_;     // by flat index: bytes the op's NCCL call carried
+  std::vector<size_t> first_op_;    // flat index of each stream's first op
+  std::vector<double> moved_;       // by flat index: bytes the op's NCCL call carried
   std::vector<EnqueueStep> order_;  // host enqueue order of one step (enqueue_order.h)
   size_t op_count_ = 0;
   // timing_[slot][2 * flat + 0 | 1]: slot 0 for the warm-up steps, 1 + i for timed step i.
@@ -196,9 +196,9 @@ void CudaExecutor::create_comms(const Job& job) {
                                       options_.timeout);
   }
   for (size_t s : p2p_streams)
-    p2p_comms_[s] = split_comm(world_, true, launch_.rank, site_,
-                               "point-to-point communicator of stream " + std::to_string(s),
-                               options_.timeout);
+    p2p_comms_[s] =
+        split_comm(world_, true, launch_.rank, site_,
+                   "point-to-point communicator of stream " + std::to_string(s), options_.timeout);
 }
 
 void CudaExecutor::prepare(const Job& job) {
@@ -211,9 +211,11 @@ void CudaExecutor::prepare(const Job& job) {
   const bool fp8 = supports_fp8(props_.major, props_.minor);
   size_t a_max = 0, b_max = 0, d_max = 0, comm_max = 0;
   streams_.resize(p.streams.size());
-  for (auto& st : streams_) DTSIM_CHECK(site_, "", cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  for (auto& st : streams_)
+    DTSIM_CHECK(site_, "", cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   events_.resize(static_cast<size_t>(p.num_events));
-  for (auto& ev : events_) DTSIM_CHECK(site_, "", cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  for (auto& ev : events_)
+    DTSIM_CHECK(site_, "", cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
   work_.resize(p.streams.size());
   first_op_.resize(p.streams.size());
   moved_.assign(p.op_count(), 0.0);
@@ -255,14 +257,16 @@ void CudaExecutor::prepare(const Job& job) {
             found = plans_.emplace(d, plan_gemm(lt_, d, kGemmWorkspaceBytes, site_, name)).first;
           w.gemm = &found->second;
           if (w.gemm->rounded)
-            notes_.insert("FP8 GEMM dimensions were rounded up to multiples of 16, as cuBLASLt "
-                          "requires.");
+            notes_.insert(
+                "FP8 GEMM dimensions were rounded up to multiples of 16, as cuBLASLt "
+                "requires.");
           a_max = std::max(a_max, w.gemm->a_bytes);
           b_max = std::max(b_max, w.gemm->b_bytes);
           d_max = std::max(d_max, w.gemm->d_bytes);
           if (c->kind == KernelKind::kAttention)
-            notes_.insert("Attention ran as cuBLASLt batched GEMMs of its shape (as many as its "
-                          "FLOPs count), not as FlashAttention or a fused softmax.");
+            notes_.insert(
+                "Attention ran as cuBLASLt batched GEMMs of its shape (as many as its "
+                "FLOPs count), not as FlashAttention or a fused softmax.");
         } else {
           // Read half the op's bytes, write the other half (floats of 4 bytes).
           const double bytes = c->bytes.value();
@@ -310,7 +314,8 @@ Trace CudaExecutor::run(const Job& job, const Cluster& cluster, const RunOptions
   (void)cluster;  // the hardware is what it is: the cluster's figures are the prediction's
   for (const Perturbation& pert : options.perturbations) {
     (void)pert;
-    throw InputError(Diagnostic{{}, "perturbations",
+    throw InputError(Diagnostic{{},
+                                "perturbations",
                                 "the GPU back end measures real hardware and cannot apply a "
                                 "perturbation (slow_rank); run it without one"});
   }
@@ -322,8 +327,9 @@ Trace CudaExecutor::run(const Job& job, const Cluster& cluster, const RunOptions
   memory_ = RankMemory{};
   notes_.clear();
   if (options_.compute_scale != 1.0)
-    notes_.insert("--compute-scale applies to the CPU back end only: the GPU ran every op at full "
-                  "size.");
+    notes_.insert(
+        "--compute-scale applies to the CPU back end only: the GPU ran every op at full "
+        "size.");
   if (world_ == nullptr) world_ = init_world_comm(channel_, site_, options_.timeout);
 
   try {
@@ -366,8 +372,9 @@ Trace CudaExecutor::run(const Job& job, const Cluster& cluster, const RunOptions
         << " GB (cudaMemGetInfo); dtsim's own scratch buffers (" << scratch_bytes_ / 1e9
         << " GB) and the CUDA context and NCCL's buffers are not counted.";
     notes_.insert(mem.str());
-    notes_.insert("The Program's memory ops ran once, in the first step (cudaMallocAsync / "
-                  "cudaFreeAsync); later steps reuse that memory, as the simulators count it.");
+    notes_.insert(
+        "The Program's memory ops ran once, in the first step (cudaMallocAsync / "
+        "cudaFreeAsync); later steps reuse that memory, as the simulators count it.");
     Trace local = collect(options.iterations);
     release_run();
     return gather_trace(channel_, std::move(local));
@@ -387,13 +394,17 @@ void CudaExecutor::maybe_inject_fault(size_t s, size_t i) {
     return;
   const std::string where = op_name(*program_, s, i);
   if (options_.fault.kind == FaultInjection::Kind::kExit) {
-    std::fprintf(stderr, "dtsim: %s: injected fault: exiting mid-way through the first timed step, "
-                 "before op %s\n", site_.who.c_str(), where.c_str());
+    std::fprintf(stderr,
+                 "dtsim: %s: injected fault: exiting mid-way through the first timed step, "
+                 "before op %s\n",
+                 site_.who.c_str(), where.c_str());
     std::fflush(stderr);
     _exit(1);
   }
-  std::fprintf(stderr, "dtsim: %s: injected fault: hanging mid-way through the first timed step, "
-               "before op %s\n", site_.who.c_str(), where.c_str());
+  std::fprintf(stderr,
+               "dtsim: %s: injected fault: hanging mid-way through the first timed step, "
+               "before op %s\n",
+               site_.who.c_str(), where.c_str());
   std::fflush(stderr);
   // Hang long enough for every other rank to time out, then leave: no process stays behind.
   std::this_thread::sleep_for(std::chrono::duration<double>(3 * options_.timeout.value() + 30));
@@ -432,8 +443,8 @@ void CudaExecutor::enqueue(size_t s, size_t i, int iteration, bool timed) {
     const ComputeWork& w = work_[s][i];
     if (w.gemm)
       for (int r = 0; r < w.repeats; ++r)
-        w.gemm->run(lt_, input_, weights_, output_, workspaces_[s], kGemmWorkspaceBytes, st,
-                    site_, name);
+        w.gemm->run(lt_, input_, weights_, output_, workspaces_[s], kGemmWorkspaceBytes, st, site_,
+                    name);
     else if (w.floats > 0)
       DTSIM_CHECK(site_, name,
                   launch_streaming(static_cast<const float*>(input_), static_cast<float*>(output_),
@@ -461,15 +472,17 @@ void CudaExecutor::enqueue(size_t s, size_t i, int iteration, bool timed) {
     const bool in_parts = c->kind == CollectiveKind::kAllGather ||
                           c->kind == CollectiveKind::kReduceScatter ||
                           c->kind == CollectiveKind::kAllToAll;
-    moved_[flat] = c->kind == CollectiveKind::kBarrier
-                       ? 0
-                       : static_cast<double>(in_parts ? count(bytes / n) * group.ranks.size()
-                                                      : count(bytes)) * elem;
+    moved_[flat] =
+        c->kind == CollectiveKind::kBarrier
+            ? 0
+            : static_cast<double>(in_parts ? count(bytes / n) * group.ranks.size() : count(bytes)) *
+                  elem;
     const char* call = "";
     switch (c->kind) {
       case CollectiveKind::kAllReduce:
         call = "ncclAllReduce";
-        DTSIM_CHECK(site_, name, ncclAllReduce(send_, recv_, count(bytes), type, ncclSum, comm, st));
+        DTSIM_CHECK(site_, name,
+                    ncclAllReduce(send_, recv_, count(bytes), type, ncclSum, comm, st));
         break;
       case CollectiveKind::kAllGather:  // bytes: the gathered array; each rank sends 1/n
         call = "ncclAllGather";
@@ -525,8 +538,7 @@ void CudaExecutor::enqueue(size_t s, size_t i, int iteration, bool timed) {
     auto& list = live_[static_cast<size_t>(m->category)];
     if (bytes > 0) {
       Allocation a{nullptr, bytes};
-      DTSIM_CHECK(site_, name,
-                  cudaMallocAsync(&a.ptr, static_cast<size_t>(std::ceil(bytes)), st));
+      DTSIM_CHECK(site_, name, cudaMallocAsync(&a.ptr, static_cast<size_t>(std::ceil(bytes)), st));
       list.push_back(a);
     } else if (bytes < 0) {
       // A free names a size, not a buffer: release the latest allocation of that size in the
@@ -595,16 +607,15 @@ void CudaExecutor::wait_one(const InFlight& f) {
     if (e == cudaSuccess) return;
     if (e != cudaErrorNotReady)
       abort_all(site_.who + ", op " + name + " (step " + std::to_string(f.iteration) +
-                "): cudaEventQuery failed: " + cudaGetErrorName(e) + " (" +
-                cudaGetErrorString(e) + "); NCCL communicators aborted");
+                "): cudaEventQuery failed: " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) +
+                "); NCCL communicators aborted");
     auto check_comm = [&](ncclComm_t comm, const std::string& which) {
       ncclResult_t state = ncclSuccess;
       if (comm && ncclCommGetAsyncError(comm, &state) == ncclSuccess && state != ncclSuccess &&
           state != ncclInProgress)
         abort_all(site_.who + ", op " + name + " (step " + std::to_string(f.iteration) +
-                  "): NCCL reported an error on the " + which + ": " +
-                  ncclGetErrorString(state) + " (" + ncclGetLastError(comm) +
-                  "); NCCL communicators aborted");
+                  "): NCCL reported an error on the " + which + ": " + ncclGetErrorString(state) +
+                  " (" + ncclGetLastError(comm) + "); NCCL communicators aborted");
     };
     for (auto& [key, comm] : group_comms_)
       check_comm(comm, "communicator of group " + std::to_string(key.first));
@@ -666,7 +677,8 @@ Trace CudaExecutor::collect(int iterations) {
   memory_.rank = launch_.rank;
   t.memory.push_back(memory_);
   t.notes.push_back(std::string("Measured on ") + props_.name + " (GPU " + std::to_string(device_) +
-                    " of " + launch_.host + ") with CUDA events around every op; span times "
+                    " of " + launch_.host +
+                    ") with CUDA events around every op; span times "
                     "are from a common start after a barrier of all ranks.");
   for (const std::string& n : notes_) t.notes.push_back(n);
   return t;

@@ -108,9 +108,9 @@ GemmPlan plan_gemm(cublasLtHandle_t lt, GemmDims dims, size_t workspace_bytes, c
   DTSIM_CHECK(site, op,
               cublasLtMatmulDescSetAttribute(p.desc_, CUBLASLT_MATMUL_DESC_TRANSA, &transpose,
                                              sizeof transpose));
-  DTSIM_CHECK(site, op,
-              cublasLtMatmulDescSetAttribute(p.desc_, CUBLASLT_MATMUL_DESC_TRANSB, &keep,
-                                             sizeof keep));
+  DTSIM_CHECK(
+      site, op,
+      cublasLtMatmulDescSetAttribute(p.desc_, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof keep));
   // A is stored k x m (ld k) and transposed; B k x n (ld k); D m x n (ld m).
   DTSIM_CHECK(site, op, cublasLtMatrixLayoutCreate(&p.a_, t.in, k, m, static_cast<int64_t>(k)));
   DTSIM_CHECK(site, op, cublasLtMatrixLayoutCreate(&p.b_, t.in, k, n, static_cast<int64_t>(k)));
@@ -124,10 +124,10 @@ GemmPlan plan_gemm(cublasLtHandle_t lt, GemmDims dims, size_t workspace_bytes, c
       DTSIM_CHECK(site, op,
                   cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
                                                    &count, sizeof count));
-      DTSIM_CHECK(site, op,
-                  cublasLtMatrixLayoutSetAttribute(layouts[i],
-                                                   CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                                   &strides[i], sizeof strides[i]));
+      DTSIM_CHECK(
+          site, op,
+          cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                           &strides[i], sizeof strides[i]));
     }
   }
 
@@ -139,8 +139,8 @@ GemmPlan plan_gemm(cublasLtHandle_t lt, GemmDims dims, size_t workspace_bytes, c
   cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
   if (status == CUBLAS_STATUS_SUCCESS)
-    status = cublasLtMatmulAlgoGetHeuristic(lt, p.desc_, p.a_, p.b_, p.d_, p.d_, pref, 1,
-                                            &result, &found);
+    status = cublasLtMatmulAlgoGetHeuristic(lt, p.desc_, p.a_, p.b_, p.d_, p.d_, pref, 1, &result,
+                                            &found);
   cublasLtMatmulPreferenceDestroy(pref);
   DTSIM_CHECK(site, op, status);
   if (found == 0)

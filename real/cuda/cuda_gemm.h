@@ -40,7 +40,7 @@ class GemmPlan {
   GemmPlan& operator=(GemmPlan&& o) noexcept;
   ~GemmPlan();
 
-  GemmDims dims;     // as run (after FP8 rounding)
+  GemmDims dims;  // as run (after FP8 rounding)
   bool rounded = false;
   // Bytes of each operand over the whole batch.
   size_t a_bytes = 0, b_bytes = 0, d_bytes = 0;

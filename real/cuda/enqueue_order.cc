@@ -32,8 +32,8 @@ std::vector<EnqueueStep> enqueue_order(const Program& p) {
       order.push_back(EnqueueStep{s, next[s]});
       if (op.record) {
         if (*op.record < 0 || static_cast<size_t>(*op.record) >= recorded.size())
-          throw RuntimeError("the Program records event " + std::to_string(*op.record) +
-                             " in " + op_name(p, s, next[s]) + ", but it has events 0 to " +
+          throw RuntimeError("the Program records event " + std::to_string(*op.record) + " in " +
+                             op_name(p, s, next[s]) + ", but it has events 0 to " +
                              std::to_string(p.num_events - 1));
         recorded[static_cast<size_t>(*op.record)] = true;
       }
@@ -52,7 +52,8 @@ std::vector<EnqueueStep> enqueue_order(const Program& p) {
         }
       throw RuntimeError(
           "the Program cannot progress: these ops wait for events that no op before them "
-          "records (a cycle of waits, or a missing record):" + blocked);
+          "records (a cycle of waits, or a missing record):" +
+          blocked);
     }
   }
 }

@@ -38,24 +38,24 @@ Signature signature(const Trace& trace, const Job& job) {
   Signature s;
   for (const Span& span : spans) {
     s.stream_order[{span.rank, span.stream, span.iteration}].push_back(span.op_index);
-    const Op& op =
-        job.program_for(span.rank)->streams.at(static_cast<size_t>(span.stream)).ops.at(span.op_index);
+    const Op& op = job.program_for(span.rank)
+                       ->streams.at(static_cast<size_t>(span.stream))
+                       .ops.at(span.op_index);
     if (const auto* c = std::get_if<CollectiveOp>(&op.body))
       s.collectives[{span.rank, c->group}].emplace_back(span.iteration, static_cast<int>(c->kind),
-                                                         span.moved.value());
+                                                        span.moved.value());
     else if (const auto* x = std::get_if<SendOp>(&op.body))
       s.messages[{span.rank, x->peer, true}].emplace_back(span.iteration, x->tag,
-                                                           span.moved.value());
+                                                          span.moved.value());
     else if (const auto* x = std::get_if<RecvOp>(&op.body))
       s.messages[{span.rank, x->peer, false}].emplace_back(span.iteration, x->tag,
-                                                            span.moved.value());
+                                                           span.moved.value());
   }
   // Within a stream, ops run in order: sort by index must change nothing.
   for (auto& [key, order] : s.stream_order)
     if (!std::is_sorted(order.begin(), order.end()))
-      throw RuntimeError(trace.engine + ": rank " + std::to_string(std::get<0>(key)) +
-                         " stream " + std::to_string(std::get<1>(key)) +
-                         " ran its ops out of order");
+      throw RuntimeError(trace.engine + ": rank " + std::to_string(std::get<0>(key)) + " stream " +
+                         std::to_string(std::get<1>(key)) + " ran its ops out of order");
   return s;
 }
 
@@ -71,8 +71,8 @@ bool same(const Map& a, const Map& b, const std::string& what, const std::string
       return false;
     }
     if (it->second != va) {
-      std::printf("FAIL: %s differ between %s (%zu entries) and %s (%zu entries)\n",
-                  what.c_str(), ea.c_str(), va.size(), eb.c_str(), it->second.size());
+      std::printf("FAIL: %s differ between %s (%zu entries) and %s (%zu entries)\n", what.c_str(),
+                  ea.c_str(), va.size(), eb.c_str(), it->second.size());
       return false;
     }
   }
@@ -113,10 +113,11 @@ int main(int argc, char** argv) {
     for (const auto& [k, v] : sigs[0].stream_order) ops += v.size();
     for (const auto& [k, v] : sigs[0].collectives) collectives += v.size();
     for (const auto& [k, v] : sigs[0].messages) messages += v.size();
-    std::printf("%s: %d ranks, %d iterations: %zu timed ops, %zu collective calls, %zu sends and "
-                "receives; %s across cpu-mpi, analytic and simgrid\n",
-                argv[1], m.job.world_size, run.iterations, ops, collectives, messages,
-                ok ? "identical" : "NOT identical");
+    std::printf(
+        "%s: %d ranks, %d iterations: %zu timed ops, %zu collective calls, %zu sends and "
+        "receives; %s across cpu-mpi, analytic and simgrid\n",
+        argv[1], m.job.world_size, run.iterations, ops, collectives, messages,
+        ok ? "identical" : "NOT identical");
     if (ops == 0 || (collectives == 0 && messages == 0)) {
       std::printf("FAIL: the scenario exercises no communication, so the check proves nothing\n");
       return 1;

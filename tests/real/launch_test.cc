@@ -37,8 +37,8 @@ TEST(Launch, OpenMpi) {
 }
 
 TEST(Launch, Slurm) {
-  const LaunchInfo l = detect({"SLURM_PROCID=3", "SLURM_NTASKS=16", "SLURM_LOCALID=3",
-                               "SLURM_TASKS_PER_NODE=8(x2)"});
+  const LaunchInfo l = detect(
+      {"SLURM_PROCID=3", "SLURM_NTASKS=16", "SLURM_LOCALID=3", "SLURM_TASKS_PER_NODE=8(x2)"});
   EXPECT_EQ(l.launcher, "srun");
   EXPECT_EQ(l.world, 16);
   EXPECT_EQ(l.rank, 3);

@@ -18,8 +18,8 @@ std::string scenario(const std::string& framework, const std::string& extra_trai
          "model: {family: gpt, num_layers: 4, hidden_size: 1024, num_attention_heads: 16, "
          "seq_length: 1024, vocab_size: 50257}\n"
          "training: {framework: " +
-         framework +
-         ", global_batch_size: 8, micro_batch_size: 1, precision: bf16" + extra_training + "}\n";
+         framework + ", global_batch_size: 8, micro_batch_size: 1, precision: bf16" +
+         extra_training + "}\n";
 }
 
 struct Observed {
@@ -105,7 +105,7 @@ TEST(FrameworkProfile, PytorchDdpOverlapsSmallBucketsWithBackward) {
   EXPECT_DOUBLE_EQ(o.scenario.training.first_gradient_bucket.value(), 1.0 * 1024 * 1024);
   ASSERT_GE(o.dp_bytes.size(), 3u);
   EXPECT_NEAR(o.dp_bytes.front(), 1.0 * 1024 * 1024, 1.0);  // the 1 MiB first bucket
-  EXPECT_LT(o.first_dp_start, o.backward_end);  // reduced while backward still runs
+  EXPECT_LT(o.first_dp_start, o.backward_end);              // reduced while backward still runs
 }
 
 TEST(FrameworkProfile, FsdpShardsEverythingAndOverlaps) {
@@ -116,9 +116,9 @@ TEST(FrameworkProfile, FsdpShardsEverythingAndOverlaps) {
 }
 
 TEST(FrameworkProfile, KeysTheScenarioSetsOverrideTheProfile) {
-  const Observed o =
-      observe(scenario("megatron-lm-2021", ", overlap_grad_reduce: true, gradient_bucket: 25MiB, "
-                                           "first_gradient_bucket: 1MiB"));
+  const Observed o = observe(scenario("megatron-lm-2021",
+                                      ", overlap_grad_reduce: true, gradient_bucket: 25MiB, "
+                                      "first_gradient_bucket: 1MiB"));
   EXPECT_TRUE(o.scenario.training.overlap_grad_reduce);
   EXPECT_DOUBLE_EQ(o.scenario.training.gradient_bucket.value(), 25.0 * 1024 * 1024);
   EXPECT_GT(o.dp_bytes.size(), 1u);

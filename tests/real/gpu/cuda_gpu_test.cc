@@ -15,11 +15,11 @@
 namespace dtsim::real {
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                                  \
-  do {                                                                      \
-    std::string why_;                                                       \
+#define SKIP_WITHOUT_GPU()                                                     \
+  do {                                                                         \
+    std::string why_;                                                          \
     if (!built_with_cuda()) GTEST_SKIP() << "this build has no CUDA back end"; \
-    if (cuda_device_count(why_) == 0) GTEST_SKIP() << why_;                 \
+    if (cuda_device_count(why_) == 0) GTEST_SKIP() << why_;                    \
   } while (0)
 
 Cluster one_h200() {
@@ -88,16 +88,22 @@ TEST(CudaGpu, MemoryOpRaisesPeakByItsBytes) {
   Program p;
   const StreamId s = p.add_stream("compute");
   const double gib = 1024.0 * 1024 * 1024;
-  p.append(s, MemoryOp{MemoryCategory::kWeights, Bytes(2 * gib)}, Label{"weights", -1, -1, Phase::kOther});
-  p.append(s, MemoryOp{MemoryCategory::kActivations, Bytes(gib)}, Label{"stash", 0, 0, Phase::kForward});
+  p.append(s, MemoryOp{MemoryCategory::kWeights, Bytes(2 * gib)},
+           Label{"weights", -1, -1, Phase::kOther});
+  p.append(s, MemoryOp{MemoryCategory::kActivations, Bytes(gib)},
+           Label{"stash", 0, 0, Phase::kForward});
   p.append(s, gemm(1024, 1024, 1024), Label{"gemm", 0, 0, Phase::kForward});
-  p.append(s, MemoryOp{MemoryCategory::kActivations, Bytes(-gib)}, Label{"free", 0, 0, Phase::kBackward});
-  p.append(s, MemoryOp{MemoryCategory::kActivations, Bytes(gib / 2)}, Label{"smaller", 0, 0, Phase::kBackward});
+  p.append(s, MemoryOp{MemoryCategory::kActivations, Bytes(-gib)},
+           Label{"free", 0, 0, Phase::kBackward});
+  p.append(s, MemoryOp{MemoryCategory::kActivations, Bytes(gib / 2)},
+           Label{"smaller", 0, 0, Phase::kBackward});
   const Trace t = run(one_rank(p), 2);
   ASSERT_EQ(t.memory.size(), 1u);
   EXPECT_DOUBLE_EQ(t.memory[0].peak.value(), 3 * gib);
-  EXPECT_DOUBLE_EQ(t.memory[0].at_peak[static_cast<size_t>(MemoryCategory::kWeights)].value(), 2 * gib);
-  EXPECT_DOUBLE_EQ(t.memory[0].at_peak[static_cast<size_t>(MemoryCategory::kActivations)].value(), gib);
+  EXPECT_DOUBLE_EQ(t.memory[0].at_peak[static_cast<size_t>(MemoryCategory::kWeights)].value(),
+                   2 * gib);
+  EXPECT_DOUBLE_EQ(t.memory[0].at_peak[static_cast<size_t>(MemoryCategory::kActivations)].value(),
+                   gib);
   // Memory ops take no span; the GEMM one per step.
   EXPECT_EQ(t.spans.size(), 2u);
 }
@@ -113,7 +119,8 @@ TEST(CudaGpu, SingleRankProgramGivesSpansForEveryOp) {
   ew.bytes = Bytes(512e6);
   ew.flops = Flops(64e6);
   p.append(compute, ew, Label{"gelu", 0, 0, Phase::kForward});
-  Op& last = p.append(compute, gemm(4096, 4096, 4096, DType::kFp16), Label{"bwd", 0, 0, Phase::kBackward});
+  Op& last =
+      p.append(compute, gemm(4096, 4096, 4096, DType::kFp16), Label{"bwd", 0, 0, Phase::kBackward});
   const EventId grads = p.new_event();
   last.record = grads;
   Op& ar = p.append(comm, CollectiveOp{CollectiveKind::kAllReduce, 0, Bytes(64e6), DType::kFp32},

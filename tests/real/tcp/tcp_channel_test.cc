@@ -85,7 +85,8 @@ std::vector<Outcome> run_ranks(const std::vector<int>& ranks,
   for (size_t i = 0; i < ranks.size(); ++i) {
     char buf[4096];
     ssize_t n;
-    while ((n = read(pipes[i], buf, sizeof buf)) > 0) out[i].text.append(buf, static_cast<size_t>(n));
+    while ((n = read(pipes[i], buf, sizeof buf)) > 0)
+      out[i].text.append(buf, static_cast<size_t>(n));
     close(pipes[i]);
     int status = 0;
     waitpid(pids[i], &status, 0);
@@ -117,7 +118,8 @@ TEST(TcpChannel, BroadcastGatherAndBarrierAcrossThreeProcesses) {
       if (all.size() != 3) return "gather: " + std::to_string(all.size()) + " parts";
       for (int r = 0; r < 3; ++r)
         if (text_of(all[static_cast<size_t>(r)]) != "from rank " + std::to_string(r))
-          return "gather: part " + std::to_string(r) + " is " + text_of(all[static_cast<size_t>(r)]);
+          return "gather: part " + std::to_string(r) + " is " +
+                 text_of(all[static_cast<size_t>(r)]);
     } else if (!all.empty()) {
       return "gather: a non-root rank received parts";
     }
