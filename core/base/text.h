@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dtsim {
 
@@ -33,5 +34,9 @@ std::string printable(std::string_view text, size_t max_bytes = 1000);
 
 // The current time as ISO-8601 in UTC ("2026-12-01T22:40:00Z"), as profiles record it.
 std::string utc_timestamp();
+
+// The closest name within an edit distance that suggests a typo or, failing that, the shortest
+// name the word begins ("H100" -> "H100-SXM"), case-insensitively; "" when none is close.
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
 
 }  // namespace dtsim

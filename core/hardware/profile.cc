@@ -53,36 +53,6 @@ bool iequals(std::string_view a, std::string_view b) {
          });
 }
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                        std::tolower(static_cast<unsigned char>(b[j - 1]));
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
-// The known key closest to a misspelt one. The scenario schema's did_you_mean
-// (core/scenario/schema.h) lives a stage above this one; profile keys are few and short, so the
-// closest within a third of the word's length (at least 2 edits) is enough.
-std::string closest_key(const std::string& word, const std::vector<std::string>& known) {
-  std::string best;
-  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
-  for (const auto& k : known) {
-    const size_t d = edit_distance(word, k);
-    if (d < best_distance) best_distance = d, best = k;
-  }
-  return best;
-}
-
 std::string join(const std::vector<std::string>& words) {
   std::string out;
   for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
@@ -137,7 +107,7 @@ class ProfileReader {
       const std::string p = path.empty() ? name : path + "." + name;
       if (std::find(known.begin(), known.end(), name) == known.end()) {
         std::string msg = "unknown key";
-        if (auto dym = closest_key(name, known); !dym.empty())
+        if (auto dym = did_you_mean(name, known); !dym.empty())
           msg += "; did you mean '" + dym + "'?";
         else
           msg += "; valid keys here: " + join(known);

@@ -39,20 +39,6 @@ std::string describe_amount(FlopsPerSecond r) {
   return dtsim::format_number("%g GFLOPS", r.value() / 1e9);
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t sub = prev[j - 1] + (std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1);
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 std::string join(const std::vector<std::string>& words, const std::string& sep) {
   std::string out;
   for (const auto& w : words) {
@@ -380,35 +366,6 @@ const SchemaNode* find_schema_node(const SchemaNode& root, const std::string& pa
 std::string canonical_path(const SchemaNode& root, const std::string& path) {
   std::string out;
   return walk(root, path, &out) ? out : path;
-}
-
-std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
-  std::string best;
-  size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
-  for (const auto& c : candidates) {
-    // The distance is at least the difference in length: skip what cannot win, so a megabyte
-    // of text costs nothing here.
-    const size_t gap = word.size() > c.size() ? word.size() - c.size() : c.size() - word.size();
-    if (gap >= best_d) continue;
-    size_t d = edit_distance(word, c);
-    if (d < best_d) {
-      best_d = d;
-      best = c;
-    }
-  }
-  if (!best.empty() || word.size() < 2) return best;
-  // A word that begins a name is a short form of it ("H100" for "H100-SXM", "gpus" for
-  // "gpus_per_node"); the shortest such name is the likeliest.
-  auto lower = [](std::string s) {
-    for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return s;
-  };
-  const std::string w = lower(word);
-  for (const auto& c : candidates)
-    if (c.size() > w.size() && lower(c).rfind(w, 0) == 0 &&
-        (best.empty() || c.size() < best.size()))
-      best = c;
-  return best;
 }
 
 std::string describe(const SchemaNode& s) {

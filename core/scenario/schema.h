@@ -21,6 +21,7 @@
 
 #include "core/base/enum_table.h"
 #include "core/base/error.h"
+#include "core/base/text.h"  // did_you_mean, for the schema's users
 #include "core/base/units.h"
 
 namespace YAML {
@@ -114,10 +115,6 @@ const SchemaNode* find_schema_node(const SchemaNode& root, const std::string& pa
 // The path with every alias replaced by its key ("parallelism.tp" -> "parallelism.tensor"); the
 // path unchanged when a segment is unknown.
 std::string canonical_path(const SchemaNode& root, const std::string& path);
-
-// The closest name within an edit distance that suggests a typo or, failing that, the shortest
-// name the word begins ("H100" -> "H100-SXM"), case-insensitively; "" when none is close.
-std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
 
 // A human phrase for what a type expects ("a whole number", "a size such as 80GiB").
 std::string describe(const SchemaNode& node);

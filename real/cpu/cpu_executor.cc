@@ -136,8 +136,7 @@ class CpuExecutor final : public Executor {
     std::vector<uint8_t> send, recv;
   };
   void setup(const Job& job);
-  void run_phase(const Job& job, int iterations, bool timed, Clock::time_point t0,
-                 std::vector<Span>& spans);
+  void run_phase(int iterations, bool timed, Clock::time_point t0, std::vector<Span>& spans);
   // Returns the bytes a collective or message moved (whole elements), 0 for other ops.
   Bytes run_op(const Program& p, StreamId s, size_t i, int iteration, StreamBuffers& buf);
   std::string where(const Program& p, StreamId s, size_t i) const;
@@ -338,9 +337,8 @@ Bytes CpuExecutor::run_op(const Program& p, StreamId s, size_t i, int iteration,
   return Bytes(moved);
 }
 
-void CpuExecutor::run_phase(const Job& job, int iterations, bool timed, Clock::time_point t0,
+void CpuExecutor::run_phase(int iterations, bool timed, Clock::time_point t0,
                             std::vector<Span>& spans) {
-  (void)job;
   const Program& p = *program_;
   events_->reset();
   std::vector<std::vector<Span>> per_stream(p.streams.size());
@@ -409,14 +407,14 @@ Trace CpuExecutor::run(const Job& job, const Cluster& cluster, const RunOptions&
   for (const Group& g : job.groups) group_of_[g.id] = &g;
   setup(job);
   fault_armed_ = options_.fault.kind != FaultInjection::Kind::kNone && options_.fault.rank == me;
-  watchdog_ = std::make_unique<Watchdog>(channel_, *program_, job, options_.timeout);
+  watchdog_ = std::make_unique<Watchdog>(channel_, *program_, options_.timeout);
 
   std::vector<Span> spans;
   if (options_.warmup_iterations > 0)
-    run_phase(job, options_.warmup_iterations, false, Clock::now(), spans);
+    run_phase(options_.warmup_iterations, false, Clock::now(), spans);
   channel_.barrier();
   const auto t0 = Clock::now();
-  run_phase(job, run.iterations, true, t0, spans);
+  run_phase(run.iterations, true, t0, spans);
   watchdog_.reset();
 
   Trace local;

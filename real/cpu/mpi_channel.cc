@@ -1,3 +1,4 @@
+#include <limits>
 #include <thread>
 
 #include "core/base/error.h"
@@ -112,6 +113,11 @@ std::vector<uint8_t> MpiChannel::broadcast(std::vector<uint8_t> bytes) {
 
 std::vector<std::vector<uint8_t>> MpiChannel::gather(std::vector<uint8_t> mine) {
   const uint64_t size = mine.size();
+  // One MPI message carries an int count of bytes: a trace beyond 2 GiB is refused, not cut.
+  if (size > static_cast<uint64_t>(std::numeric_limits<int>::max()))
+    throw RuntimeError(describe(launch_) + ": this rank's measured trace is " +
+                       format_bytes(Bytes(static_cast<double>(size))) +
+                       ", beyond the 2 GiB one MPI message carries; run fewer --iterations");
   std::vector<uint64_t> sizes(rank_ == 0 ? world_ : 0);
   MPI_Request r;
   {

@@ -39,8 +39,8 @@ bool waits_on_peer(const Program& p, StreamId s, size_t i) {
 
 }  // namespace
 
-Watchdog::Watchdog(MpiChannel& channel, const Program& program, const Job& job, Seconds timeout)
-    : channel_(channel), program_(program), job_(job), timeout_(timeout) {
+Watchdog::Watchdog(MpiChannel& channel, const Program& program, Seconds timeout)
+    : channel_(channel), program_(program), timeout_(timeout) {
   {
     std::lock_guard lock(mpi_mutex());
     MPI_Comm_dup(channel.world_comm(), &comm_);

@@ -24,7 +24,7 @@ namespace dtsim::real::cpu {
 
 class Watchdog {
  public:
-  Watchdog(MpiChannel& channel, const Program& program, const Job& job, Seconds timeout);
+  Watchdog(MpiChannel& channel, const Program& program, Seconds timeout);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
@@ -44,7 +44,6 @@ class Watchdog {
 
   MpiChannel& channel_;
   const Program& program_;
-  const Job& job_;
   Seconds timeout_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   std::vector<std::unique_ptr<Status>> streams_;
