@@ -248,7 +248,12 @@ class BlockBuilder {
                        double head_dim) {
     const double lse_bytes = 4 * heads * s_local;
     const double io = e_ * (2 * n_q + 2 * n_kv) + lse_bytes;
-    const GemmShape scores{heads, s_local, d_.s, head_dim};
+    GemmShape scores{heads, s_local, d_.s, head_dim};
+    // The published attention rates (core/hardware/kernel_rates.h) are for fused kernels, and
+    // GPT-style decoders mask the future (the kernel skips the masked tiles); BERT attends both
+    // ways.
+    scores.fused_attention = true;
+    scores.causal = spec_.family != ModelFamily::kBert;
     Kernel fwd{"flash_attention", KernelKind::kAttention, Flops(2 * core_flops), Bytes(io)};
     fwd.shape = scores;
     layer_.forward_kernel(fwd);

@@ -14,19 +14,6 @@ BytesPerSecond achievable_memory_bandwidth(const GpuSpec& gpu) {
   return gpu.memory_bandwidth * gpu.memory_efficiency;
 }
 
-double wave_efficiency(const GemmShape& shape, int sm_count) {
-  if (!shape.known() || sm_count <= 0) return 1.0;
-  const double tiles =
-      shape.batch * std::ceil(shape.m / kGemmTileM) * std::ceil(shape.n / kGemmTileN);
-  // Tile quantization: partial tiles at the edges compute padding.
-  const double useful = shape.batch * shape.m * shape.n;
-  const double tile_efficiency = useful / (tiles * kGemmTileM * kGemmTileN);
-  // Wave quantization: the last wave of tiles leaves SMs idle.
-  const double waves = std::ceil(tiles / sm_count);
-  const double wave = tiles / (waves * sm_count);
-  return tile_efficiency * wave;
-}
-
 std::optional<FlopsPerSecond> measured_flop_rate(const GpuSpec& gpu, KernelKind kind, DType dtype,
                                                  const GemmShape& shape) {
   if (kind != KernelKind::kGemm && kind != KernelKind::kAttention) return std::nullopt;
@@ -39,16 +26,36 @@ std::optional<FlopsPerSecond> measured_flop_rate(const GpuSpec& gpu, KernelKind 
   return gemm * gpu.attention_factor.value_or(gpu.attention_efficiency / gpu.gemm_efficiency);
 }
 
+std::optional<FlopsPerSecond> published_flop_rate(const GpuSpec& gpu, KernelKind kind, DType dtype,
+                                                  const GemmShape& shape) {
+  if (!shape.known()) return std::nullopt;
+  if (kind == KernelKind::kGemm) {
+    const auto it = gpu.gemm_curve.find(dtype);
+    if (it == gpu.gemm_curve.end() || it->second.empty()) return std::nullopt;
+    return gpu.peak_for(dtype) *
+           it->second.efficiency(shape.batch, shape.m, shape.n, shape.k, gpu.sm_count);
+  }
+  if (kind == KernelKind::kAttention && shape.fused_attention) {
+    const auto it = gpu.attention_curve.find(dtype);
+    if (it == gpu.attention_curve.end() || it->second.empty()) return std::nullopt;
+    const double eff = it->second.efficiency(shape.k, shape.n, shape.causal);
+    if (eff <= 0) return std::nullopt;
+    return gpu.peak_for(dtype) * (eff * (shape.causal ? 2 : 1));
+  }
+  return std::nullopt;
+}
+
+FlopsPerSecond flop_rate(const GpuSpec& gpu, KernelKind kind, DType dtype, const GemmShape& shape) {
+  if (auto measured = measured_flop_rate(gpu, kind, dtype, shape)) return *measured;
+  if (auto published = published_flop_rate(gpu, kind, dtype, shape)) return *published;
+  return achievable_flop_rate(gpu, kind, dtype) * wave_efficiency(shape, gpu.sm_count);
+}
+
 Seconds compute_time(const ComputeOp& op, const GpuSpec& gpu) {
   Seconds t{0};
   if (op.flops.value() > 0 && op.kind != KernelKind::kElementwise &&
-      op.kind != KernelKind::kOptimizer) {
-    if (auto measured = measured_flop_rate(gpu, op.kind, op.dtype, op.shape))
-      t = op.flops / *measured;
-    else
-      t = op.flops /
-          (achievable_flop_rate(gpu, op.kind, op.dtype) * wave_efficiency(op.shape, gpu.sm_count));
-  }
+      op.kind != KernelKind::kOptimizer)
+    t = op.flops / flop_rate(gpu, op.kind, op.dtype, op.shape);
   if (op.bytes.value() > 0) t = std::max(t, op.bytes / achievable_memory_bandwidth(gpu));
   return t + gpu.kernel_launch_overhead;
 }

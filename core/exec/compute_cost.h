@@ -1,17 +1,24 @@
-// Closed-form kernel costs: the roofline with GEMM tile and wave quantization.
+// Closed-form kernel costs: the roofline, with per-shape GEMM and attention rates where they are
+// known.
 //
 // Contract:
-// - compute_time: a kernel takes max(FLOPs / (peak(dtype) x efficiency(kind)),
-//   bytes / (memory bandwidth x memory efficiency)) plus the kernel launch overhead (Williams
-//   et al. 2009, "Roofline"). Efficiencies come from the GpuSpec.
-// - Measured GEMM rates (a hardware profile, core/hardware/profile.h): where the GPU has a GEMM
-//   table for the op's dtype (GpuSpec::gemm_table), a GEMM kernel runs at the table's rate at its
-//   shape (core/hardware/gemm_table.h: the per-GEMM m, n, k, whatever the batch; the rate at the
-//   largest grid point when the shape is unknown), and an attention kernel at attention_factor x
-//   that rate (absent: attention_efficiency / gemm_efficiency x it). Neither gemm_efficiency nor
-//   wave quantization applies on top: the measurement already contains both, since a calibrated
-//   GEMM of that shape ran on the device's real SMs at its real efficiency. A dtype without a
-//   table keeps the roofline above, and the memory roof and launch overhead are the same in both.
+// - compute_time: a kernel takes max(FLOPs / rate, bytes / (memory bandwidth x memory
+//   efficiency)) plus the kernel launch overhead (Williams et al. 2009, "Roofline"). The rate of
+//   a GEMM or attention kernel is the first of these that applies:
+//   1. a measured GEMM table for the op's dtype (a hardware profile, core/hardware/profile.h):
+//      the table's rate at the op's per-GEMM m, n, k (the rate at the largest grid point when the
+//      shape is unknown); an attention kernel runs at attention_factor x that rate (absent:
+//      attention_efficiency / gemm_efficiency x it). No quantization on top: the measurement ran
+//      on the device's real SMs at that shape.
+//   2. a published curve for the dtype (GpuSpec::gemm_curve / attention_curve,
+//      core/hardware/kernel_rates.h): a GEMM of known shape at peak x the curve's efficiency
+//      there (tile and wave quantization included); a fused attention kernel of known shape at
+//      peak x the attention curve's efficiency at its head dimension and key length, doubled
+//      under a causal mask because the curve counts half the square and the op's FLOPs count all
+//      of it.
+//   3. the roofline: peak(dtype) x gemm_efficiency (attention_efficiency for attention kernels)
+//      x tile and wave quantization where the shape is known.
+//   Elementwise and optimizer kernels are priced by their bytes alone.
 // - The same function gives the analytic engine its kernel durations and the SimGrid engine its
 //   Exec sizes, so there is one definition of a kernel's cost.
 #pragma once
@@ -20,28 +27,32 @@
 
 #include "core/base/units.h"
 #include "core/hardware/catalog.h"
+#include "core/hardware/kernel_rates.h"
 #include "core/ir/program.h"
 
 namespace dtsim {
 
-// Peak rate a kernel of this kind can reach on this GPU: the compute roof.
+// Peak rate a kernel of this kind can reach on this GPU under the roofline (case 3 above).
 FlopsPerSecond achievable_flop_rate(const GpuSpec& gpu, KernelKind kind, DType dtype);
 BytesPerSecond achievable_memory_bandwidth(const GpuSpec& gpu);
 
-// GEMM tile and wave quantization (NVIDIA Deep Learning Performance Guide, "Matrix
-// Multiplication Background", sections on tile and wave quantization): the output is computed
-// in kGemmTileM x kGemmTileN tiles, one per SM at a time, so a GEMM runs ceil(tiles / SMs) full
-// waves. Returns useful work / work the waves could do, in (0, 1]; 1 when the shape or the SM
-// count is unknown. The tile is the largest tensor-core tile cuBLAS and CUTLASS use for large
-// half-precision GEMMs on Ampere and Hopper (256 x 128, the guide's example); the achievable
-// rate it scales (gemm_efficiency, from MAMF sweeps) already holds for well-shaped GEMMs.
-inline constexpr double kGemmTileM = 256, kGemmTileN = 128;
-double wave_efficiency(const GemmShape& shape, int sm_count);
+// Tile and wave quantization of a GEMM shape (core/hardware/kernel_rates.h); 1 when the shape
+// is unknown.
+inline double wave_efficiency(const GemmShape& shape, int sm_count) {
+  return shape.known() ? wave_efficiency(shape.batch, shape.m, shape.n, sm_count) : 1.0;
+}
 
-// The measured rate of a GEMM or attention kernel (see the contract); nullopt when the GPU has no
-// GEMM table for this dtype, or the kernel is not a GEMM or attention kernel.
+// The measured rate of a GEMM or attention kernel (case 1); nullopt when the GPU has no GEMM
+// table for this dtype, or the kernel is not a GEMM or attention kernel.
 std::optional<FlopsPerSecond> measured_flop_rate(const GpuSpec& gpu, KernelKind kind, DType dtype,
                                                  const GemmShape& shape);
+
+// The published-curve rate (case 2); nullopt when no curve applies.
+std::optional<FlopsPerSecond> published_flop_rate(const GpuSpec& gpu, KernelKind kind, DType dtype,
+                                                  const GemmShape& shape);
+
+// The rate compute_time uses for a kernel's FLOPs (cases 1 to 3).
+FlopsPerSecond flop_rate(const GpuSpec& gpu, KernelKind kind, DType dtype, const GemmShape& shape);
 
 Seconds compute_time(const ComputeOp& op, const GpuSpec& gpu);
 

@@ -14,6 +14,7 @@
 //   adds NCCL's base latencies on top without double counting.
 #include "core/hardware/catalog.h"
 #include "core/hardware/cluster_config.h"
+#include "core/hardware/published_rates.h"
 
 #include <algorithm>
 #include <cctype>
@@ -906,7 +907,11 @@ FlopsPerSecond GpuSpec::peak_for(DType t) const {
 }
 
 const std::vector<GpuSpec>& gpu_catalog() {
-  static const std::vector<GpuSpec> catalog = make_gpu_catalog();
+  static const std::vector<GpuSpec> catalog = [] {
+    std::vector<GpuSpec> gpus = make_gpu_catalog();
+    for (GpuSpec& gpu : gpus) attach_published_rates(gpu);
+    return gpus;
+  }();
   return catalog;
 }
 

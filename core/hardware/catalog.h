@@ -22,6 +22,7 @@
 #include "core/base/enum_table.h"
 #include "core/base/units.h"
 #include "core/hardware/gemm_table.h"
+#include "core/hardware/kernel_rates.h"
 
 namespace dtsim {
 
@@ -49,6 +50,12 @@ struct GpuSpec {
   // Where a dtype has a GEMM table, GEMM kernels of that dtype run at the table's rate at their
   // shape instead of the roofline (core/exec/compute_cost.h).
   std::map<DType, GemmTable> gemm_table{};
+  // Published rates (core/hardware/published_rates.cc; the catalog's NVIDIA data-centre entries):
+  // per-shape GEMM efficiency and fused-attention efficiency per dtype. A dtype with a curve uses
+  // it instead of gemm_efficiency / attention_efficiency (core/exec/compute_cost.h); a scenario
+  // that sets either efficiency drops the matching curves, so that its figure is the one used.
+  std::map<DType, GemmCurve> gemm_curve{};
+  std::map<DType, AttentionCurve> attention_curve{};
   // Attention rate over the GEMM table's rate at the same shape, as measured; absent: the ratio
   // attention_efficiency / gemm_efficiency.
   std::optional<double> attention_factor{};

@@ -1,5 +1,6 @@
 #include "core/hardware/catalog_markdown.h"
 
+#include <cmath>
 #include <cstdio>
 #include <string_view>
 #include <vector>
@@ -98,6 +99,42 @@ std::string render_gpu_catalog_markdown() {
                 number(gpu.memory_efficiency, 3), microseconds(gpu.kernel_launch_overhead),
                 gpu.sm_count > 0 ? std::to_string(gpu.sm_count) : std::string("-"),
                 cell(gpu.efficiency_source)});
+  }
+  out +=
+      "\n### Published kernel rates\n\n"
+      "Where a GPU has rows below for a dtype, its GEMMs and fused attention kernels of that dtype "
+      "run at the rate these microbenchmarks published at their shape, interpolated between rows "
+      "(core/hardware/kernel_rates.h; docs/models.md, \"Kernel time\"), instead of the "
+      "efficiency above; a scenario that sets gemm_efficiency or attention_efficiency uses its "
+      "figure instead. GEMM rows are interpolated over log2(FLOPs) with each row's own tile and "
+      "wave quantization divided out (the wave-free efficiency column) and the target shape's put "
+      "back. Attention rows are FlashAttention forward + backward, whose causal runs count half "
+      "the square. docs/evidence/kernel-benchmark-sources.md gives each source's method.\n\n";
+  out += header({"GPU", "dtype", "m", "n", "k", "Rate (TFLOP/s)", "Fraction of peak",
+                 "Wave-free efficiency", "Source"});
+  for (const GpuSpec& gpu : gpu_catalog()) {
+    for (const auto& [dtype, curve] : gpu.gemm_curve) {
+      for (const GemmRow& g : curve.rows()) {
+        const double x = std::log2(2 * g.m * g.n * g.k);
+        out += row({cell(gpu.name), std::string(to_string(dtype)), number(g.m, 0), number(g.n, 0),
+                    number(g.k, 0), number(g.rate.value() / 1e12, 2),
+                    number(g.rate.value() / gpu.peak_for(dtype).value(), 3),
+                    number(curve.wave_free(x), 3), cell(g.source)});
+      }
+    }
+  }
+  out += "\n";
+  out += header({"GPU", "dtype", "Head dimension", "Mask", "Sequence length (tokens)",
+                 "Rate (TFLOP/s)", "Fraction of peak", "Source"});
+  for (const GpuSpec& gpu : gpu_catalog()) {
+    for (const auto& [dtype, curve] : gpu.attention_curve) {
+      for (const AttentionRow& a : curve.rows()) {
+        out +=
+            row({cell(gpu.name), std::string(to_string(dtype)), number(a.head_dim, 0),
+                 a.causal ? "causal" : "none", number(a.seq, 0), number(a.rate.value() / 1e12, 1),
+                 number(a.rate.value() / gpu.peak_for(dtype).value(), 3), cell(a.source)});
+      }
+    }
   }
   return out;
 }

@@ -40,6 +40,11 @@ constexpr std::string_view to_string(KernelKind k) {
 // cost model then applies no tile or wave quantization.
 struct GemmShape {
   double batch = 0, m = 0, n = 0, k = 0;
+  // Attention kernels: a fused (FlashAttention-style) kernel over batch = micro-batch x heads,
+  // m = queries, n = keys, k = head dimension, and whether a causal mask lets it skip the masked
+  // half of the scores (the FLOPs still count the whole square, Megatron-LM's convention).
+  bool fused_attention = false;
+  bool causal = false;
   bool known() const { return batch > 0 && m > 0 && n > 0 && k > 0; }
 };
 

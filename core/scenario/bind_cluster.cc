@@ -94,6 +94,11 @@ GpuSpec resolve_gpu(const Reader& r, const std::string& file, std::vector<std::s
   override_field<double>(r, path, "attention_efficiency", spec.attention_efficiency, set);
   override_field<double>(r, path, "memory_efficiency", spec.memory_efficiency, set);
   override_field<Seconds>(r, path, "kernel_launch_overhead", spec.kernel_launch_overhead, set);
+  // A scenario's own efficiency replaces the published per-shape curves it would otherwise lose
+  // to (core/exec/compute_cost.h), so that the figure it sets is the one every kernel uses.
+  auto was_set = [&](std::string_view key) { return std::ranges::find(set, key) != set.end(); };
+  if (was_set("gemm_efficiency")) spec.gemm_curve.clear();
+  if (was_set("attention_efficiency")) spec.attention_curve.clear();
   override_field<int64_t>(r, path, "sm_count", spec.sm_count, set);
   if (!from_catalog) {
     spec.source = "inline spec in " + file;
