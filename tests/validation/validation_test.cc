@@ -164,15 +164,18 @@ void print_markdown(const std::vector<Outcome>& outcomes) {
                 o.run.group.c_str(), o.run.source.c_str(), o.run.published_text.c_str(),
                 o.run.metric.c_str(), o.run.published, o.predicted, o.error_pct);
   }
-  std::map<std::string, std::vector<const Outcome*>> by_group;
+  // Groups first, then the same runs by GPU and by precision.
+  std::vector<std::pair<std::string, std::vector<const Outcome*>>> rows;
   std::vector<const Outcome*> all;
   for (const Outcome& o : outcomes)
-    if (o.failure.empty()) {
-      by_group[o.run.group].push_back(&o);
-      all.push_back(&o);
-    }
-  std::printf("\n| group | runs | MAPE |\n|---|---|---|\n");
-  for (const auto& [name, members] : by_group)
+    if (o.failure.empty()) all.push_back(&o);
+  for (const auto& key : {&PublishedRun::group, &PublishedRun::gpu, &PublishedRun::precision}) {
+    std::map<std::string, std::vector<const Outcome*>> by;
+    for (const Outcome* o : all) by[o->run.*key].push_back(o);
+    for (const auto& entry : by) rows.push_back(entry);
+  }
+  std::printf("\n| runs by | runs | MAPE |\n|---|---|---|\n");
+  for (const auto& [name, members] : rows)
     std::printf("| %s | %zu | %.1f%% |\n", name.c_str(), members.size(), mape(members));
   std::printf("| overall | %zu | %.1f%% |\n\n", all.size(), mape(all));
 }
