@@ -111,16 +111,16 @@ double mape(const std::vector<const Outcome*>& outcomes) {
 void print_summary(const std::vector<Outcome>& outcomes, const std::string& engine) {
   std::printf("\nPublic validation set, %s engine: error = (predicted - published) / published\n\n",
               engine.c_str());
-  std::printf("%-48s %-14s %12s %12s %9s %9s\n", "run", "group", "published", "predicted",
+  std::printf("%-50s %-14s %12s %12s %9s %9s\n", "run", "group", "published", "predicted",
               "error %", "recorded");
   for (const Outcome& o : outcomes) {
     if (!o.failure.empty()) {
-      std::printf("%-48s %-14s %12.5g %12s %9s %9.1f  FAILED: %s\n", o.run.file.c_str(),
+      std::printf("%-50s %-14s %12.5g %12s %9s %9.1f  FAILED: %s\n", o.run.file.c_str(),
                   o.run.group.c_str(), o.run.published, "-", "-", o.run.recorded_error_pct,
                   o.failure.c_str());
       continue;
     }
-    std::printf("%-48s %-14s %12.5g %12.5g %+9.1f %+9.1f\n", o.run.file.c_str(),
+    std::printf("%-50s %-14s %12.5g %12.5g %+9.1f %+9.1f\n", o.run.file.c_str(),
                 o.run.group.c_str(), o.run.published, o.predicted, o.error_pct,
                 o.run.recorded_error_pct);
   }
