@@ -23,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -109,8 +110,10 @@ double mape(const std::vector<const Outcome*>& outcomes) {
 }
 
 void print_summary(const std::vector<Outcome>& outcomes, const std::string& engine) {
-  std::printf("\nPublic validation set, %s engine: error = (predicted - published) / published\n\n",
-              engine.c_str());
+  std::printf(
+      "\nPublic validation set, %s engine: error = (predicted - published) / published;\n"
+      "published and predicted in each run's metric (published.yaml: metric)\n\n",
+      engine.c_str());
   std::printf("%-50s %-14s %12s %12s %9s %9s\n", "run", "group", "published", "predicted",
               "error %", "recorded");
   for (const Outcome& o : outcomes) {
