@@ -2,7 +2,9 @@
 # Simulation speed of the public validation set (scenarios/validation/, docs/validation.md "Public
 # validation set"): wall time and peak memory of `dtsim simulate FILE --json` per run, with the
 # analytic engine and with the SimGrid engine (fidelity auto, the scenario default). One process per
-# run; a run past LIMIT_S seconds is stopped and reported as such. Prints a markdown table.
+# run; a run past LIMIT_S seconds is stopped and reported as such. Prints a markdown table: wall
+# time, CPU time (user + system: less sensitive to other load on a shared machine) and peak RSS,
+# then the load average before and after.
 #   bench/run_validation_speed.sh [BUILD_DIR] [LIMIT_S]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -11,20 +13,22 @@ limit_s=${2:-300}
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 
-echo "| run | analytic s | analytic MiB | simgrid s | simgrid MiB | simgrid step vs analytic |"
-echo "|---|---|---|---|---|---|"
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "| run | analytic wall s | analytic CPU s | analytic MiB | simgrid wall s | simgrid CPU s | simgrid MiB | simgrid step vs analytic |"
+echo "|---|---|---|---|---|---|---|---|"
 for file in scenarios/validation/*.yaml; do
   [[ $(basename "$file") == published.yaml ]] && continue
   row="| $(basename "$file" .yaml)"
   declare -A step=()
   for engine in analytic simgrid; do
-    if /usr/bin/time -f "%e %M" -o "$tmp" timeout "$limit_s" "$dtsim" simulate "$file" \
+    if /usr/bin/time -f "%e %U %S %M" -o "$tmp" timeout "$limit_s" "$dtsim" simulate "$file" \
       --engine "$engine" --json --max-memory 64GiB 2>/dev/null >"$tmp.json"; then
-      read -r wall_s rss_kib <"$tmp"
+      read -r wall_s user_s sys_s rss_kib <"$tmp"
+      cpu_s=$(python3 -c 'import sys; print(f"{float(sys.argv[1]) + float(sys.argv[2]):.2f}")' "$user_s" "$sys_s")
       step[$engine]=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step_time_s"])' "$tmp.json")
-      row+=" | $wall_s | $((rss_kib / 1024))"
+      row+=" | $wall_s | $cpu_s | $((rss_kib / 1024))"
     else
-      row+=" | > $limit_s (stopped or failed) | -"
+      row+=" | > $limit_s (stopped or failed) | - | -"
       step[$engine]=""
     fi
   done
@@ -37,3 +41,5 @@ for file in scenarios/validation/*.yaml; do
   unset step
 done
 rm -f "$tmp.json"
+echo
+echo "load average (1, 5, 15 min): before $load_before, after $(cut -d' ' -f1-3 /proc/loadavg)"
