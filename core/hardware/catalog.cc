@@ -36,6 +36,14 @@ constexpr const char* kAssumedEfficiency = "assumed default, not yet calibrated"
 // TFLOP/s of a torch.matmul shape sweep on one device. A GEMM microbenchmark, not a training run.
 constexpr const char* kMamf = "Bekman, ML Engineering, MAMF table";
 
+// te42kyfo/gpu-benches (D. Ernst, FAU Erlangen) at 1c36d509ee: gpu-stream, FP64 streaming kernels
+// over 1 GiB arrays at full occupancy; the "scale" kernel (one load and one store per element)
+// is the access pattern of an elementwise training kernel.
+constexpr const char* kGpuStream = "te42kyfo/gpu-benches gpu-stream (1c36d509ee)";
+// The same repository's gpu-small-kernels: 10,000 back-to-back launches of a tiny kernel on one
+// stream; the issue period of the smallest one (64 KiB moved) is the per-kernel cost.
+constexpr const char* kSmallKernels = "te42kyfo/gpu-benches gpu-small-kernels (1c36d509ee)";
+
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -90,12 +98,15 @@ std::vector<GpuSpec> make_gpu_catalog() {
           // The MAMF row says "A100 SXM" without the memory size; GEMM peak does not depend on it.
           .gemm_efficiency = 0.87,
           .attention_efficiency = kDefaults.attention_efficiency,
-          .memory_efficiency = kDefaults.memory_efficiency,
-          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
-          .efficiency_source = std::string("gemm: ") + kMamf +
-                               " v2, A100 SXM BF16 271.2 of 312 TFLOP/s (torch 2.6, CUDA 12.6); "
-                               "attention, memory, launch: " +
-                               kAssumedEfficiency,
+          .memory_efficiency = 0.89,
+          .kernel_launch_overhead = Seconds(2.6e-6),
+          .efficiency_source =
+              std::string("gemm: ") + kMamf +
+              " v2, A100 SXM BF16 271.2 of 312 TFLOP/s (torch 2.6, CUDA 12.6), and per shape in "
+              "the published kernel rates; memory: " +
+              kGpuStream + ", A100 40GB scale kernel 1381 of 1555 GB/s; launch: " + kSmallKernels +
+              ", A100 80GB (the same chip): 2.6 us per kernel; attention: " + kAssumedEfficiency +
+              " for unfused kernels, FlashAttention-2 rows for fused ones",
           // NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 108 SMs
           .sm_count = 108,
       },
@@ -114,14 +125,17 @@ std::vector<GpuSpec> make_gpu_catalog() {
                     "2,039 GB/s HBM2e; 80 GB stored as 80 GiB (5 HBM2e stacks of 16 GiB)",
           .gemm_efficiency = 0.87,
           .attention_efficiency = kDefaults.attention_efficiency,
-          .memory_efficiency = 0.88,
-          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
+          .memory_efficiency = 0.85,
+          .kernel_launch_overhead = Seconds(2.6e-6),
           .efficiency_source =
               std::string("gemm: ") + kMamf +
-              " v2, A100 SXM BF16 271.2 of 312 TFLOP/s (torch 2.6, CUDA 12.6); memory: streaming "
-              "read kernel at 1.80 of 2.04 TB/s, 88% in Nsight Compute (NVIDIA developer forums, "
-              "'Trouble to Reach Peak Bandwidth of A100'); attention, launch: " +
-              kAssumedEfficiency,
+              " v2, A100 SXM BF16 271.2 of 312 TFLOP/s (torch 2.6, CUDA 12.6), and per shape in "
+              "the published kernel rates; memory: " +
+              kGpuStream + ", A100 80GB scale kernel 1732 of 2039 GB/s (a streaming read alone "
+              "reaches 1.80 TB/s, 88%, in Nsight Compute: NVIDIA developer forums, 'Trouble to "
+              "Reach Peak Bandwidth of A100'); launch: " +
+              kSmallKernels + ", A100 80GB: 2.6 us per kernel; attention: " + kAssumedEfficiency +
+              " for unfused kernels, FlashAttention-2 rows for fused ones",
           // NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 108 SMs
           .sm_count = 108,
       },
@@ -195,13 +209,17 @@ std::vector<GpuSpec> make_gpu_catalog() {
                     "stacks of 16 GiB)",
           .gemm_efficiency = 0.80,
           .attention_efficiency = kDefaults.attention_efficiency,
-          .memory_efficiency = kDefaults.memory_efficiency,
-          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
+          .memory_efficiency = 0.66,
+          .kernel_launch_overhead = Seconds(2.4e-6),
           .efficiency_source =
               std::string("gemm: ") + kMamf +
-              " v2, H100 SXM BF16 794.5 of 989 TFLOP/s (torch 2.7, CUDA 12.6; FP8 reaches only "
-              "1402.6 of 1979 = 0.71); attention, memory, launch: " +
-              kAssumedEfficiency,
+              " v2, H100 SXM BF16 794.5 of 989 TFLOP/s (torch 2.7, CUDA 12.6; FP8 1402.6 of "
+              "1979 = 0.71), and per shape and dtype in the published kernel rates; memory and "
+              "launch: proxy, the H200 rows (the same GH100 die and memory controllers; the source "
+              "has no H100 SXM): " +
+              kGpuStream + ", scale kernel 3165 of 4800 GB/s, and " + kSmallKernels +
+              ", 2.4 us per kernel; attention: " + kAssumedEfficiency +
+              " for unfused kernels, FlashAttention-2 rows for fused ones",
           // NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): 132 SMs (SXM5)
           .sm_count = 132,
       },
@@ -249,13 +267,15 @@ std::vector<GpuSpec> make_gpu_catalog() {
           // at 900 W, so it would flatter the H200).
           .gemm_efficiency = 0.80,
           .attention_efficiency = kDefaults.attention_efficiency,
-          .memory_efficiency = kDefaults.memory_efficiency,
-          .kernel_launch_overhead = kDefaults.kernel_launch_overhead,
+          .memory_efficiency = 0.66,
+          .kernel_launch_overhead = Seconds(2.4e-6),
           .efficiency_source =
               std::string("gemm: proxy, ") + kMamf +
-              " v2 H100 SXM row (same die and power limit), 794.5 of 989 TFLOP/s; attention, "
-              "memory, launch: " +
-              kAssumedEfficiency,
+              " v2 H100 SXM row (same die and power limit), 794.5 of 989 TFLOP/s, and per shape "
+              "and dtype in the published kernel rates; memory: " +
+              kGpuStream + ", H200 scale kernel 3165 of 4800 GB/s; launch: " + kSmallKernels +
+              ", H200: 2.4 us per kernel; attention: " + kAssumedEfficiency +
+              " for unfused kernels, FlashAttention-2 rows (H100) for fused ones",
           // Same GH100 die as H100 SXM5: 132 SMs (NVIDIA H200 datasheet)
           .sm_count = 132,
       },

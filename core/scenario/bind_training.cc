@@ -18,7 +18,8 @@ struct FrameworkDefaults {
 // Megatron-LM's whole-model gradient buffer as one bucket: larger than any model's gradients.
 constexpr double kWholeModel = 1e15;
 
-FrameworkDefaults framework_defaults(Framework f, int data_parallel, DType grad_dtype) {
+FrameworkDefaults framework_defaults(Framework f, int data_parallel, int zero_stage,
+                                     DType grad_dtype) {
   FrameworkDefaults d;
   switch (f) {
     case Framework::kCustom:
@@ -69,6 +70,19 @@ FrameworkDefaults framework_defaults(Framework f, int data_parallel, DType grad_
       d.gradient_bucket = Bytes(25.0 * 1024 * 1024);
       d.first_gradient_bucket = Bytes(1.0 * 1024 * 1024);
       break;
+    case Framework::kDeepspeed: {
+      // microsoft/DeepSpeed at 03dc2b92f3, deepspeed/runtime/zero/config.py
+      // DeepSpeedZeroConfig: stage defaults to 0; reduce_bucket_size 5e8 elements reduced at a
+      // time; overlap_comm defaults to `stage == 3` (validator overlap_comm_valid), so ZeRO-0, 1
+      // and 2 reduce the gradients after backward unless the config turns overlap_comm on. The
+      // ZeRO stage itself is the config's (parallelism.zero_stage). Attention kernels are the
+      // model code's, not DeepSpeed's: the schema default.
+      constexpr double kReduceBucketElements = 5e8;
+      d.overlap_grad_reduce = zero_stage == 3;
+      d.gradient_bucket = d.first_gradient_bucket =
+          Bytes(kReduceBucketElements * bytes_per_element(grad_dtype));
+      break;
+    }
   }
   return d;
 }
@@ -101,7 +115,8 @@ void bind_training(const Reader& r, const ParallelismConfig& par, TrainingConfig
   t.grad_dtype =
       t.grad_dtype_auto ? default_grad_dtype(t.precision) : kDTypeNames.from_valid(grad_dtype);
   t.framework = kFrameworkNames.from_valid(r.value<std::string>("training.framework"));
-  const FrameworkDefaults fw = framework_defaults(t.framework, par.data.value, t.grad_dtype);
+  const FrameworkDefaults fw =
+      framework_defaults(t.framework, par.data.value, par.zero_stage, t.grad_dtype);
   t.gradient_bucket = governed(r, "training.gradient_bucket", fw.gradient_bucket);
   t.first_gradient_bucket = governed(r, "training.first_gradient_bucket", fw.first_gradient_bucket);
   t.overlap_grad_reduce = governed(r, "training.overlap_grad_reduce", fw.overlap_grad_reduce);

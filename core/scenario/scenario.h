@@ -102,14 +102,23 @@ struct ParallelismConfig {
 // The framework whose documented behaviour sets the defaults of the keys it governs
 // (training.framework; core/scenario/bind_training.cc cites each behaviour's source). custom: the
 // schema's own defaults, which are PyTorch DDP's figures.
-enum class Framework { kCustom, kMegatronLm2021, kMegatronCore, kNemo, kPytorchDdp, kFsdp };
+enum class Framework {
+  kCustom,
+  kMegatronLm2021,
+  kMegatronCore,
+  kNemo,
+  kPytorchDdp,
+  kFsdp,
+  kDeepspeed
+};
 inline constexpr auto kFrameworkNames =
     make_enum_table<Framework>({{Framework::kCustom, "custom"},
                                 {Framework::kMegatronLm2021, "megatron-lm-2021"},
                                 {Framework::kMegatronCore, "megatron-core"},
                                 {Framework::kNemo, "nemo"},
                                 {Framework::kPytorchDdp, "pytorch-ddp"},
-                                {Framework::kFsdp, "fsdp"}});
+                                {Framework::kFsdp, "fsdp"},
+                                {Framework::kDeepspeed, "deepspeed"}});
 constexpr std::string_view to_string(Framework f) {
   return kFrameworkNames.to_string(f);
 }

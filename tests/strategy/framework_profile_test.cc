@@ -115,6 +115,20 @@ TEST(FrameworkProfile, FsdpShardsEverythingAndOverlaps) {
   EXPECT_LT(o.first_dp_start, o.backward_end);
 }
 
+TEST(FrameworkProfile, DeepspeedReducesHalfABillionElementBucketsAfterBackwardBelowZeroThree) {
+  const Observed o = observe(scenario("deepspeed"));
+  // reduce_bucket_size 5e8 elements of fp32 gradient: the whole 62M-parameter model in one.
+  EXPECT_DOUBLE_EQ(o.scenario.training.gradient_bucket.value(), 5e8 * 4);
+  EXPECT_EQ(o.scenario.parallelism.zero_stage, 0);
+  EXPECT_FALSE(o.scenario.training.overlap_grad_reduce);
+  ASSERT_EQ(o.dp_bytes.size(), 1u);
+  EXPECT_GE(o.first_dp_start, o.backward_end);
+  // overlap_comm defaults on with ZeRO-3: the shards are reduce-scattered during backward.
+  const Observed z3 = observe(scenario("deepspeed") + "parallelism: {zero_stage: 3}\n");
+  EXPECT_TRUE(z3.scenario.training.overlap_grad_reduce);
+  EXPECT_LT(z3.first_dp_start, z3.backward_end);
+}
+
 TEST(FrameworkProfile, KeysTheScenarioSetsOverrideTheProfile) {
   const Observed o = observe(scenario("megatron-lm-2021",
                                       ", overlap_grad_reduce: true, gradient_bucket: 25MiB, "
