@@ -444,6 +444,14 @@ class StepBuilder {
   // (tex.fused_amax_and_scale_update_after_reduction) reads each amax, rolls its history
   // (length 1, Megatron's fp8_amax_history_len default) and reads and writes its scale: 4 + 8 +
   // 8 bytes per tensor. The reduction is skipped where the group has one rank, as TE does.
+  // Megatron's optimizer path (its own DDP gradient buffer, fp32 main parameters, gradient
+  // clipping on by default) under the Megatron framework profiles; the others keep PyTorch's.
+  bool megatron_optimizer() const {
+    const Framework f = sc_.training.framework;
+    return f == Framework::kMegatronLm2021 || f == Framework::kMegatronCore ||
+           f == Framework::kNemo;
+  }
+
   ChunkRange fp8_blocks(const ChunkRange& range) const {
     ChunkRange blocks{range.last + 1, range.first - 1};
     if (dtype_ != DType::kFp8) return blocks;
@@ -806,6 +814,20 @@ class StepBuilder {
       memory(r, MemoryCategory::kBuffers, largest_bucket, "nccl_bucket_buffer", -1, -1,
              Phase::kOther);
 
+    // Each step starts by zeroing the gradient buffer the backward passes accumulate into
+    // (Megatron-LM d98e8a64dd, megatron/training/training.py `train_step`: zero_grad_buffer() on
+    // every model chunk; param_and_grad_buffer.py `reset`: grad_data.zero_()): a write of every
+    // local gradient. ZeRO-3 has no persistent gradient buffer (each layer's gradients leave as
+    // they are made). PyTorch's optimizer.zero_grad() sets gradients to None (the default since
+    // torch 2.0) and launches nothing.
+    if (megatron_optimizer() && zero_ < 3) {
+      double local_params = 0;
+      for (double params : part_params) local_params += params;
+      r.p.append(r.compute,
+                 ComputeOp{KernelKind::kElementwise, Flops(0), Bytes(local_params * grad_bytes),
+                           grad_dtype_},
+                 Label{"zero_grad_buffer", -1, -1, Phase::kOther});
+    }
     const auto units = schedule_for_stage(sc_.parallelism.schedule, p_, s, v_, m_);
     for (const Unit& u : units) {
       const int c = u.chunk * p_ + s;
@@ -828,10 +850,14 @@ class StepBuilder {
       ar.waits.push_back(done);
     }
 
-    // The optimizer's kernels after every gradient collective, in Megatron-core's order
-    // (Megatron-LM d98e8a64dd, megatron/core/optimizer/optimizer.py, MixedPrecisionOptimizer /
-    // DistributedOptimizer `step`: prepare_grads, clip_grad_norm, step_with_ready_grads), each
-    // over the parameters whose update this rank runs (its shard under ZeRO).
+    // The optimizer's kernels after every gradient collective, each over the parameters whose
+    // update this rank runs (its shard under ZeRO). Megatron's (megatron_optimizer()) in its
+    // order (Megatron-LM d98e8a64dd, megatron/core/optimizer/optimizer.py,
+    // MixedPrecisionOptimizer / DistributedOptimizer `step`: prepare_grads, clip_grad_norm,
+    // step_with_ready_grads). Other frameworks run one optimizer step kernel that reads the
+    // gradients, writes the 16-bit weights and reads and writes the states (master weights
+    // included); gradient clipping is a user's choice there, not a framework default.
+    const bool megatron = megatron_optimizer();
     auto& comm_ops = r.p.streams[static_cast<size_t>(r.grad_comm)].ops;
     const EventId comm_done = comm_ops.empty() ? -1 : mark_end(r.p, r.grad_comm);
     bool waited = false;
@@ -846,7 +872,7 @@ class StepBuilder {
     // The optimizer works on fp32 main gradients: 16-bit gradients are first copied into fp32
     // ones (optimizer.py `_copy_model_grads_to_main_grads`: main_grad.float(); a no-op view
     // when the gradient buffer is fp32 already, Megatron's bf16 default): read g, write 4.
-    if (mixed && grad_bytes_per_param < 4)
+    if (megatron && mixed && grad_bytes_per_param < 4)
       step_kernel("main_grad_cast", KernelKind::kElementwise,
                   optimizer_shard * (grad_bytes_per_param + 4));
     // fp16 needs dynamic loss scaling (Micikevicius et al. 2018): before the step every local
@@ -870,25 +896,37 @@ class StepBuilder {
     // every gradient in place (multi_tensor_scale_tensor, which runs whatever the norm when
     // Transformer Engine provides it: read 4, write 4). The parameters Megatron leaves out of the
     // norm (tensor-parallel duplicates, shared embeddings off the first stage) are not told apart.
-    step_kernel("grad_norm_squares", KernelKind::kElementwise, optimizer_shard * 4);
-    if (groups.grad_stats_size > 1)
-      r.p.append(
-          r.compute,
-          CollectiveOp{CollectiveKind::kAllReduce, groups.grad_stats, Bytes(4), DType::kFp32},
-          Label{"grad_norm_all_reduce", -1, -1, Phase::kOptimizer});
-    step_kernel("grad_clip_scale", KernelKind::kElementwise, optimizer_shard * 8);
-    // The optimizer step (multi_tensor_adam and its kin): reads the fp32 main gradient and reads
-    // and writes the fp32 parameter it updates (the master weight in mixed precision, which
-    // optimizer_bytes_per_parameter counts with the states) and the states.
-    const double updated_bytes = optimizer_bytes_per_parameter(dtype_, tr.optimizer) +
-                                 (mixed ? 0 : weight_bytes_per_parameter(dtype_));
-    step_kernel("optimizer_step", KernelKind::kOptimizer,
-                optimizer_shard * (4 + 2 * updated_bytes));
-    // Mixed precision: the updated fp32 master weights are copied into the 16-bit weights
-    // (optimizer.py / distrib_optimizer.py `_copy_main_params_to_model_params`): read 4, write 2.
-    if (mixed)
-      step_kernel("main_params_to_model_params", KernelKind::kElementwise,
-                  optimizer_shard * (4 + weight_bytes_per_parameter(dtype_)));
+    // Megatron-LM 2021 (9da6e975de, megatron/optimizer/clip_grads.py) scaled only when the norm
+    // exceeded clip_grad, which depends on the run; it is left out there.
+    if (megatron) {
+      step_kernel("grad_norm_squares", KernelKind::kElementwise, optimizer_shard * 4);
+      if (groups.grad_stats_size > 1)
+        r.p.append(
+            r.compute,
+            CollectiveOp{CollectiveKind::kAllReduce, groups.grad_stats, Bytes(4), DType::kFp32},
+            Label{"grad_norm_all_reduce", -1, -1, Phase::kOptimizer});
+      if (tr.framework != Framework::kMegatronLm2021)
+        step_kernel("grad_clip_scale", KernelKind::kElementwise, optimizer_shard * 8);
+    }
+    if (megatron) {
+      // The optimizer step (multi_tensor_adam and its kin): reads the fp32 main gradient and
+      // reads and writes the fp32 parameter it updates (the master weight in mixed precision,
+      // which optimizer_bytes_per_parameter counts with the states) and the states.
+      const double updated_bytes = optimizer_bytes_per_parameter(dtype_, tr.optimizer) +
+                                   (mixed ? 0 : weight_bytes_per_parameter(dtype_));
+      step_kernel("optimizer_step", KernelKind::kOptimizer,
+                  optimizer_shard * (4 + 2 * updated_bytes));
+      // Mixed precision: the updated fp32 master weights are copied into the 16-bit weights
+      // (optimizer.py / distrib_optimizer.py `_copy_main_params_to_model_params`): read 4,
+      // write 2.
+      if (mixed)
+        step_kernel("main_params_to_model_params", KernelKind::kElementwise,
+                    optimizer_shard * (4 + weight_bytes_per_parameter(dtype_)));
+    } else {
+      step_kernel("optimizer_step", KernelKind::kOptimizer,
+                  optimizer_shard * (grad_bytes_per_param + weight_bytes_per_parameter(dtype_) +
+                                     2 * optimizer_bytes_per_parameter(dtype_, tr.optimizer)));
+    }
     // Stages 1-2: the updated weight shards are all-gathered (2 bytes per parameter).
     if (zero_ == 1 || zero_ == 2) {
       const EventId stepped = mark_end(r.p, r.compute);

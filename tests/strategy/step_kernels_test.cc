@@ -26,7 +26,8 @@ Scenario scenario(const std::string& precision, int zero_stage, const std::strin
       "parallelism: {tensor: 2, pipeline: 2, data: 2, zero_stage: " +
           std::to_string(zero_stage) +
           "}\n"
-          "training: {global_batch_size: 8, micro_batch_size: 1, precision: " +
+          "training: {framework: megatron-core, global_batch_size: 8, micro_batch_size: 1, "
+          "precision: " +
           precision + extra + "}\n",
       "step.yaml");
 }
@@ -116,6 +117,22 @@ TEST(StepKernels, OptimizerRunsMegatronCoresKernelsOverItsShard) {
   }
 }
 
+TEST(StepKernels, EachStepZeroesTheGradientBufferFirst) {
+  const Built b = build(scenario("bf16", 1));
+  const Program& p = first_stage(b);
+  const auto zero = ops_named(p, "zero_grad_buffer");
+  ASSERT_EQ(zero.size(), 1u);
+  // All of the rank's gradients (the buffer is not sharded at ZeRO-1), fp32: 4 bytes written.
+  EXPECT_DOUBLE_EQ(compute_bytes(zero[0]), 4 * first_stage_parameters(b));
+  // Before any forward kernel.
+  for (const auto& op : p.streams.front().ops) {
+    if (std::holds_alternative<ComputeOp>(op.body)) {
+      EXPECT_EQ(op.label.name, "zero_grad_buffer");
+      break;
+    }
+  }
+}
+
 TEST(StepKernels, SixteenBitGradientsAreCastToFp32MainGradientsFirst) {
   const Built b = build(scenario("bf16", 1, ", grad_dtype: bf16"));
   const Program& p = first_stage(b);
@@ -131,7 +148,8 @@ TEST(StepKernels, NoGradientNormAllReduceWhereNoOtherRankHoldsAPart) {
       "cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 2}\n"
       "model: {family: gpt, num_layers: 2, hidden_size: 512, num_attention_heads: 8, "
       "seq_length: 512, vocab_size: 50304}\n"
-      "training: {global_batch_size: 4, micro_batch_size: 1, precision: bf16}\n",
+      "training: {framework: megatron-core, global_batch_size: 4, micro_batch_size: 1, "
+      "precision: bf16}\n",
       "dp.yaml");
   const Built b = build(sc);
   const Program& p = *b.job.program_for(0);
