@@ -18,7 +18,8 @@ namespace dtsim {
 namespace {
 
 // A 4-block GPT (h 1024) on 8 H100s: tensor 2, pipeline 2, data 2; 4 micro-batches per replica.
-Scenario scenario(const std::string& precision, int zero_stage, const std::string& extra = "") {
+Scenario scenario(const std::string& precision, int zero_stage, const std::string& extra = "",
+                  const std::string& framework = "megatron-core") {
   return load_scenario_text(
       "cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n"
       "model: {family: gpt, num_layers: 4, hidden_size: 1024, num_attention_heads: 16, "
@@ -26,9 +27,9 @@ Scenario scenario(const std::string& precision, int zero_stage, const std::strin
       "parallelism: {tensor: 2, pipeline: 2, data: 2, zero_stage: " +
           std::to_string(zero_stage) +
           "}\n"
-          "training: {framework: megatron-core, global_batch_size: 8, micro_batch_size: 1, "
-          "precision: " +
-          precision + extra + "}\n",
+          "training: {framework: " +
+          framework + ", global_batch_size: 8, micro_batch_size: 1, precision: " + precision +
+          extra + "}\n",
       "step.yaml");
 }
 
@@ -114,6 +115,28 @@ TEST(StepKernels, OptimizerRunsMegatronCoresKernelsOverItsShard) {
     EXPECT_EQ(c.bytes.value(), 4);
     EXPECT_EQ(b.job.group(c.group).name, "grad_stats");
     EXPECT_EQ(b.job.group(c.group).ranks.size(), zero >= 1 ? 8u : 4u);
+  }
+}
+
+// Megatron-LM 2021 scaled the gradients only when their norm exceeded clip_grad: no clip kernel.
+TEST(StepKernels, MegatronLm2021ComputesTheNormWithoutTheUnconditionalScale) {
+  const Built b = build(scenario("bf16", 0, "", "megatron-lm-2021"));
+  EXPECT_EQ(optimizer_sequence(first_stage(b)),
+            (std::vector<std::string>{"grad_norm_squares", "grad_norm_all_reduce", "optimizer_step",
+                                      "main_params_to_model_params"}));
+}
+
+// Outside the Megatron profiles the step is one optimizer kernel: gradients read (fp32 here),
+// 16-bit weights written, states with the master weights read and written; nothing is zeroed.
+TEST(StepKernels, OtherFrameworksRunOneOptimizerKernel) {
+  for (const char* framework : {"custom", "pytorch-ddp"}) {
+    SCOPED_TRACE(framework);
+    const Built b = build(scenario("bf16", 1, "", framework));
+    const Program& p = first_stage(b);
+    EXPECT_EQ(optimizer_sequence(p), (std::vector<std::string>{"optimizer_step"}));
+    EXPECT_TRUE(ops_named(p, "zero_grad_buffer").empty());
+    const double shard = first_stage_parameters(b) / 2;
+    EXPECT_DOUBLE_EQ(compute_bytes(ops_named(p, "optimizer_step").at(0)), (4 + 2 + 2 * 12) * shard);
   }
 }
 
