@@ -61,6 +61,7 @@
 // tied to the word embeddings with its own V biases), evaluated on all s positions as
 // Megatron-LM's BERT does, and the pooler + next-sentence classifier on the first token.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/internal/builders.h"
@@ -239,8 +240,10 @@ class BlockBuilder {
     const double t = d_.t;
     // Column-parallel QKV (each rank owns a/t heads and g/t key/value groups), the attention
     // core on those heads, and the row-parallel projection (its bias is replicated).
-    enter_tensor_parallel("attention");
+    // An FP8 input is cast before the f operator's all-gather, which then moves FP8 data
+    // (TE's LayerNormLinear/Linear gather the quantized input); counted over the whole input.
     if (!from_norm) fp8_input_cast("qkv", d_.n());
+    enter_tensor_parallel("attention");
     layer_.linear("qkv", d_.tokens(), d_.h, (d_.h + 2 * d_.kv) / t, bias);
     fp8_backward_casts("qkv", d_.tokens() * (d_.h + 2 * d_.kv) / t, from_norm ? d_.n() : 0);
     layer_.stash(input_tensor, e_ * d_.n_seq());
@@ -295,10 +298,13 @@ class BlockBuilder {
   void attention_output(bool bias, double n_q) {
     fp8_input_cast("attention_proj", n_q);
     layer_.linear("attention_proj", d_.tokens(), d_.h / d_.t, d_.h, false);
-    fp8_backward_casts("attention_proj", d_.n(), 0);
     if (bias) layer_.add_parameters(d_.h);
     layer_.stash("attention_proj_input", e_ * n_q);
     exit_tensor_parallel("attention");
+    // Recorded after the g operator so that, backward being reversed, the output gradient is
+    // cast before its sequence-parallel all-gather, which then sits next to the dgrad GEMM (TE
+    // casts the local gradient and gathers FP8 data).
+    fp8_backward_casts("attention_proj", d_.n(), 0);
   }
 
   // FlashAttention-2 (Dao 2023): forward reads Q, K, V and writes O and the fp32 row
@@ -371,13 +377,19 @@ class BlockBuilder {
     // up projection reads the gate's input: Megatron-core's fc1 is one GEMM of both), or the
     // fused norm's output.
     enum class Fp8Input { kCast, kShared, kNorm };
+    std::pair<std::string, double> deferred_grad_cast{"", 0};
     auto matrix = [&](const std::string& name, double in, double out, bool column_parallel,
                       Fp8Input input) {
       const double rows = k * tokens;
       if (input == Fp8Input::kCast) fp8_input_cast(name, rows * in);
       layer_.matmul(name, KernelKind::kGemm, 2 * rows * in * out, rows * in, copies * in * out,
                     rows * out, "dgrad", "wgrad", GemmShape{copies, rows / copies, out, in});
-      fp8_backward_casts(name, rows * out, input == Fp8Input::kNorm ? rows * in : 0);
+      // A dense row-parallel GEMM's gradient cast is recorded after the g operator (see
+      // attention_output()).
+      if (column_parallel || d_.moe)
+        fp8_backward_casts(name, rows * out, input == Fp8Input::kNorm ? rows * in : 0);
+      else
+        deferred_grad_cast = {name, rows * out};
       const double bias = !spec_.linear_biases ? 0 : column_parallel ? out : d_.h;
       if (d_.moe)
         layer_.add_expert_parameters(copies * (in * out + bias));
@@ -418,6 +430,8 @@ class BlockBuilder {
       layer_.stash("expert_output", e_ * n_in);
     }
     if (!expert_parallel) exit_tensor_parallel("mlp");
+    if (deferred_grad_cast.second > 0)
+      fp8_backward_casts(deferred_grad_cast.first, deferred_grad_cast.second, 0);
   }
 
  private:

@@ -302,3 +302,40 @@ TEST(KernelInventoryFp8, AddsCastsWithoutChangingFlopsParametersOrActivations) {
 
 }  // namespace
 }  // namespace dtsim::models
+
+namespace dtsim::models {
+namespace {
+
+// Under FP8 a GEMM's gradient is cast before the sequence-parallel all-gather that feeds its
+// dgrad (TE casts the local shard and gathers FP8 data), so the collective stays next to the GEMM
+// that tp_comm_overlap pairs it with; likewise forward, the fused norm's FP8 output is gathered
+// straight into the QKV and fc1 GEMMs.
+TEST(KernelInventoryFp8, CastsDoNotSeparateCollectivesFromTheirGemms) {
+  const Setting fp8{"fp8", false, true, true, true};
+  const ModelGraph g = build(fp8, spec_for(fp8));
+  const Layer* block = find_layer(g, "block.0");
+  ASSERT_NE(block, nullptr);
+  auto next_after = [](const std::vector<Kernel>& ks, const std::string& name) -> std::string {
+    for (size_t i = 0; i + 1 < ks.size(); ++i)
+      if (ks[i].name == name) return ks[i + 1].name;
+    return "(none)";
+  };
+  auto index_of = [](const std::vector<Kernel>& ks, const std::string& name) {
+    for (size_t i = 0; i < ks.size(); ++i)
+      if (ks[i].name == name) return static_cast<int>(i);
+    return -1;
+  };
+  EXPECT_EQ(next_after(block->forward, "attention_tp_enter"), "qkv");
+  EXPECT_EQ(next_after(block->forward, "mlp_tp_enter"), "mlp_fc1");
+  EXPECT_EQ(next_after(block->backward, "attention_tp_exit.backward"), "attention_proj.dgrad");
+  EXPECT_EQ(next_after(block->backward, "mlp_tp_exit.backward"), "mlp_fc2.dgrad");
+  EXPECT_LT(index_of(block->backward, "mlp_fc2.fp8_grad_cast_transpose"),
+            index_of(block->backward, "mlp_tp_exit.backward"));
+  EXPECT_LT(index_of(block->backward, "qkv.fp8_grad_cast_transpose"),
+            index_of(block->backward, "qkv.dgrad"));
+  EXPECT_LT(index_of(block->backward, "qkv.fp8_input_transpose"),
+            index_of(block->backward, "qkv.wgrad"));
+}
+
+}  // namespace
+}  // namespace dtsim::models
