@@ -53,6 +53,12 @@ struct BuildOptions {
   // writes the a·s² scores, so nothing of that size is stashed or streamed; its backward
   // recomputes the scores (5 matrix products against the forward's 2).
   bool flash_attention = false;
+  // FP8 training with Transformer Engine (training.precision fp8): the transformer blocks' GEMM
+  // inputs and output gradients get TE's FP8 cast-transpose kernels, and the pre-norms fused
+  // into the QKV and fc1 GEMMs write FP8 (models/transformer.cc). Tensors stay 16-bit
+  // (activation_bytes_per_element); the per-step FP8 kernels (weight casts, amax reductions)
+  // are the strategy's (core/strategy/parallel_step.cc).
+  bool fp8 = false;
 };
 
 ModelGraph build_model(const ModelSpec& spec, const BuildOptions& options);

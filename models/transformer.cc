@@ -39,9 +39,13 @@
 //   GELU fwd 2·N_f, bwd 3·N_f; SwiGLU fwd read gate and up, write out (3·N_f), bwd read gate,
 //   up, dy, write two gradients (5·N_f); RoPE reads and writes Q and K both ways;
 //   embedding lookup fwd reads one row per token from each table and writes N, bwd reads dy
-//   once and read-modify-writes each table's rows; cross-entropy fwd reads the logits and
-//   writes fp32 probabilities (kept for backward, Korthikanti's 4·sbV), bwd reads them and
-//   writes the logit gradient.
+//   once and read-modify-writes each table's rows; cross-entropy is Megatron's unfused
+//   vocab-parallel one, six fp32 passes over the logits forward and two backward, keeping the
+//   fp32 probabilities (Korthikanti's 4·sbV); see cross_entropy() below.
+// FP8 (BuildOptions::fp8, Transformer Engine's delayed scaling): a cast-transpose of each
+// 16-bit GEMM input (e + 2 bytes per element) and of each GEMM output gradient, the fused
+// pre-norms writing FP8 (1 byte) and transposing it in backward (2 bytes per element); the
+// kernel inventory in docs/models.md lists every kernel with its source.
 //
 // MoE MLP: a router GEMM (2bshE), top-k softmax, token dispatch (each token copied to its k
 // experts), one grouped GEMM per expert matrix over the k·b·s routed tokens (so every token's
@@ -57,6 +61,7 @@
 // tied to the word embeddings with its own V biases), evaluated on all s positions as
 // Megatron-LM's BERT does, and the pooler + next-sentence classifier on the first token.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/internal/builders.h"
@@ -83,6 +88,7 @@ struct Dims {
   double cp = 1;       // context-parallel size: each rank holds s/cp tokens of a sequence
   double ep = 1;       // expert-parallel size: each rank holds E/ep experts
   bool flash = false;  // FlashAttention: fused attention core
+  bool fp8 = false;    // Transformer Engine FP8 GEMMs (cast/transpose kernels around them)
 
   // Tokens of the micro-batch this rank holds (its context shard), and tensor sizes over them.
   double tokens() const { return b * s / cp; }
@@ -116,6 +122,7 @@ Dims dims_of(const ModelSpec& spec, const BuildOptions& options) {
   d.cp = options.context_parallel;
   d.ep = d.moe ? options.expert_parallel : 1;
   d.flash = options.flash_attention;
+  d.fp8 = options.fp8;
   return d;
 }
 
@@ -125,17 +132,69 @@ class BlockBuilder {
       : spec_(spec), d_(d), layer_(layer), e_(d.e) {}
 
   // A LayerNorm (2h parameters: gain and bias) or RMSNorm (h: gain only, Zhang and Sennrich
-  // 2019) over N elements, stashing its input.
-  void norm(const std::string& name, const std::string& input_tensor) {
+  // 2019) over N elements, stashing its input. With `fp8_output` the norm feeds an FP8 GEMM
+  // through Transformer Engine's LayerNormLinear, whose fused norm kernel writes its output in
+  // FP8 (1 byte) instead of 16 bits (TransformerEngine d0067d0da6,
+  // transformer_engine/pytorch/module/layernorm_linear.py, `with_quantized_norm`, and
+  // csrc/extensions/normalization.cpp, Impl::FULLY_FUSED for delayed-scaling quantizers).
+  void norm(const std::string& name, const std::string& input_tensor, bool fp8_output = false) {
     const bool layer_norm = spec_.norm == Norm::kLayerNorm;
-    layer_.elementwise(name, 2 * e_ * d_.n_seq(), 3 * e_ * d_.n_seq());
+    const double out_bytes = fp8_output ? 1 : e_;
+    layer_.elementwise(name, (e_ + out_bytes) * d_.n_seq(), 3 * e_ * d_.n_seq());
     layer_.add_parameters(layer_norm ? 2 * d_.h : d_.h);  // replicated on every TP rank
     layer_.stash(input_tensor, e_ * d_.n_seq());
+  }
+
+  // FP8 GEMMs under Transformer Engine's delayed scaling (Megatron-core's default recipe,
+  // Megatron-LM d98e8a64dd, megatron/core/transformer/transformer_config.py `fp8_recipe`). TE
+  // quantizes each GEMM operand with its scale from the previous step and records its amax in
+  // the same kernel, so amax costs no extra pass here (the reductions are per step:
+  // core/strategy/parallel_step.cc).
+  //
+  // Before a GEMM whose input is 16-bit (not a fused norm's output): one cast-transpose kernel
+  // reads the input (e bytes) and writes it in FP8 row-wise for the forward GEMM and column-wise
+  // (transposed) for the weight-gradient GEMM, 1 + 1 bytes (TE module/linear.py `_Linear`
+  // forward: input_quantizer with rowwise and columnwise usage when backward needs the input).
+  // The weights' casts run once per step (parallel_step.cc), not per micro-batch.
+  void fp8_input_cast(const std::string& gemm, double elements) {
+    if (!d_.fp8) return;
+    layer_.elementwise(gemm + ".fp8_cast_transpose", (e_ + 2) * elements, 0);
+  }
+
+  // After recording a GEMM (so that, backward being reversed, these run before its dgrad and
+  // wgrad): the output gradient's cast-transpose (read e, write FP8 row-wise for dgrad and
+  // column-wise for wgrad: e + 2 bytes per element; TE linear.py `_linear_backward`,
+  // grad_output_quantizer with both usages) and, for a GEMM fed by a fused FP8 norm, the
+  // column-wise copy of that norm's FP8 output for wgrad, made in backward (layernorm_linear.py
+  // `ln_out_total.update_usage(columnwise_usage=True)`): read 1, write 1 byte per element.
+  void fp8_backward_casts(const std::string& gemm, double output_elements,
+                          double norm_input_elements) {
+    if (!d_.fp8) return;
+    if (norm_input_elements > 0)
+      layer_.backward_kernel({gemm + ".fp8_input_transpose", KernelKind::kElementwise, Flops(0),
+                              Bytes(2 * norm_input_elements)});
+    layer_.backward_kernel({gemm + ".fp8_grad_cast_transpose", KernelKind::kElementwise, Flops(0),
+                            Bytes((e_ + 2) * output_elements)});
+  }
+
+  // The gradient of a bias that Megatron-core adds outside the GEMM (TE's `return_bias`, the
+  // bias handed to its fused bias-GeLU/SwiGLU or bias-dropout-add): autograd reduces the
+  // broadcast add's output gradient over the tokens, reading e·rows·width and writing e·width
+  // (megatron/core/fusions/fused_bias_gelu.py `GeLUFunction.backward` returns one gradient
+  // for both the input and the broadcast bias). Recorded before the fused kernel, so that it
+  // runs after that kernel's backward.
+  void bias_grad(const std::string& name, double rows, double width) {
+    if (!spec_.linear_biases) return;
+    layer_.backward_kernel({name + "_bias_grad", KernelKind::kElementwise, Flops(0),
+                            Bytes(e_ * (rows * width + width))});
   }
 
   // The residual add after the attention or MLP branch; with dropout, Megatron-LM's fused
   // bias-dropout-add, which keeps a 1-byte mask.
   void residual(const std::string& branch) {
+    // The projection's bias is added in the fused bias-dropout-add (Megatron-core
+    // transformer_layer.py, `self_attn_bda` / `mlp_bda` with the bias TE returned).
+    bias_grad(branch, d_.n_seq() / d_.h, d_.h);
     if (spec_.dropout) {
       layer_.elementwise(branch + "_bias_dropout_add", (3 * e_ + 1) * d_.n_seq(),
                          (2 * e_ + 1) * d_.n_seq());
@@ -175,13 +234,18 @@ class BlockBuilder {
                          CommPattern::kAllGather, d_.sp ? bytes : 0);
   }
 
-  void attention(const std::string& input_tensor) {
+  // `from_norm`: the QKV GEMM's input is the pre-norm's output (TE's LayerNormLinear).
+  void attention(const std::string& input_tensor, bool from_norm) {
     const bool bias = spec_.linear_biases;
     const double t = d_.t;
     // Column-parallel QKV (each rank owns a/t heads and g/t key/value groups), the attention
     // core on those heads, and the row-parallel projection (its bias is replicated).
+    // An FP8 input is cast before the f operator's all-gather, which then moves FP8 data
+    // (TE's LayerNormLinear/Linear gather the quantized input); counted over the whole input.
+    if (!from_norm) fp8_input_cast("qkv", d_.n());
     enter_tensor_parallel("attention");
     layer_.linear("qkv", d_.tokens(), d_.h, (d_.h + 2 * d_.kv) / t, bias);
+    fp8_backward_casts("qkv", d_.tokens() * (d_.h + 2 * d_.kv) / t, from_norm ? d_.n() : 0);
     layer_.stash(input_tensor, e_ * d_.n_seq());
     const double n_q = d_.n() / t, n_kv = d_.n_kv() / t, n_scores = d_.n_scores() / t;
     if (spec_.positions == Positions::kRope) {
@@ -232,10 +296,15 @@ class BlockBuilder {
 
   // The row-parallel output projection (its bias replicated) and the g operator.
   void attention_output(bool bias, double n_q) {
+    fp8_input_cast("attention_proj", n_q);
     layer_.linear("attention_proj", d_.tokens(), d_.h / d_.t, d_.h, false);
     if (bias) layer_.add_parameters(d_.h);
     layer_.stash("attention_proj_input", e_ * n_q);
     exit_tensor_parallel("attention");
+    // Recorded after the g operator so that, backward being reversed, the output gradient is
+    // cast before its sequence-parallel all-gather, which then sits next to the dgrad GEMM (TE
+    // casts the local gradient and gathers FP8 data).
+    fp8_backward_casts("attention_proj", d_.n(), 0);
   }
 
   // FlashAttention-2 (Dao 2023): forward reads Q, K, V and writes O and the fp32 row
@@ -282,7 +351,9 @@ class BlockBuilder {
   //   TP), are routed and sent to the ranks owning their k experts by an all-to-all, run
   //   through the E/ep local experts at full width (expert TP = 1), and come back by a second
   //   all-to-all; backward mirrors both.
-  void mlp(const std::string& input_tensor) {
+  // `from_norm`: the first MLP GEMM's input is the pre-norm's output (TE's LayerNormLinear;
+  // never for MoE, whose router needs the norm's output too).
+  void mlp(const std::string& input_tensor, bool from_norm) {
     const bool expert_parallel = d_.moe && d_.ep > 1;
     const double tokens = expert_parallel ? d_.n_seq() / d_.h : d_.tokens();
     const double width = expert_parallel ? d_.f : d_.f / d_.t;    // MLP columns per rank
@@ -307,29 +378,49 @@ class BlockBuilder {
     // One MLP matrix over the k·tokens routed rows, as `copies` grouped GEMMs of k·tokens/copies
     // rows on average. A column-parallel matrix's bias is split with its columns; a row-parallel
     // one's is whole.
-    auto matrix = [&](const std::string& name, double in, double out, bool column_parallel) {
+    // `input`: how the FP8 input is made: cast here, shared with the previous matrix (SwiGLU's
+    // up projection reads the gate's input: Megatron-core's fc1 is one GEMM of both), or the
+    // fused norm's output.
+    enum class Fp8Input { kCast, kShared, kNorm };
+    std::pair<std::string, double> deferred_grad_cast{"", 0};
+    auto matrix = [&](const std::string& name, double in, double out, bool column_parallel,
+                      Fp8Input input) {
       const double rows = k * tokens;
+      if (input == Fp8Input::kCast) fp8_input_cast(name, rows * in);
       layer_.matmul(name, KernelKind::kGemm, 2 * rows * in * out, rows * in, copies * in * out,
                     rows * out, "dgrad", "wgrad", GemmShape{copies, rows / copies, out, in});
+      // A dense row-parallel GEMM's gradient cast is recorded after the g operator (see
+      // attention_output()).
+      if (column_parallel || d_.moe)
+        fp8_backward_casts(name, rows * out, input == Fp8Input::kNorm ? rows * in : 0);
+      else
+        deferred_grad_cast = {name, rows * out};
       const double bias = !spec_.linear_biases ? 0 : column_parallel ? out : d_.h;
       if (d_.moe)
         layer_.add_expert_parameters(copies * (in * out + bias));
       else
         layer_.add_parameters(copies * (in * out + bias));
     };
+    const Fp8Input first = from_norm && !d_.moe ? Fp8Input::kNorm : Fp8Input::kCast;
+    // The fc1 bias goes to the fused bias-activation kernel (Megatron-core mlp.py with
+    // bias_activation_fusion: bias_gelu_impl / bias_swiglu_impl), so its gradient is a
+    // reduction over the routed rows; a SwiGLU fc1's bias spans gate and up (2·width).
+    const double rows = k * tokens;
     if (spec_.activation == Activation::kSwiglu) {
-      matrix(prefix + "gate", d_.h, width, true);
-      matrix(prefix + "up", d_.h, width, true);
+      matrix(prefix + "gate", d_.h, width, true, first);
+      matrix(prefix + "up", d_.h, width, true, Fp8Input::kShared);
+      bias_grad("swiglu", rows, 2 * width);
       layer_.elementwise("swiglu", 3 * e_ * n_mid, 5 * e_ * n_mid);
       layer_.stash("gate_output", e_ * n_mid);
       layer_.stash("up_output", e_ * n_mid);
-      matrix(prefix + "down", width, d_.h, false);
+      matrix(prefix + "down", width, d_.h, false, Fp8Input::kCast);
       layer_.stash("down_input", e_ * n_mid);
     } else {
-      matrix(prefix + "fc1", d_.h, width, true);
+      matrix(prefix + "fc1", d_.h, width, true, first);
+      bias_grad("gelu", rows, width);
       layer_.elementwise("gelu", 2 * e_ * n_mid, 3 * e_ * n_mid);
       layer_.stash("gelu_input", e_ * n_mid);
-      matrix(prefix + "fc2", width, d_.h, false);
+      matrix(prefix + "fc2", width, d_.h, false, Fp8Input::kCast);
       layer_.stash("fc2_input", e_ * n_mid);
     }
     if (d_.moe) {
@@ -344,6 +435,8 @@ class BlockBuilder {
       layer_.stash("expert_output", e_ * n_in);
     }
     if (!expert_parallel) exit_tensor_parallel("mlp");
+    if (deferred_grad_cast.second > 0)
+      fp8_backward_casts(deferred_grad_cast.first, deferred_grad_cast.second, 0);
   }
 
  private:
@@ -366,23 +459,28 @@ Layer build_block(const ModelSpec& spec, const Dims& d, int index) {
   if (spec.family == ModelFamily::kBert) {
     // Post-norm: x -> attention -> add -> norm -> MLP -> add -> norm.
     block.residual_grad_add("attention");
-    block.attention("block_input");
+    block.attention("block_input", false);
     block.residual("attention");
     block.norm("attention_output_" + norm, "attention_norm_input");
     block.residual_grad_add("mlp");
-    block.mlp("mlp_input");
+    block.mlp("mlp_input", false);
     block.residual("mlp");
     block.norm("output_" + norm, "mlp_norm_input");
   } else {
     // Pre-norm (GPT-2 onwards, Llama): x -> norm -> attention -> add -> norm -> MLP -> add.
     // The backward-only gradient adds are recorded first so they run last in each half.
+    // Megatron-core's TE layer spec (megatron/core/models/gpt/gpt_layer_specs.py,
+    // get_gpt_layer_with_transformer_engine_spec) fuses each pre-norm into the GEMM after it
+    // (TELayerNormColumnParallelLinear for QKV and a dense fc1); a MoE layer keeps a separate
+    // pre-MLP norm (TENorm) for the router and the experts.
+    const bool dense = spec.num_experts < 2;
     block.residual_grad_add("attention");
-    block.norm("input_" + norm, "block_input");
-    block.attention("attention_input");
+    block.norm("input_" + norm, "block_input", d.fp8);
+    block.attention("attention_input", true);
     block.residual("attention");
     block.residual_grad_add("mlp");
-    block.norm("post_attention_" + norm, "attention_output");
-    block.mlp("mlp_input");
+    block.norm("post_attention_" + norm, "attention_output", d.fp8 && dense);
+    block.mlp("mlp_input", dense);
     block.residual("mlp");
   }
   return layer.finish();
@@ -406,6 +504,27 @@ Layer build_embedding(const ModelSpec& spec, const Dims& d) {
   // Lookup (and sum) of one row per token from each table; backward scatter-adds dy into
   // each table's gradient rows. Token ids are not counted (8 bytes per token, under 0.1%).
   layer.elementwise("embedding_lookup", (tables + 1) * e * d.n(), (1 + 2 * tables) * e * d.n());
+  // Megatron-core's VocabParallelEmbedding (megatron/core/tensor_parallel/layers.py, forward)
+  // zeroes the rows of tokens outside this rank's V/t slice, (t-1)/t of them, before the
+  // reduction; backward's gradient goes through the same masked write. e bytes per element.
+  if (d.sharded()) {
+    const double masked = e * d.n() * (d.t - 1) / d.t;
+    layer.elementwise("embedding_vocab_mask", masked, masked);
+  }
+  // LanguageModelEmbedding.forward (megatron/core/models/common/embeddings/
+  // language_model_embedding.py) turns [b, s, h] into Megatron's [s, b, h] layout with
+  // transpose(0, 1).contiguous(): a copy of N elements (read and write), and its gradient the
+  // copy back before the embedding's backward.
+  layer.elementwise("embedding_transpose", 2 * e * d.n(), 2 * e * d.n());
+  // The word embedding's weight gradient: F.embedding's backward writes a dense V/t x h
+  // gradient (zero-filled, then the scatter-add counted in embedding_lookup), which Megatron's
+  // gradient hook adds into the fp32 main_grad buffer (megatron/core/distributed/
+  // distributed_data_parallel.py, `_make_backward_post_hook`: param.main_grad.add_(param.grad)):
+  // write e, read e, read and write 4 bytes per weight. fp32 main gradients are Megatron's
+  // default for bf16 (and fp8) training; fp16 would read and write 2 instead.
+  const double word_rows = d.V / d.t * d.h;
+  layer.backward_kernel({"embedding_weight_grad_accumulate", KernelKind::kElementwise, Flops(0),
+                         Bytes((2 * e + 8) * word_rows)});
   if (d.sharded())
     layer.communication("embedding_tp_reduce", CommGroup::kTensor,
                         d.sp ? CommPattern::kReduceScatter : CommPattern::kAllReduce, e * d.n(),
@@ -431,11 +550,38 @@ Layer build_final_norm(const ModelSpec& spec, const Dims& d) {
   return layer.finish();
 }
 
-// Softmax cross-entropy over `classes` per row in fp32 (Korthikanti et al. 2022, section 4.3).
-void cross_entropy(LayerBuilder& layer, const std::string& name, double rows, double classes) {
+// Softmax cross-entropy over `classes` per row in fp32 (Korthikanti et al. 2022, section 4.3),
+// as Megatron-core's vocab-parallel cross-entropy runs it unfused (megatron/core/tensor_parallel/
+// cross_entropy.py, `_VocabParallelCrossEntropy`; `cross_entropy_loss_fusion` is off by
+// default), n = rows x classes elements of this rank's vocabulary slice:
+//   forward: cast the 16-bit logits to fp32 (read e, write 4), the row max (read 4), its
+//   all-reduce over TP, subtract it in place (read 4, write 4), exp in place (4 + 4), the row
+//   sum (read 4), the all-reduces of the target logit and of the sum, and the in-place divide
+//   that leaves the softmax kept for backward (4 + 4): (e + 36)·n bytes in 6 kernels;
+//   backward: scale the softmax (minus one-hot, a per-row update) by the loss gradient in place
+//   (4 + 4), and the fp32 gradient back to 16 bits (read 4, write e).
+// Each all-reduce carries one fp32 per row (MAX, then SUM twice); they are three collectives
+// with three latencies. Indexing the targets (a few bytes per row) is not counted.
+void cross_entropy(LayerBuilder& layer, const std::string& name, double rows, double classes,
+                   bool sharded) {
   const double n = rows * classes;
   const double e = layer.element_bytes();
-  layer.elementwise(name, (e + 4) * n, (4 + e) * n);
+  const double row_bytes = 4 * rows;
+  layer.elementwise(name + "_fp32_cast", (e + 4) * n, (4 + e) * n);
+  layer.elementwise(name + "_max", 4 * n, 0);
+  if (sharded)
+    layer.communication(name + "_max_all_reduce", CommGroup::kTensor, CommPattern::kAllReduce,
+                        row_bytes, CommPattern::kAllReduce, 0);
+  layer.elementwise(name + "_subtract_max", 8 * n, 0);
+  layer.elementwise(name + "_exp", 8 * n, 0);
+  layer.elementwise(name + "_sum_exp", 4 * n, 0);
+  if (sharded) {
+    layer.communication(name + "_target_logit_all_reduce", CommGroup::kTensor,
+                        CommPattern::kAllReduce, row_bytes, CommPattern::kAllReduce, 0);
+    layer.communication(name + "_sum_exp_all_reduce", CommGroup::kTensor, CommPattern::kAllReduce,
+                        row_bytes, CommPattern::kAllReduce, 0);
+  }
+  layer.elementwise(name + "_softmax", 8 * n, 8 * n);
   layer.stash(name + "_probabilities", 4 * n);
 }
 
@@ -454,8 +600,11 @@ Layer build_lm_head(const ModelSpec& spec, const Dims& d) {
   }
   // Logits: (bs × h)·(h × V), 2bshV FLOPs (Narayanan et al. 2021, eq. 3's V/(12lh) term);
   // column-parallel over the vocabulary, V/t per rank, with Megatron-LM's vocabulary-parallel
-  // cross-entropy: three all-reduces of one fp32 per token (the max logit, the target logit
-  // and the sum of exponentials), counted as one of 3·4·bs bytes.
+  // cross-entropy (cross_entropy() above: three all-reduces of one fp32 per token, the max
+  // logit, the target logit and the sum of exponentials). Megatron-core's output layer is its own
+  // ColumnParallelLinear, not a Transformer Engine module (megatron/core/models/gpt/
+  // gpt_model.py), so under FP8 it stays a 16-bit GEMM with no casts (parallel_step.cc runs
+  // the GEMMs of non-transformer layers in BF16).
   const double v = d.V / d.t;
   if (d.sharded()) {
     const double bytes = e * d.n();
@@ -472,10 +621,7 @@ Layer build_lm_head(const ModelSpec& spec, const Dims& d) {
   if (spec.tied_embeddings) layer.set_tied_parameters(v * d.h);
   if (spec.family == ModelFamily::kBert) layer.add_parameters(v);  // decoder bias
   layer.stash("logits_input", e * d.n_seq());
-  cross_entropy(layer, "cross_entropy", d.tokens(), v);
-  if (d.sharded())
-    layer.communication("cross_entropy_tp_reduce", CommGroup::kTensor, CommPattern::kAllReduce,
-                        3 * 4 * d.tokens(), CommPattern::kAllReduce, 0);
+  cross_entropy(layer, "cross_entropy", d.tokens(), v, d.sharded());
   if (spec.family == ModelFamily::kBert) {
     // Pooler (dense + tanh on the first token) and the 2-way next-sentence classifier.
     layer.linear("pooler_dense", d.b, d.h, d.h, true);
@@ -483,7 +629,7 @@ Layer build_lm_head(const ModelSpec& spec, const Dims& d) {
     layer.elementwise("pooler_tanh", 2 * e * d.b * d.h, 3 * e * d.b * d.h);
     layer.stash("pooler_output", e * d.b * d.h);
     layer.linear("nsp_classifier", d.b, d.h, 2, true);
-    cross_entropy(layer, "nsp_cross_entropy", d.b, 2);
+    cross_entropy(layer, "nsp_cross_entropy", d.b, 2, false);
   }
   return layer.finish();
 }

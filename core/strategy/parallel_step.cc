@@ -222,6 +222,17 @@ class StepBuilder {
     GroupId tp = 0, cp = 0, ep = 0, dp = 0, edp = 0;
     int dp_size = 1, edp_size = 1;
     GroupId embedding = -1;  // first and last stage with tied weights; -1 elsewhere
+    // FP8 amax reduction: the stage's tensor-, context- and data-parallel ranks (Megatron-LM
+    // d98e8a64dd, megatron/core/fp8_utils.py `get_fp8_context` passes
+    // parallel_state.get_amax_reduction_group(with_context_parallel=True) to TE's fp8_autocast).
+    GroupId amax = 0;
+    int amax_size = 1;
+    // Gradient statistics (the norm for clipping): the model-parallel ranks (tensor x pipeline)
+    // with the plain optimizer, every rank with the distributed one (ZeRO >= 1)
+    // (megatron/core/optimizer/__init__.py sets grad_stats_parallel_group; MegatronOptimizer.
+    // get_grad_stats_parallel_group in optimizer.py documents both cases).
+    GroupId grad_stats = 0;
+    int grad_stats_size = 1;
   };
   RankGroups rank_groups(int tp, int cp, int s, int dp) {
     RankGroups g;
@@ -255,6 +266,31 @@ class StepBuilder {
       }
       return group("edp", std::move(edp));
     });
+    g.amax = cached(3, s, 0, 0, [&] {
+      std::vector<Rank> ranks;
+      for (int i = 0; i < t_; ++i) {
+        const auto replicas = ranks_where(i, s, [](int, int) { return true; });
+        ranks.insert(ranks.end(), replicas.begin(), replicas.end());
+      }
+      return group("amax", std::move(ranks));
+    });
+    g.amax_size = t_ * cp_ * d_;
+    if (zero_ >= 1) {
+      g.grad_stats = cached(4, 0, 0, 0, [&] {
+        std::vector<Rank> ranks;
+        for (Rank r = 0; r < world(); ++r) ranks.push_back(r);
+        return group("grad_stats", std::move(ranks));
+      });
+      g.grad_stats_size = world();
+    } else {
+      g.grad_stats = cached(4, cp, dp, 1, [&] {
+        std::vector<Rank> ranks;
+        for (int stage = 0; stage < p_; ++stage)
+          for (int i = 0; i < t_; ++i) ranks.push_back(layout_.rank(i, cp, stage, dp));
+        return group("grad_stats", std::move(ranks));
+      });
+      g.grad_stats_size = t_ * p_;
+    }
     // Tied weights: the first and last stage of a replica share the embedding matrix.
     if (p_ > 1 && (s == 0 || s == p_ - 1) && tied_parameters_ > 0)
       g.embedding =
@@ -301,6 +337,8 @@ class StepBuilder {
     StreamId compute = 0, grad_comm = 0, param_comm = -1, tp_comm = -1;
     StreamId send_next = -1, send_prev = -1, recv_prev = -1, recv_next = -1;
     GroupId tp_group = 0, cp_group = 0, ep_group = 0;
+    GroupId amax_group = 0;
+    int amax_size = 1;
     std::vector<Part> parts;    // dense, then expert
     Rank prev = -1, next = -1;  // pipeline neighbours (the interleaved schedule wraps)
     // ZeRO-3 prefetch: a layer's gather may start once the layer two before it has finished,
@@ -341,7 +379,13 @@ class StepBuilder {
   }
 
   void kernels(RankState& r, const std::vector<Kernel>& ks, int layer, int mb, Phase phase,
-               const std::string& layer_name) {
+               const Layer& l) {
+    const std::string& layer_name = l.name;
+    // FP8 training (Transformer Engine) runs the transformer blocks' GEMMs in FP8 and attention
+    // in BF16. The embedding and the output layer are Megatron-core's own modules, not TE ones
+    // (megatron/core/models/gpt/gpt_model.py: the output layer is a
+    // tensor_parallel.ColumnParallelLinear), so their GEMMs stay BF16.
+    const bool fp8_layer = dtype_ == DType::kFp8 && l.kind == "transformer";
     auto& compute_ops = r.p.streams[static_cast<size_t>(r.compute)].ops;
     // Overlapped collectives: (index of the kernel that waits for it, its end event).
     std::vector<std::pair<size_t, EventId>> joins;
@@ -359,9 +403,9 @@ class StepBuilder {
       const Kernel& k = ks[j];
       Label label{layer_name + "." + k.name, layer, mb, phase};
       if (k.kind != KernelKind::kCommunication) {
-        // FP8 training (Transformer Engine) runs the GEMMs in FP8 and attention in BF16.
-        const DType dtype =
-            dtype_ == DType::kFp8 && k.kind == KernelKind::kAttention ? DType::kBf16 : dtype_;
+        const DType dtype = dtype_ != DType::kFp8                           ? dtype_
+                            : fp8_layer && k.kind != KernelKind::kAttention ? DType::kFp8
+                                                                            : DType::kBf16;
         append_in_line(j, ComputeOp{k.kind, k.flops, k.bytes, dtype, k.shape}, std::move(label));
         continue;
       }
@@ -385,6 +429,64 @@ class StepBuilder {
       comm.waits.insert(comm.waits.end(), kernel_waits_.begin(), kernel_waits_.end());
       joins.emplace_back(std::max(gemm, j) + 1, mark_end(r.p, r.tp_comm));
     }
+  }
+
+  // FP8 delayed scaling (Transformer Engine, Megatron-core's default FP8 recipe): the amaxes
+  // recorded by every FP8 cast of a model chunk's blocks are concatenated and all-reduced (MAX)
+  // over the amax group once per forward pass of the chunk, when the fp8_autocast that wraps
+  // the whole TransformerBlock exits, and once per backward pass, in the backward of the
+  // region's first FP8 module, which runs last; then one fused kernel turns the amaxes into the
+  // next scales (TransformerEngine d0067d0da6, transformer_engine/pytorch/quantization.py
+  // `reduce_and_update_fp8_tensors` and `autocast_exit`; module/linear.py `backward`;
+  // Megatron-LM megatron/core/transformer/transformer_block.py wraps the pass in one context
+  // for the delayed recipe). TE keeps 3 FP8 tensors per GEMM forward (input, weight, output)
+  // and 2 backward (module/base.py, num_fp8_tensors): one fp32 amax each. The update kernel
+  // (tex.fused_amax_and_scale_update_after_reduction) reads each amax, rolls its history
+  // (length 1, Megatron's fp8_amax_history_len default) and reads and writes its scale: 4 + 8 +
+  // 8 bytes per tensor. The reduction is skipped where the group has one rank, as TE does.
+  // Megatron's optimizer path (its own DDP gradient buffer, fp32 main parameters, gradient
+  // clipping on by default) under the Megatron framework profiles; the others keep PyTorch's.
+  bool megatron_optimizer() const {
+    const Framework f = sc_.training.framework;
+    return f == Framework::kMegatronLm2021 || f == Framework::kMegatronCore ||
+           f == Framework::kNemo;
+  }
+
+  ChunkRange fp8_blocks(const ChunkRange& range) const {
+    ChunkRange blocks{range.last + 1, range.first - 1};
+    if (dtype_ != DType::kFp8) return blocks;
+    for (int i = range.first; i <= range.last; ++i)
+      if (model_.layers[static_cast<size_t>(i)].kind == "transformer") {
+        blocks.first = std::min(blocks.first, i);
+        blocks.last = std::max(blocks.last, i);
+      }
+    return blocks;
+  }
+
+  // The FP8 GEMMs of a chunk's blocks; a grouped expert GEMM counts once per local expert (TE's
+  // GroupedLinear keeps the tensors of each).
+  double fp8_gemms(const ChunkRange& range) const {
+    double gemms = 0;
+    for (int i = range.first; i <= range.last; ++i) {
+      const Layer& l = model_.layers[static_cast<size_t>(i)];
+      if (l.kind != "transformer") continue;
+      for (const Kernel& k : l.forward)
+        if (k.kind == KernelKind::kGemm) gemms += std::max(1.0, k.shape.batch);
+    }
+    return gemms;
+  }
+
+  void fp8_amax_reduction(RankState& r, double gemms, double tensors_per_gemm,
+                          const std::string& direction, int layer, int mb, Phase phase) {
+    const double amaxes = gemms * tensors_per_gemm;
+    if (r.amax_size > 1)
+      r.p.append(
+          r.compute,
+          CollectiveOp{CollectiveKind::kAllReduce, r.amax_group, Bytes(4 * amaxes), DType::kFp32},
+          Label{"fp8_amax_reduction_" + direction, layer, mb, phase});
+    r.p.append(r.compute,
+               ComputeOp{KernelKind::kElementwise, Flops(0), Bytes(20 * amaxes), DType::kFp32},
+               Label{"fp8_scale_update_" + direction, layer, mb, phase});
   }
 
   // ZeRO-3 shards a layer's weights where some part of them is reduced over several ranks.
@@ -454,13 +556,27 @@ class StepBuilder {
       const Layer& l = model_.layers[static_cast<size_t>(i)];
       const bool sharded = gather_layer(r, l, i, mb, Phase::kForward);
       const size_t before = r.p.streams[static_cast<size_t>(r.compute)].ops.size();
-      kernels(r, l.forward, i, mb, Phase::kForward, l.name);
+      // FP8: Transformer Engine casts each weight to FP8 and transposes it (for the dgrad GEMM)
+      // on the first micro-batch of a step only and reuses the copy for the others
+      // (Megatron-LM d98e8a64dd, megatron/core/extensions/transformer_engine.py: TELinear passes
+      // is_first_microbatch to TE, which caches the FP8 weight; schedules.py sets it for the
+      // first micro-batch). Read 2 bytes, write 1 + 1 per weight; the layer's norm gains and
+      // biases (under 0.1% of its parameters) are counted with the GEMM weights.
+      if (dtype_ == DType::kFp8 && l.kind == "transformer" && mb == 0)
+        r.p.append(
+            r.compute,
+            ComputeOp{KernelKind::kElementwise, Flops(0),
+                      Bytes((weight_bytes_per_parameter(dtype_) + 2) * l.parameters), dtype_},
+            Label{l.name + ".fp8_weight_cast_transpose", i, mb, Phase::kForward});
+      kernels(r, l.forward, i, mb, Phase::kForward, l);
       attach_waits(r, before);
       memory(r, MemoryCategory::kActivations, stashed_activations(l, tr.recompute),
              l.name + ".activations", i, mb, Phase::kForward);
       if (sharded) {
         release_layer(r, l, i, mb, Phase::kForward);
       }
+      if (i == fp8_blocks(range).last)
+        fp8_amax_reduction(r, fp8_gemms(range), 3, "forward", i, mb, Phase::kForward);
     }
     if (chunk_global + 1 < p_ * v_) {
       const EventId produced = mark_end(r.p, r.compute);
@@ -486,16 +602,18 @@ class StepBuilder {
       const size_t before = r.p.streams[static_cast<size_t>(r.compute)].ops.size();
       Bytes transient{0};
       if (l.recomputable && tr.recompute == Recompute::kFull) {
-        kernels(r, l.forward, i, mb, Phase::kRecompute, l.name);
+        kernels(r, l.forward, i, mb, Phase::kRecompute, l);
         transient = l.activation_bytes - l.activation_bytes_full;
       } else if (l.recomputable && tr.recompute == Recompute::kSelective) {
-        kernels(r, l.selective_recompute, i, mb, Phase::kRecompute, l.name);
+        kernels(r, l.selective_recompute, i, mb, Phase::kRecompute, l);
         transient = l.activation_bytes - l.activation_bytes_selective;
       }
       memory(r, MemoryCategory::kActivations, transient, l.name + ".recomputed", i, mb,
              Phase::kRecompute);
-      kernels(r, l.backward, i, mb, Phase::kBackward, l.name);
+      kernels(r, l.backward, i, mb, Phase::kBackward, l);
       attach_waits(r, before);
+      if (i == fp8_blocks(range).first)
+        fp8_amax_reduction(r, fp8_gemms(range), 2, "backward", i, mb, Phase::kBackward);
       memory(r, MemoryCategory::kActivations, -(stashed_activations(l, tr.recompute) + transient),
              l.name + ".activations_freed", i, mb, Phase::kBackward);
       if (sharded) {
@@ -594,6 +712,8 @@ class StepBuilder {
     r.tp_group = groups.tp;
     r.cp_group = groups.cp;
     r.ep_group = groups.ep;
+    r.amax_group = groups.amax;
+    r.amax_size = groups.amax_size;
     r.parts.push_back(Part{groups.dp,
                            groups.dp_size,
                            [this](const Layer& l) { return dense_parameters(l); },
@@ -694,6 +814,20 @@ class StepBuilder {
       memory(r, MemoryCategory::kBuffers, largest_bucket, "nccl_bucket_buffer", -1, -1,
              Phase::kOther);
 
+    // Each step starts by zeroing the gradient buffer the backward passes accumulate into
+    // (Megatron-LM d98e8a64dd, megatron/training/training.py `train_step`: zero_grad_buffer() on
+    // every model chunk; param_and_grad_buffer.py `reset`: grad_data.zero_()): a write of every
+    // local gradient. ZeRO-3 has no persistent gradient buffer (each layer's gradients leave as
+    // they are made). PyTorch's optimizer.zero_grad() sets gradients to None (the default since
+    // torch 2.0) and launches nothing.
+    if (megatron_optimizer() && zero_ < 3) {
+      double local_params = 0;
+      for (double params : part_params) local_params += params;
+      r.p.append(r.compute,
+                 ComputeOp{KernelKind::kElementwise, Flops(0), Bytes(local_params * grad_bytes),
+                           grad_dtype_},
+                 Label{"zero_grad_buffer", -1, -1, Phase::kOther});
+    }
     const auto units = schedule_for_stage(sc_.parallelism.schedule, p_, s, v_, m_);
     for (const Unit& u : units) {
       const int c = u.chunk * p_ + s;
@@ -716,36 +850,83 @@ class StepBuilder {
       ar.waits.push_back(done);
     }
 
-    // Optimizer step after every gradient collective: it reads gradients, master weights and
-    // states of this rank's shard and writes them back.
+    // The optimizer's kernels after every gradient collective, each over the parameters whose
+    // update this rank runs (its shard under ZeRO). Megatron's (megatron_optimizer()) in its
+    // order (Megatron-LM d98e8a64dd, megatron/core/optimizer/optimizer.py,
+    // MixedPrecisionOptimizer / DistributedOptimizer `step`: prepare_grads, clip_grad_norm,
+    // step_with_ready_grads). Other frameworks run one optimizer step kernel that reads the
+    // gradients, writes the 16-bit weights and reads and writes the states (master weights
+    // included); gradient clipping is a user's choice there, not a framework default.
+    const bool megatron = megatron_optimizer();
     auto& comm_ops = r.p.streams[static_cast<size_t>(r.grad_comm)].ops;
     const EventId comm_done = comm_ops.empty() ? -1 : mark_end(r.p, r.grad_comm);
-    // Per parameter: gradients read, 16-bit (or fp32) weights written, optimizer states
-    // (master weights included) read and written.
-    const double state_bytes =
-        optimizer_shard *
-        (gradient_bytes_per_parameter(grad_dtype_) + weight_bytes_per_parameter(dtype_) +
-         2 * optimizer_bytes_per_parameter(dtype_, tr.optimizer));
+    bool waited = false;
+    auto step_kernel = [&](const std::string& name, KernelKind kind, double bytes) {
+      Op& op = r.p.append(r.compute, ComputeOp{kind, Flops(0), Bytes(bytes), DType::kFp32},
+                          Label{name, -1, -1, Phase::kOptimizer});
+      if (comm_done >= 0 && !waited) op.waits.push_back(comm_done);
+      waited = true;
+    };
+    const double grad_bytes_per_param = gradient_bytes_per_parameter(grad_dtype_);
+    const bool mixed = weight_bytes_per_parameter(dtype_) < 4;
+    // The optimizer works on fp32 main gradients: 16-bit gradients are first copied into fp32
+    // ones (optimizer.py `_copy_model_grads_to_main_grads`: main_grad.float(); a no-op view
+    // when the gradient buffer is fp32 already, Megatron's bf16 default): read g, write 4.
+    if (megatron && mixed && grad_bytes_per_param < 4)
+      step_kernel("main_grad_cast", KernelKind::kElementwise,
+                  optimizer_shard * (grad_bytes_per_param + 4));
     // fp16 needs dynamic loss scaling (Micikevicius et al. 2018): before the step every local
     // gradient is checked for inf/NaN and unscaled (PyTorch's fused
     // _amp_foreach_non_finite_check_and_unscale_: one read and one write), and the overflow
     // flag is agreed on by an all-reduce so that every rank skips the same steps. bf16 and fp8
     // (with bf16 gradients) train without it.
     if (dtype_ == DType::kFp16) {
-      Op& check = r.p.append(
-          r.compute, ComputeOp{KernelKind::kElementwise, Flops(0), state.gradients * 2.0, dtype_},
-          Label{"loss_scale_unscale_and_check", -1, -1, Phase::kOptimizer});
-      if (comm_done >= 0) check.waits.push_back(comm_done);
+      step_kernel("loss_scale_unscale_and_check", KernelKind::kElementwise,
+                  state.gradients.value() * 2.0);
       if (r.parts.front().size > 1)
         r.p.append(
             r.compute,
             CollectiveOp{CollectiveKind::kAllReduce, r.parts.front().group, Bytes(4), DType::kFp32},
             Label{"loss_scale_overflow_flag", -1, -1, Phase::kOptimizer});
     }
-    Op& opt = r.p.append(
-        r.compute, ComputeOp{KernelKind::kOptimizer, Flops(0), Bytes(state_bytes), DType::kFp32},
-        Label{"optimizer_step", -1, -1, Phase::kOptimizer});
-    if (comm_done >= 0) opt.waits.push_back(comm_done);
+    // Gradient clipping by the global norm (clip_grad 1.0 is Megatron's default,
+    // optimizer_config.py): clip_grads.py `get_grad_norm_fp32` sums the squares of the fp32
+    // main gradients in one multi_tensor_l2norm kernel (read 4 bytes each) and all-reduces that
+    // one fp32 over the gradient-statistics group; `clip_grad_by_total_norm_fp32` then scales
+    // every gradient in place (multi_tensor_scale_tensor, which runs whatever the norm when
+    // Transformer Engine provides it: read 4, write 4). The parameters Megatron leaves out of the
+    // norm (tensor-parallel duplicates, shared embeddings off the first stage) are not told apart.
+    // Megatron-LM 2021 (9da6e975de, megatron/optimizer/clip_grads.py) scaled only when the norm
+    // exceeded clip_grad, which depends on the run; it is left out there.
+    if (megatron) {
+      step_kernel("grad_norm_squares", KernelKind::kElementwise, optimizer_shard * 4);
+      if (groups.grad_stats_size > 1)
+        r.p.append(
+            r.compute,
+            CollectiveOp{CollectiveKind::kAllReduce, groups.grad_stats, Bytes(4), DType::kFp32},
+            Label{"grad_norm_all_reduce", -1, -1, Phase::kOptimizer});
+      if (tr.framework != Framework::kMegatronLm2021)
+        step_kernel("grad_clip_scale", KernelKind::kElementwise, optimizer_shard * 8);
+    }
+    if (megatron) {
+      // The optimizer step (multi_tensor_adam and its kin): reads the fp32 main gradient and
+      // reads and writes the fp32 parameter it updates (the master weight in mixed precision,
+      // which optimizer_bytes_per_parameter counts with the states) and the states.
+      const double updated_bytes = optimizer_bytes_per_parameter(dtype_, tr.optimizer) +
+                                   (mixed ? 0 : weight_bytes_per_parameter(dtype_));
+      step_kernel("optimizer_step", KernelKind::kOptimizer,
+                  optimizer_shard * (4 + 2 * updated_bytes));
+      // Mixed precision: the updated fp32 master weights are copied into the 16-bit weights
+      // (optimizer.py / distrib_optimizer.py `_copy_main_params_to_model_params`): read 4,
+      // write 2.
+      if (mixed)
+        step_kernel("main_params_to_model_params", KernelKind::kElementwise,
+                    optimizer_shard * (4 + weight_bytes_per_parameter(dtype_)));
+    } else {
+      step_kernel("optimizer_step", KernelKind::kOptimizer,
+                  optimizer_shard * (grad_bytes_per_param + weight_bytes_per_parameter(dtype_) +
+                                     2 * optimizer_bytes_per_parameter(dtype_, tr.optimizer)));
+    }
     // Stages 1-2: the updated weight shards are all-gathered (2 bytes per parameter).
     if (zero_ == 1 || zero_ == 2) {
       const EventId stepped = mark_end(r.p, r.compute);
