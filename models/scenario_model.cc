@@ -119,6 +119,7 @@ ModelGraph build_graph(const Scenario& sc, const ModelSpec& spec, bool shard) {
       narrow<int>(sc.training.micro_batch_size.value, "training.micro_batch_size");
   options.activation_bytes_per_element = training_bytes_per_element(sc.training.precision);
   options.flash_attention = sc.training.flash_attention;
+  options.fp8 = sc.training.precision == DType::kFp8;
   if (shard) {
     options.tensor_parallel = sc.parallelism.tensor.value;
     options.sequence_parallel = sc.parallelism.sequence_parallel;
