@@ -1,9 +1,12 @@
 #include "driver/predict.h"
 
 #include <algorithm>
+#include <array>
+#include <set>
 
 #include "core/base/error.h"
 #include "core/exec/engine_registry.h"
+#include "core/strategy/layout.h"
 #include "core/strategy/strategy.h"
 #include "models/scenario_model.h"
 
@@ -30,6 +33,74 @@ InputError located(const InputError& e, const Scenario& scenario) {
   return InputError(std::move(ds));
 }
 
+// The scenario's `stragglers:` as the engines' perturbations (core/exec/executor.h).
+std::vector<Perturbation> perturbations(const StragglerConfig& stragglers) {
+  std::vector<Perturbation> out;
+  int source = 0;
+  for (const StragglerEntry& e : stragglers.entries) {
+    Perturbation p;
+    p.slowdown = e.slowdown;
+    p.source = source++;
+    switch (e.kind) {
+      case StragglerEntry::Kind::kSlow:
+      case StragglerEntry::Kind::kThrottle:
+        p.kind = e.kind == StragglerEntry::Kind::kSlow ? Perturbation::Kind::kSlowRank
+                                                       : Perturbation::Kind::kThrottle;
+        p.period = e.period;
+        p.duty = e.duty;
+        for (int r : e.ranks) {
+          p.rank = r;
+          out.push_back(p);
+        }
+        continue;
+      case StragglerEntry::Kind::kRandom:
+        p.kind = Perturbation::Kind::kRandomSlowdown;
+        p.probability = e.probability;
+        p.per_op = e.per_op;
+        p.duration = e.duration;
+        break;
+      case StragglerEntry::Kind::kLink:
+        p.kind = Perturbation::Kind::kDegradedLink;
+        p.node = e.node;
+        p.nic = e.nic;
+        p.fraction = e.fraction;
+        break;
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+// Folding stays exact under perturbations: a perturbed rank's whole data-parallel replica runs
+// differently from replica 0 (its pipeline stages wait on each other), so the folded Job gains
+// the Programs of that replica at the positions replica 0 simulates, and of the rank itself.
+// Replicas no perturbation touches stay folded.
+void add_perturbed_replicas(Job& job, const ModelGraph& shard, const Scenario& scenario,
+                            const Cluster& cluster, const RunOptions& options) {
+  if (options.perturbations.empty() ||
+      static_cast<int>(job.programs.size()) >= cluster.world_size())
+    return;
+  const RankLayout layout = layout_from_scenario(scenario);
+  std::set<Rank> simulated;
+  std::vector<std::array<int, 4>> folded;  // coordinates of replica 0's simulated ranks
+  for (const Program& p : job.programs) {
+    simulated.insert(p.rank);
+    folded.push_back(layout.coordinates(p.rank));
+  }
+  std::set<Rank> extra;
+  for (Rank r : perturbed_ranks(options, cluster)) {
+    const auto at = layout.coordinates(r);
+    for (const auto& c : folded) {
+      const Rank peer = layout.rank(c[0], c[1], c[2], at[3]);
+      if (!simulated.count(peer)) extra.insert(peer);
+    }
+    if (!simulated.count(r)) extra.insert(r);
+  }
+  for (Rank r : extra) job.programs.push_back(build_program(shard, scenario, r));
+  std::sort(job.programs.begin(), job.programs.end(),
+            [](const Program& a, const Program& b) { return a.rank < b.rank; });
+}
+
 }  // namespace
 
 Scenario load(const std::string& path, const std::vector<std::string>& overrides) {
@@ -46,6 +117,7 @@ Plan plan_scenario(Scenario scenario, double max_memory_bytes) {
   options.max_ops = std::max(1.0, (max_memory_bytes - kBaseRunBytes) / kBytesPerOpIteration);
   Job job = build_job(graphs.shard, scenario, options);
   Cluster cluster(scenario.cluster);
+  add_perturbed_replicas(job, graphs.shard, scenario, cluster, run_options(scenario));
   return Plan{std::move(scenario), std::move(graphs.whole), std::move(cluster), std::move(job)};
 }
 
@@ -53,6 +125,7 @@ RunOptions run_options(const Scenario& scenario) {
   RunOptions options;
   options.iterations = scenario.simulate.iterations;
   options.seed = scenario.simulate.seed;
+  options.perturbations = perturbations(scenario.stragglers);
   return options;
 }
 

@@ -347,9 +347,14 @@ CollectiveBody SimGridExecutor::body_for(const Job& job, const Cluster& cluster,
 }
 
 Trace SimGridExecutor::run(const Job& job, const Cluster& nominal, const RunOptions& options) {
+  refuse_unsupported(options, name(),
+                     {Perturbation::Kind::kSlowRank, Perturbation::Kind::kRandomSlowdown,
+                      Perturbation::Kind::kThrottle});
   const Cluster cluster = apply_perturbations(nominal, options);
   const int iterations = options.iterations;
-  const ActivityGraph graph = lower(job, cluster, iterations, body_for(job, cluster, iterations));
+  const TransientSlowdowns transient = transient_slowdowns(job, cluster, options);
+  const ActivityGraph graph = lower(job, cluster, iterations, body_for(job, cluster, iterations),
+                                    &transient, !options.perturbations.empty());
   return trace_from_times(graph, job, simulate_graph(graph, cluster, options_.precision), name());
 }
 

@@ -112,7 +112,11 @@ void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, 
     if (!has_successor[i]) g.edge(first + static_cast<int32_t>(i), tail);
 }
 
-ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, CollectiveBody body) {
+ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, CollectiveBody body,
+                    const TransientSlowdowns* transient, bool track_waits) {
+  if (transient && transient->empty()) transient = nullptr;
+  // Compute kernels each rank has run so far, over the whole run (per-op random draws).
+  std::map<Rank, uint64_t> compute_ops;
   ActivityGraph g;
   CollectiveMemo memo;
   g.iterations = iterations;
@@ -142,9 +146,11 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
           const Op& op = ops[i];
           OpInstance inst{p.rank, static_cast<StreamId>(s), it, static_cast<uint32_t>(i), -1, -1};
           if (const auto* c = std::get_if<ComputeOp>(&op.body)) {
+            Seconds duration = compute_time(*c, cluster.gpu) / cluster.speed_scale(p.rank);
+            if (transient)
+              duration = duration * transient->factor(p.rank, it, compute_ops[p.rank]++);
             inst.begin = g.add(join());
-            inst.end = g.add(GraphNode::compute(
-                p.rank, compute_time(*c, cluster.gpu) / cluster.speed_scale(p.rank)));
+            inst.end = g.add(GraphNode::compute(p.rank, duration));
             g.edge(inst.begin, inst.end);
           } else if (std::holds_alternative<MemoryOp>(op.body)) {
             inst.begin = inst.end = g.add(join());
@@ -163,6 +169,10 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
             ++found->second.arrived;
             inst.begin = found->second.begin;
             inst.end = found->second.end;
+            if (track_waits) {
+              inst.ready = g.add(join());
+              g.edge(inst.ready, inst.begin);
+            }
           } else {
             const bool is_send = std::holds_alternative<SendOp>(op.body);
             const Rank peer =
@@ -208,8 +218,9 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
     for (const auto& pd : pending) {
       const OpInstance& inst = g.ops[pd.instance];
       const Op& op = pd.program->streams[static_cast<size_t>(pd.stream)].ops[pd.op_index];
+      const int32_t entry = inst.ready >= 0 ? inst.ready : inst.begin;
       auto tail = stream_tail.find({inst.rank, inst.stream});
-      if (tail != stream_tail.end()) g.edge(tail->second, inst.begin);
+      if (tail != stream_tail.end()) g.edge(tail->second, entry);
       stream_tail[{inst.rank, inst.stream}] = inst.end;
       for (EventId e : op.waits) {
         auto producer = event_end.find({inst.rank, e});
@@ -217,11 +228,22 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
           throw RuntimeError(
               "the program cannot finish: " + op_name(*pd.program, pd.stream, pd.op_index) +
               " waits for event " + std::to_string(e) + ", which no op records");
-        g.edge(producer->second, inst.begin);
+        g.edge(producer->second, entry);
       }
     }
   }
   return g;
+}
+
+TransientSlowdowns transient_slowdowns(const Job& job, const Cluster& cluster,
+                                       const RunOptions& options) {
+  TransientSlowdowns probe(options, cluster.world_size());
+  if (!probe.has_throttle()) return probe;
+  const ActivityGraph one = lower(job, cluster, 1, CollectiveBody::kClosedForm);
+  const std::vector<double> finish = finish_times_without_contention(one, cluster);
+  double step = 0;
+  for (double f : finish) step = std::max(step, f);
+  return TransientSlowdowns(options, cluster.world_size(), step);
 }
 
 std::vector<double> finish_times_without_contention(const ActivityGraph& g,
@@ -307,6 +329,12 @@ Trace trace_from_times(const ActivityGraph& g, const Job& job, const std::vector
     }
     t.spans.push_back(Span{inst.rank, inst.stream, inst.iteration, inst.op_index, kind,
                            Seconds(start), Seconds(end), moved});
+    if (inst.ready >= 0) {
+      const double arrived = finish[static_cast<size_t>(inst.ready)];
+      if (start - arrived > kMinStragglerWaitSeconds)
+        t.straggler_waits.push_back(Span{inst.rank, inst.stream, inst.iteration, inst.op_index,
+                                         kind, Seconds(arrived), Seconds(start), Bytes(0)});
+    }
   }
   // Iterations end in order even if a late op of one iteration outlives an early op of the next.
   for (size_t i = 1; i < t.iteration_end.size(); ++i)

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/collectives/collective_schedule.h"
+#include "core/exec/executor.h"
 #include "core/hardware/endpoint.h"
 #include "core/ir/program.h"
 #include "core/ir/trace.h"
@@ -60,6 +61,9 @@ struct OpInstance {
   uint32_t op_index = 0;
   int32_t begin = -1;
   int32_t end = -1;
+  // Collectives when waits are tracked: this member's own arrival, a join before the shared
+  // begin; begin - ready is the time it waited for the group's slower members.
+  int32_t ready = -1;
 };
 
 struct ActivityGraph {
@@ -75,11 +79,25 @@ struct ActivityGraph {
 // wait for begin, and end waits for the flows nothing waits for, then the trailing latency.
 void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, int32_t end);
 
-ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, CollectiveBody body);
+// `transient` (optional) multiplies each compute kernel's duration by its rank's factor for that
+// kernel (core/exec/executor.h); `track_waits` gives every collective member its own arrival
+// join (OpInstance::ready), so that trace_from_times() can report straggler waits. Neither
+// changes the graph's times when absent.
+ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, CollectiveBody body,
+                    const TransientSlowdowns* transient = nullptr, bool track_waits = false);
 
 // Start-free longest-path times for a graph whose every node has a fixed duration (compute and
 // delay: amount; flow: alpha + bytes / beta of its pair; join: 0). Returns finish times.
 std::vector<double> finish_times_without_contention(const ActivityGraph& g, const Cluster& cluster);
+
+// The run's transient slowdowns; with throttling, the unthrottled step time its phases are read
+// at comes from the closed form of one step (core/exec/executor.h, kThrottle).
+TransientSlowdowns transient_slowdowns(const Job& job, const Cluster& cluster,
+                                       const RunOptions& options);
+
+// Collective members' waits (OpInstance::ready to begin) longer than this are reported as
+// Trace::straggler_waits: well above the rounding of a simulated clock, well below any kernel.
+inline constexpr double kMinStragglerWaitSeconds = 1e-9;
 
 Trace trace_from_times(const ActivityGraph& g, const Job& job, const std::vector<double>& finish,
                        const std::string& engine);
