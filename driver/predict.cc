@@ -1,7 +1,6 @@
 #include "driver/predict.h"
 
 #include <algorithm>
-#include <array>
 #include <set>
 
 #include "core/base/error.h"
@@ -71,31 +70,31 @@ std::vector<Perturbation> perturbations(const StragglerConfig& stragglers) {
   return out;
 }
 
-// Folding stays exact under perturbations: a perturbed rank's whole data-parallel replica runs
-// differently from replica 0 (its pipeline stages wait on each other), so the folded Job gains
-// the Programs of that replica at the positions replica 0 simulates, and of the rank itself.
-// Replicas no perturbation touches stay folded.
+// Folding stays exact under perturbations. A perturbed rank's whole data-parallel replica runs
+// differently from replica 0: its pipeline stages wait on each other, and its tensor- and
+// context-parallel peers receive the slow rank's sends later than their simulated peer would. So
+// the folded Job gains every rank of that replica; replicas no perturbation touches stay folded.
+// The replicas left folded stand for themselves exactly: a perturbation only delays the ranks it
+// touches (every time is a max of sums), so in a data-parallel collective the perturbed
+// replica's members arrive no earlier than a folded replica's, and the folded members that are
+// not simulated (replica 0's other TP ranks) cannot decide when it completes.
 void add_perturbed_replicas(Job& job, const ModelGraph& shard, const Scenario& scenario,
                             const Cluster& cluster, const RunOptions& options) {
   if (options.perturbations.empty() ||
       static_cast<int>(job.programs.size()) >= cluster.world_size())
     return;
   const RankLayout layout = layout_from_scenario(scenario);
+  const auto& par = scenario.parallelism;
   std::set<Rank> simulated;
-  std::vector<std::array<int, 4>> folded;  // coordinates of replica 0's simulated ranks
-  for (const Program& p : job.programs) {
-    simulated.insert(p.rank);
-    folded.push_back(layout.coordinates(p.rank));
-  }
+  for (const Program& p : job.programs) simulated.insert(p.rank);
+  std::set<int> replicas;
+  for (Rank r : perturbed_ranks(options, cluster)) replicas.insert(layout.coordinates(r)[3]);
   std::set<Rank> extra;
-  for (Rank r : perturbed_ranks(options, cluster)) {
-    const auto at = layout.coordinates(r);
-    for (const auto& c : folded) {
-      const Rank peer = layout.rank(c[0], c[1], c[2], at[3]);
-      if (!simulated.count(peer)) extra.insert(peer);
-    }
-    if (!simulated.count(r)) extra.insert(r);
-  }
+  for (int dp : replicas)
+    for (int pp = 0; pp < par.pipeline.value; ++pp)
+      for (int cp = 0; cp < par.context.value; ++cp)
+        for (int tp = 0; tp < par.tensor.value; ++tp)
+          if (const Rank r = layout.rank(tp, cp, pp, dp); !simulated.count(r)) extra.insert(r);
   for (Rank r : extra) job.programs.push_back(build_program(shard, scenario, r));
   std::sort(job.programs.begin(), job.programs.end(),
             [](const Program& a, const Program& b) { return a.rank < b.rank; });

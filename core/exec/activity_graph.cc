@@ -113,7 +113,9 @@ void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, 
 }
 
 ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, CollectiveBody body,
-                    const TransientSlowdowns* transient, bool track_waits) {
+                    const TransientSlowdowns* transient, bool track_waits,
+                    const DegradedNics* degraded) {
+  if (degraded && degraded->empty()) degraded = nullptr;
   if (transient && transient->empty()) transient = nullptr;
   // Compute kernels each rank has run so far, over the whole run (per-op random draws).
   std::map<Rank, uint64_t> compute_ops;
@@ -163,7 +165,9 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
               for (Rank r : group.ranks) expected += simulated.count(r) ? 1 : 0;
               Shared sh{g.add(join()), g.add(join()), 0, expected,
                         op_name(p, static_cast<StreamId>(s), i)};
-              collective_body(g, *c, group, cluster, body, sh.begin, sh.end, memo);
+              const double slowest = degraded ? degraded->slowest(group.ranks) : 1;
+              collective_body(g, *c, group, slowest < 1 ? degraded->at(slowest) : cluster, body,
+                              sh.begin, sh.end, memo);
               found = collectives.emplace(key, sh).first;
             }
             ++found->second.arrived;
@@ -188,8 +192,10 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
               Shared sh{g.add(join()), -1, 0, simulated.count(peer) ? 2 : 1,
                         op_name(p, static_cast<StreamId>(s), i)};
               const Endpoint from = Endpoint::gpu(src), to = Endpoint::gpu(dst);
+              const double slowest = degraded ? degraded->slowest({src, dst}) : 1;
               if (body == CollectiveBody::kClosedForm)
-                sh.end = g.add(GraphNode::delay(point_to_point_time(bytes, from, to, cluster)));
+                sh.end = g.add(GraphNode::delay(point_to_point_time(
+                    bytes, from, to, slowest < 1 ? degraded->at(slowest) : cluster)));
               else
                 sh.end = g.add(GraphNode::flow(from, to, bytes));
               g.edge(sh.begin, sh.end);

@@ -83,8 +83,11 @@ void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, 
 // kernel (core/exec/executor.h); `track_waits` gives every collective member its own arrival
 // join (OpInstance::ready), so that trace_from_times() can report straggler waits. Neither
 // changes the graph's times when absent.
+// `degraded` (optional, closed-form bodies only): collectives and transfers through a degraded
+// NIC take the slowest edge's time (DegradedNics).
 ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, CollectiveBody body,
-                    const TransientSlowdowns* transient = nullptr, bool track_waits = false);
+                    const TransientSlowdowns* transient = nullptr, bool track_waits = false,
+                    const DegradedNics* degraded = nullptr);
 
 // Start-free longest-path times for a graph whose every node has a fixed duration (compute and
 // delay: amount; flow: alpha + bytes / beta of its pair; join: 0). Returns finish times.

@@ -119,6 +119,40 @@ double TransientSlowdowns::factor(Rank r, int step, uint64_t op) const {
   return f;
 }
 
+DegradedNics::DegradedNics(const RunOptions& options, const Cluster& cluster) : cluster_(cluster) {
+  for (const auto& p : options.perturbations)
+    if (p.kind == Perturbation::Kind::kDegradedLink && p.nic >= 0) {
+      if (!(p.fraction > 0 && p.fraction <= 1))
+        throw straggler_error("a link keeps a fraction of its rate in (0, 1], found " +
+                              std::to_string(p.fraction));
+      auto [it, fresh] = fraction_.emplace(std::make_pair(p.node, p.nic), p.fraction);
+      if (!fresh) it->second *= p.fraction;
+    }
+}
+
+double DegradedNics::slowest(const std::vector<Rank>& ranks) const {
+  if (fraction_.empty() || ranks.empty()) return 1;
+  bool spans_nodes = false;
+  double f = 1;
+  for (Rank r : ranks) {
+    spans_nodes = spans_nodes || cluster_.node_of(r) != cluster_.node_of(ranks.front());
+    if (auto it = fraction_.find({cluster_.node_of(r), cluster_.local_nic_of(r)});
+        it != fraction_.end())
+      f = std::min(f, it->second);
+  }
+  return spans_nodes ? f : 1;
+}
+
+const Cluster& DegradedNics::at(double fraction) const {
+  auto it = scaled_.find(fraction);
+  if (it == scaled_.end()) {
+    ClusterConfig config = cluster_;
+    config.network.nic_bandwidth = config.network.nic_bandwidth * fraction;
+    it = scaled_.emplace(fraction, Cluster(std::move(config))).first;
+  }
+  return it->second;
+}
+
 std::vector<Rank> perturbed_ranks(const RunOptions& options, const Cluster& cluster) {
   std::set<Rank> out;
   const TransientSlowdowns transient(options, cluster.world_size());
@@ -165,6 +199,21 @@ void refuse_unsupported(const RunOptions& options, const std::string& engine,
   for (auto k : refused) what += (what.empty() ? "" : " and ") + std::string(kind_name(k));
   throw straggler_error("the " + engine + " engine does not apply " + what +
                         " yet; remove those entries or choose another engine");
+}
+
+void refuse_uplinks_and_torus(const RunOptions& options, const Cluster& cluster,
+                              const std::string& engine) {
+  for (const auto& p : options.perturbations) {
+    if (p.kind != Perturbation::Kind::kDegradedLink) continue;
+    if (p.nic < 0)
+      throw straggler_error("the " + engine +
+                            " engine does not apply a degraded switch uplink yet; degrade the "
+                            "node's NICs ({link: {node: N, nic: I}, fraction: X}) instead");
+    if (cluster.network.topology == Topology::kTorus)
+      throw straggler_error("the " + engine +
+                            " engine does not apply a degraded NIC on a torus, whose nodes have "
+                            "cables rather than NIC links");
+  }
 }
 
 }  // namespace dtsim

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -81,10 +82,34 @@ class TransientSlowdowns {
   double step_time_s_;
 };
 
+// Degraded NICs as the closed forms see them: a collective or transfer that leaves a node
+// through a degraded NIC runs every inter-node edge at the slowest such NIC's rate. A ring's time
+// is set by its slowest hop (each step waits for the chunk on every edge), so that is exact for
+// the ring and a bound for the other algorithms (core/collectives/cost_model.h).
+class DegradedNics {
+ public:
+  DegradedNics(const RunOptions& options, const Cluster& cluster);
+  bool empty() const { return fraction_.empty(); }
+  // The smallest fraction among the NICs the ranks use, when they span nodes; 1 otherwise.
+  double slowest(const std::vector<Rank>& ranks) const;
+  // The cluster with every NIC at `fraction` of its rate (cached per fraction).
+  const Cluster& at(double fraction) const;
+
+ private:
+  const Cluster& cluster_;
+  std::map<std::pair<int, int>, double> fraction_;  // (node, nic) -> fraction
+  mutable std::map<double, Cluster> scaled_;
+};
+
 // The ranks whose behaviour some perturbation changes over `options.iterations` steps: the
 // ones a folded Job must simulate apart (driver/predict.cc). Random per-op spells touch every
 // rank with a non-zero probability; per-step ones exactly the ranks whose draws hit.
 std::vector<Rank> perturbed_ranks(const RunOptions& options, const Cluster& cluster);
+
+// Degraded links that no engine applies yet: a switch uplink (nic = -1), and any link of a
+// torus (its nodes have no NIC links). Throws InputError naming the `stragglers` key.
+void refuse_uplinks_and_torus(const RunOptions& options, const Cluster& cluster,
+                              const std::string& engine);
 
 // Throws InputError naming the `stragglers` key for each perturbation `engine` cannot apply.
 void refuse_unsupported(const RunOptions& options, const std::string& engine,
