@@ -70,14 +70,19 @@ std::vector<Perturbation> perturbations(const StragglerConfig& stragglers) {
   return out;
 }
 
-// Folding stays exact under perturbations. A perturbed rank's whole data-parallel replica runs
-// differently from replica 0: its pipeline stages wait on each other, and its tensor- and
-// context-parallel peers receive the slow rank's sends later than their simulated peer would. So
-// the folded Job gains every rank of that replica; replicas no perturbation touches stay folded.
-// The replicas left folded stand for themselves exactly: a perturbation only delays the ranks it
-// touches (every time is a max of sums), so in a data-parallel collective the perturbed
-// replica's members arrive no earlier than a folded replica's, and the folded members that are
-// not simulated (replica 0's other TP ranks) cannot decide when it completes.
+// Folding stays exact under perturbations. The folded Job simulates replica 0, and of it one
+// tensor- and context-parallel position per stage where that is exact (core/strategy/strategy.h).
+// A perturbation only delays what it touches (every time is a max of sums), which gives two
+// exact ways to fold around it:
+// - All perturbed ranks at one TP/CP position, the other positions folded: that position is
+//   simulated in every stage of replica 0 (standing for the unperturbed replicas, as any position
+//   does) and of each perturbed replica. In a perturbed replica the simulated rank of each stage
+//   is the last of its TP group to reach every collective (it is slowed, or it receives from a
+//   slowed rank, and its peers' inputs are never later), so it alone decides when they complete;
+//   a data-parallel collective waits for the perturbed replica's member, which arrives no earlier
+//   than the folded replicas'.
+// - Otherwise: every rank of each perturbed replica, beside the folded replica 0.
+// Replicas no perturbation touches stay folded either way.
 void add_perturbed_replicas(Job& job, const ModelGraph& shard, const Scenario& scenario,
                             const Cluster& cluster, const RunOptions& options) {
   if (options.perturbations.empty() ||
@@ -85,19 +90,40 @@ void add_perturbed_replicas(Job& job, const ModelGraph& shard, const Scenario& s
     return;
   const RankLayout layout = layout_from_scenario(scenario);
   const auto& par = scenario.parallelism;
-  std::set<Rank> simulated;
-  for (const Program& p : job.programs) simulated.insert(p.rank);
+  const std::vector<Rank> perturbed = perturbed_ranks(options, cluster);
+  if (perturbed.empty()) return;
   std::set<int> replicas;
-  for (Rank r : perturbed_ranks(options, cluster)) replicas.insert(layout.coordinates(r)[3]);
-  std::set<Rank> extra;
-  for (int dp : replicas)
-    for (int pp = 0; pp < par.pipeline.value; ++pp)
-      for (int cp = 0; cp < par.context.value; ++cp)
-        for (int tp = 0; tp < par.tensor.value; ++tp)
-          if (const Rank r = layout.rank(tp, cp, pp, dp); !simulated.count(r)) extra.insert(r);
-  for (Rank r : extra) job.programs.push_back(build_program(shard, scenario, r));
-  std::sort(job.programs.begin(), job.programs.end(),
+  std::set<std::pair<int, int>> positions, folded_positions;  // (tp, cp)
+  for (Rank r : perturbed) {
+    const auto c = layout.coordinates(r);
+    replicas.insert(c[3]);
+    positions.insert({c[0], c[1]});
+  }
+  for (const Program& p : job.programs) {
+    const auto c = layout.coordinates(p.rank);
+    folded_positions.insert({c[0], c[1]});
+  }
+  std::set<Rank> wanted;
+  for (const Program& p : job.programs) wanted.insert(p.rank);
+  if (positions.size() == 1 && folded_positions.size() == 1) {
+    const auto [tp, cp] = *positions.begin();
+    wanted.clear();
+    replicas.insert(0);
+    for (int dp : replicas)
+      for (int pp = 0; pp < par.pipeline.value; ++pp) wanted.insert(layout.rank(tp, cp, pp, dp));
+  } else {
+    for (int dp : replicas)
+      for (int pp = 0; pp < par.pipeline.value; ++pp)
+        for (int c = 0; c < par.context.value; ++c)
+          for (int t = 0; t < par.tensor.value; ++t) wanted.insert(layout.rank(t, c, pp, dp));
+  }
+  std::vector<Program> programs;
+  for (Program& p : job.programs)
+    if (wanted.erase(p.rank)) programs.push_back(std::move(p));
+  for (Rank r : wanted) programs.push_back(build_program(shard, scenario, r));
+  std::sort(programs.begin(), programs.end(),
             [](const Program& a, const Program& b) { return a.rank < b.rank; });
+  job.programs = std::move(programs);
 }
 
 }  // namespace

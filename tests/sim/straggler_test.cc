@@ -206,34 +206,65 @@ TEST(Stragglers, DegradedUplinksAreRefusedNotIgnored) {
 }
 
 // Folding stays exact: TP 2 x PP 2 x DP 4 on 16 GPUs. The folded Job simulates replica 0's
-// ranks (one TP rank per stage); a straggler in replica 2 adds every rank of that replica and no
-// others, and the step equals the unfolded Job's.
-TEST(Stragglers, OnlyThePerturbedReplicaIsUnfolded) {
-  const std::string yaml =
-      "cluster:\n"
-      "  gpu: H100-SXM\n  nodes: 2\n  gpus_per_node: 8\n  intra_node: nvswitch\n"
-      "  network: {preset: ib-ndr, topology: fat-tree, nics_per_node: 8}\n"
-      "model: {preset: gpt3-1.3b}\n"
-      "parallelism: {tensor: 2, pipeline: 2, data: auto}\n"
-      "training: {global_batch_size: 64, micro_batch_size: 4, overlap_grad_reduce: false}\n"
-      "simulate: {engine: analytic}\n";
-  const driver::Plan plain = driver::plan_scenario(scenario_from(yaml + "stragglers: []\n"));
+// ranks, one TP rank per stage; a straggler at TP rank 1 of replica 2 moves the simulated TP
+// position to 1 and adds replica 2 at that position, and no other rank; the step equals the
+// unfolded Job's. Two stragglers at different TP positions unfold their replica whole.
+driver::Plan plan_with(const std::string& yaml, const std::string& stragglers) {
+  return driver::plan_scenario(scenario_from(yaml + "stragglers: " + stragglers + "\n"));
+}
+
+std::set<Rank> simulated_ranks(const Job& job) {
+  std::set<Rank> out;
+  for (const Program& p : job.programs) out.insert(p.rank);
+  return out;
+}
+
+double folded_and_unfolded_end(const driver::Plan& plan, double* unfolded_end) {
+  const RunOptions options = driver::run_options(plan.scenario);
+  AnalyticExecutor engine;
+  *unfolded_end = engine.run(driver::unfolded_job(plan), plan.cluster, options).makespan().value();
+  return engine.run(plan.job, plan.cluster, options).makespan().value();
+}
+
+const char* kTpPpDpScenario =
+    "cluster:\n"
+    "  gpu: H100-SXM\n  nodes: 2\n  gpus_per_node: 8\n  intra_node: nvswitch\n"
+    "  network: {preset: ib-ndr, topology: fat-tree, nics_per_node: 8}\n"
+    "model: {preset: gpt3-1.3b}\n"
+    "parallelism: {tensor: 2, pipeline: 2, data: auto}\n"
+    "training: {global_batch_size: 64, micro_batch_size: 4, overlap_grad_reduce: false}\n"
+    "simulate: {engine: analytic}\n";
+
+TEST(Stragglers, TwoStragglersAtTwoTpPositionsUnfoldTheirReplicaWhole) {
+  const driver::Plan plain = plan_with(kTpPpDpScenario, "[]");
   const RankLayout layout = layout_from_scenario(plain.scenario);
-  const Rank slow = layout.rank(1, 0, 1, 2);  // TP rank 1 of stage 1 in replica 2
-  const driver::Plan perturbed = driver::plan_scenario(scenario_from(
-      yaml + "stragglers: [{ranks: [" + std::to_string(slow) + "], slowdown: 1.3}]\n"));
-  std::set<Rank> expected;
-  for (const Program& p : plain.job.programs) {
-    expected.insert(p.rank);
-    EXPECT_EQ(layout.coordinates(p.rank)[3], 0) << "the folded Job simulates replica 0";
-  }
-  EXPECT_EQ(plain.job.programs.size(), 2u);  // one TP rank of each of the 2 stages
+  const Rank a = layout.rank(1, 0, 1, 2), b = layout.rank(0, 0, 0, 2);
+  const driver::Plan perturbed =
+      plan_with(kTpPpDpScenario,
+                "[{ranks: [" + std::to_string(a) + ", " + std::to_string(b) + "], slowdown: 1.3}]");
+  std::set<Rank> expected = simulated_ranks(plain.job);
   for (int pp = 0; pp < 2; ++pp)
     for (int tp = 0; tp < 2; ++tp) expected.insert(layout.rank(tp, 0, pp, 2));
-  std::set<Rank> simulated;
-  for (const Program& p : perturbed.job.programs) simulated.insert(p.rank);
-  EXPECT_EQ(simulated, expected);
-  EXPECT_EQ(simulated.size(), 6u);  // of 16
+  EXPECT_EQ(simulated_ranks(perturbed.job), expected);
+  double unfolded_end = 0;
+  const double folded_end = folded_and_unfolded_end(perturbed, &unfolded_end);
+  EXPECT_NEAR(folded_end, unfolded_end, 1e-9 * unfolded_end);
+}
+
+TEST(Stragglers, OnlyThePerturbedReplicaIsUnfolded) {
+  const std::string yaml = kTpPpDpScenario;
+  const driver::Plan plain = plan_with(yaml, "[]");
+  const RankLayout layout = layout_from_scenario(plain.scenario);
+  const Rank slow = layout.rank(1, 0, 1, 2);  // TP rank 1 of stage 1 in replica 2
+  const driver::Plan perturbed =
+      plan_with(yaml, "[{ranks: [" + std::to_string(slow) + "], slowdown: 1.3}]");
+  for (const Program& p : plain.job.programs)
+    EXPECT_EQ(layout.coordinates(p.rank)[3], 0) << "the folded Job simulates replica 0";
+  EXPECT_EQ(plain.job.programs.size(), 2u);  // one TP rank of each of the 2 stages
+  std::set<Rank> expected;
+  for (int pp = 0; pp < 2; ++pp)
+    for (int dp : {0, 2}) expected.insert(layout.rank(1, 0, pp, dp));
+  EXPECT_EQ(simulated_ranks(perturbed.job), expected);  // 4 of 16
 
   const RunOptions options = driver::run_options(perturbed.scenario);
   const Job unfolded = driver::unfolded_job(perturbed);
