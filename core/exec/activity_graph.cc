@@ -122,6 +122,7 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
   ActivityGraph g;
   CollectiveMemo memo;
   g.iterations = iterations;
+  g.tracks_waits = track_waits;
   std::map<Rank, bool> simulated;
   for (const auto& p : job.programs) simulated[p.rank] = true;
   // The end node of the last op of each (rank, stream), carried across iterations.
@@ -173,10 +174,6 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
             ++found->second.arrived;
             inst.begin = found->second.begin;
             inst.end = found->second.end;
-            if (track_waits) {
-              inst.ready = g.add(join());
-              g.edge(inst.ready, inst.begin);
-            }
           } else {
             const bool is_send = std::holds_alternative<SendOp>(op.body);
             const Rank peer =
@@ -224,9 +221,14 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
     for (const auto& pd : pending) {
       const OpInstance& inst = g.ops[pd.instance];
       const Op& op = pd.program->streams[static_cast<size_t>(pd.stream)].ops[pd.op_index];
-      const int32_t entry = inst.ready >= 0 ? inst.ready : inst.begin;
+      const int32_t entry = inst.begin;
+      const bool tracked = track_waits && std::holds_alternative<CollectiveOp>(op.body);
+      const auto instance = static_cast<uint32_t>(pd.instance);
       auto tail = stream_tail.find({inst.rank, inst.stream});
-      if (tail != stream_tail.end()) g.edge(tail->second, entry);
+      if (tail != stream_tail.end()) {
+        g.edge(tail->second, entry);
+        if (tracked) g.member_predecessors.emplace_back(instance, tail->second);
+      }
       stream_tail[{inst.rank, inst.stream}] = inst.end;
       for (EventId e : op.waits) {
         auto producer = event_end.find({inst.rank, e});
@@ -235,6 +237,7 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
               "the program cannot finish: " + op_name(*pd.program, pd.stream, pd.op_index) +
               " waits for event " + std::to_string(e) + ", which no op records");
         g.edge(producer->second, entry);
+        if (tracked) g.member_predecessors.emplace_back(instance, producer->second);
       }
     }
   }
@@ -306,6 +309,12 @@ Trace trace_from_times(const ActivityGraph& g, const Job& job, const std::vector
     double bytes;
   };
   std::map<Rank, std::vector<MemEvent>> memory;
+  std::vector<double> arrived;  // by op instance, when waits are tracked
+  if (g.tracks_waits) {
+    arrived.assign(g.ops.size(), 0.0);
+    for (const auto& [instance, node] : g.member_predecessors)
+      arrived[instance] = std::max(arrived[instance], finish[static_cast<size_t>(node)]);
+  }
   for (size_t k = 0; k < g.ops.size(); ++k) {
     const OpInstance& inst = g.ops[k];
     const Program* p = job.program_for(inst.rank);
@@ -335,12 +344,10 @@ Trace trace_from_times(const ActivityGraph& g, const Job& job, const std::vector
     }
     t.spans.push_back(Span{inst.rank, inst.stream, inst.iteration, inst.op_index, kind,
                            Seconds(start), Seconds(end), moved});
-    if (inst.ready >= 0) {
-      const double arrived = finish[static_cast<size_t>(inst.ready)];
-      if (start - arrived > kMinStragglerWaitSeconds)
-        t.straggler_waits.push_back(Span{inst.rank, inst.stream, inst.iteration, inst.op_index,
-                                         kind, Seconds(arrived), Seconds(start), Bytes(0)});
-    }
+    if (!arrived.empty() && kind == SpanKind::kCollective &&
+        start - arrived[k] > kMinStragglerWaitSeconds)
+      t.straggler_waits.push_back(Span{inst.rank, inst.stream, inst.iteration, inst.op_index, kind,
+                                       Seconds(arrived[k]), Seconds(start), Bytes(0)});
   }
   // Iterations end in order even if a late op of one iteration outlives an early op of the next.
   for (size_t i = 1; i < t.iteration_end.size(); ++i)

@@ -61,15 +61,18 @@ struct OpInstance {
   uint32_t op_index = 0;
   int32_t begin = -1;
   int32_t end = -1;
-  // Collectives when waits are tracked: this member's own arrival, a join before the shared
-  // begin; begin - ready is the time it waited for the group's slower members.
-  int32_t ready = -1;
 };
 
 struct ActivityGraph {
   std::vector<GraphNode> nodes;
   std::vector<OpInstance> ops;
   int iterations = 1;
+  // With waits tracked: (op instance, node) for each node a collective member waits for before
+  // the collective (its stream predecessor, the events it waits on). The member arrives when the
+  // last of them finishes; the collective starts when its last member arrives. Kept beside the
+  // graph, not as join nodes, so that tracking adds no work to an engine.
+  bool tracks_waits = false;
+  std::vector<std::pair<uint32_t, int32_t>> member_predecessors;
 
   int32_t add(GraphNode n);
   void edge(int32_t from, int32_t to);
@@ -80,9 +83,9 @@ struct ActivityGraph {
 void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, int32_t end);
 
 // `transient` (optional) multiplies each compute kernel's duration by its rank's factor for that
-// kernel (core/exec/executor.h); `track_waits` gives every collective member its own arrival
-// join (OpInstance::ready), so that trace_from_times() can report straggler waits. Neither
-// changes the graph's times when absent.
+// kernel (core/exec/executor.h); `track_waits` records when each collective member arrives
+// (ActivityGraph::member_predecessors), so that trace_from_times() can report straggler waits.
+// Neither changes the graph's nodes or times when absent.
 // `degraded` (optional, closed-form bodies only): collectives and transfers through a degraded
 // NIC take the slowest edge's time (DegradedNics).
 ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, CollectiveBody body,
@@ -98,8 +101,9 @@ std::vector<double> finish_times_without_contention(const ActivityGraph& g, cons
 TransientSlowdowns transient_slowdowns(const Job& job, const Cluster& cluster,
                                        const RunOptions& options);
 
-// Collective members' waits (OpInstance::ready to begin) longer than this are reported as
-// Trace::straggler_waits: well above the rounding of a simulated clock, well below any kernel.
+// Collective members' waits (from their arrival to the collective's start) longer than this are
+// reported as Trace::straggler_waits: well above the rounding of a simulated clock, well below any
+// kernel.
 inline constexpr double kMinStragglerWaitSeconds = 1e-9;
 
 Trace trace_from_times(const ActivityGraph& g, const Job& job, const std::vector<double>& finish,
