@@ -70,60 +70,33 @@ std::vector<Perturbation> perturbations(const StragglerConfig& stragglers) {
   return out;
 }
 
-// Folding stays exact under perturbations. The folded Job simulates replica 0, and of it one
+// Folding stays exact under perturbations. The folded Job simulates one replica (the first no
+// perturbation touches, replica 0 unless it is perturbed), and of it one
 // tensor- and context-parallel position per stage where that is exact (core/strategy/strategy.h).
 // A perturbation only delays what it touches (every time is a max of sums), which gives two
-// exact ways to fold around it:
-// - All perturbed ranks at one TP/CP position, the other positions folded: that position is
-//   simulated in every stage of replica 0 (standing for the unperturbed replicas, as any position
-//   does) and of each perturbed replica. In a perturbed replica the simulated rank of each stage
-//   is the last of its TP group to reach every collective (it is slowed, or it receives from a
-//   slowed rank, and its peers' inputs are never later), so it alone decides when they complete;
-//   a data-parallel collective waits for the perturbed replica's member, which arrives no earlier
-//   than the folded replicas'.
+// exact ways to fold around it (JobOptions::perturbed_replicas):
+// - All perturbed ranks at one TP/CP position: that position is the one simulated in every
+//   stage of replica 0 (standing for the unperturbed replicas, as any position does) and of each
+//   perturbed replica. In a perturbed replica the simulated rank of each stage is the last of its
+//   TP group to reach every collective (it is slowed, or it receives from a slowed rank, and its
+//   peers' inputs are never later), so it alone decides when they complete; a data-parallel
+//   collective waits for the perturbed replica's member, which arrives no earlier than the
+//   folded replicas'.
 // - Otherwise: every rank of each perturbed replica, beside the folded replica 0.
 // Replicas no perturbation touches stay folded either way.
-void add_perturbed_replicas(Job& job, const ModelGraph& shard, const Scenario& scenario,
-                            const Cluster& cluster, const RunOptions& options) {
-  if (options.perturbations.empty() ||
-      static_cast<int>(job.programs.size()) >= cluster.world_size())
-    return;
+void fold_around_perturbations(JobOptions& job_options, const Scenario& scenario,
+                               const Cluster& cluster, const RunOptions& options) {
+  if (options.perturbations.empty()) return;
   const RankLayout layout = layout_from_scenario(scenario);
-  const auto& par = scenario.parallelism;
-  const std::vector<Rank> perturbed = perturbed_ranks(options, cluster);
-  if (perturbed.empty()) return;
   std::set<int> replicas;
-  std::set<std::pair<int, int>> positions, folded_positions;  // (tp, cp)
-  for (Rank r : perturbed) {
+  std::set<std::array<int, 2>> positions;  // {tp, cp}
+  for (Rank r : perturbed_ranks(options, cluster)) {
     const auto c = layout.coordinates(r);
     replicas.insert(c[3]);
     positions.insert({c[0], c[1]});
   }
-  for (const Program& p : job.programs) {
-    const auto c = layout.coordinates(p.rank);
-    folded_positions.insert({c[0], c[1]});
-  }
-  std::set<Rank> wanted;
-  for (const Program& p : job.programs) wanted.insert(p.rank);
-  if (positions.size() == 1 && folded_positions.size() == 1) {
-    const auto [tp, cp] = *positions.begin();
-    wanted.clear();
-    replicas.insert(0);
-    for (int dp : replicas)
-      for (int pp = 0; pp < par.pipeline.value; ++pp) wanted.insert(layout.rank(tp, cp, pp, dp));
-  } else {
-    for (int dp : replicas)
-      for (int pp = 0; pp < par.pipeline.value; ++pp)
-        for (int c = 0; c < par.context.value; ++c)
-          for (int t = 0; t < par.tensor.value; ++t) wanted.insert(layout.rank(t, c, pp, dp));
-  }
-  std::vector<Program> programs;
-  for (Program& p : job.programs)
-    if (wanted.erase(p.rank)) programs.push_back(std::move(p));
-  for (Rank r : wanted) programs.push_back(build_program(shard, scenario, r));
-  std::sort(programs.begin(), programs.end(),
-            [](const Program& a, const Program& b) { return a.rank < b.rank; });
-  job.programs = std::move(programs);
+  job_options.perturbed_replicas.assign(replicas.begin(), replicas.end());
+  if (positions.size() == 1) job_options.perturbed_position = *positions.begin();
 }
 
 }  // namespace
@@ -140,9 +113,9 @@ Plan plan_scenario(Scenario scenario, double max_memory_bytes) {
   models::ScenarioGraphs graphs = models::graphs_from_scenario(scenario);
   JobOptions options;
   options.max_ops = std::max(1.0, (max_memory_bytes - kBaseRunBytes) / kBytesPerOpIteration);
-  Job job = build_job(graphs.shard, scenario, options);
   Cluster cluster(scenario.cluster);
-  add_perturbed_replicas(job, graphs.shard, scenario, cluster, run_options(scenario));
+  fold_around_perturbations(options, scenario, cluster, run_options(scenario));
+  Job job = build_job(graphs.shard, scenario, options);
   return Plan{std::move(scenario), std::move(graphs.whole), std::move(cluster), std::move(job)};
 }
 

@@ -283,5 +283,21 @@ TEST(Stragglers, OnlyThePerturbedReplicaIsUnfolded) {
   EXPECT_GT(folded_end, plain_end * 1.05);
 }
 
+// A straggler in replica 0: replica 1 stands for the unperturbed replicas instead.
+TEST(Stragglers, AStragglerInReplicaZeroLetsReplicaOneStandForTheOthers) {
+  const driver::Plan plain = plan_with(kTpPpDpScenario, "[]");
+  const RankLayout layout = layout_from_scenario(plain.scenario);
+  const Rank slow = layout.rank(1, 0, 0, 0);
+  const driver::Plan perturbed =
+      plan_with(kTpPpDpScenario, "[{ranks: [" + std::to_string(slow) + "], slowdown: 1.3}]");
+  std::set<Rank> expected;
+  for (int pp = 0; pp < 2; ++pp)
+    for (int dp : {0, 1}) expected.insert(layout.rank(1, 0, pp, dp));
+  EXPECT_EQ(simulated_ranks(perturbed.job), expected);
+  double unfolded_end = 0;
+  const double folded_end = folded_and_unfolded_end(perturbed, &unfolded_end);
+  EXPECT_NEAR(folded_end, unfolded_end, 1e-9 * unfolded_end);
+}
+
 }  // namespace
 }  // namespace dtsim
