@@ -57,6 +57,9 @@ const char* kind_name(Perturbation::Kind k) {
   return "?";
 }
 
+// Random draws perturbed_ranks() makes at most before it counts every rank as touched.
+constexpr double kMaxDraws = 1e8;
+
 }  // namespace
 
 Cluster apply_perturbations(const Cluster& cluster, const RunOptions& options) {
@@ -164,8 +167,11 @@ std::vector<Rank> perturbed_ranks(const RunOptions& options, const Cluster& clus
         break;
       case Perturbation::Kind::kRandomSlowdown:
         if (p.probability <= 0 || p.slowdown <= 1) break;
+        // Drawing every (rank, step) of a very long run costs more than simulating it unfolded
+        // saves; past kMaxDraws every rank counts as touched, which is exact too.
         for (Rank r = 0; r < cluster.world_size(); ++r) {
-          if (p.per_op) {
+          if (p.per_op ||
+              static_cast<double>(options.iterations) * cluster.world_size() > kMaxDraws) {
             out.insert(r);
             continue;
           }

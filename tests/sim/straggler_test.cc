@@ -299,5 +299,50 @@ TEST(Stragglers, AStragglerInReplicaZeroLetsReplicaOneStandForTheOthers) {
   EXPECT_NEAR(folded_end, unfolded_end, 1e-9 * unfolded_end);
 }
 
+// The scenario key: every form binds, with nodes expanded to their ranks.
+TEST(Stragglers, EveryFormBinds) {
+  const Scenario sc = scenario_from(dp_scenario(
+      "analytic", 1,
+      "[{ranks: [3, 7], slowdown: 1.3}, {nodes: [1], slowdown: 1.2},"
+      " {random: {p: 0.01, slowdown: 2.0, per: op, duration: 3}},"
+      " {link: {node: 1, nic: 2}, fraction: 0.5}, {link: {node: 0, uplink: true}, fraction: 0.25},"
+      " {throttle: {all: true, period: 10min, slowdown: 1.1, duty: 0.25}}]"));
+  const auto& e = sc.stragglers.entries;
+  ASSERT_EQ(e.size(), 6u);
+  EXPECT_EQ(e[0].kind, StragglerEntry::Kind::kSlow);
+  EXPECT_EQ(e[0].ranks, (std::vector<int>{3, 7}));
+  EXPECT_EQ(e[0].slowdown, 1.3);
+  EXPECT_EQ(e[1].ranks, (std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15}));
+  EXPECT_EQ(e[2].kind, StragglerEntry::Kind::kRandom);
+  EXPECT_EQ(e[2].probability, 0.01);
+  EXPECT_TRUE(e[2].per_op);
+  EXPECT_EQ(e[2].duration, 3);
+  EXPECT_EQ(e[3].kind, StragglerEntry::Kind::kLink);
+  EXPECT_EQ(e[3].node, 1);
+  EXPECT_EQ(e[3].nic, 2);
+  EXPECT_EQ(e[3].fraction, 0.5);
+  EXPECT_EQ(e[4].nic, -1);
+  EXPECT_EQ(e[5].kind, StragglerEntry::Kind::kThrottle);
+  EXPECT_EQ(e[5].ranks.size(), 16u);
+  EXPECT_EQ(e[5].period.value(), 600);
+  EXPECT_EQ(e[5].duty, 0.25);
+  // One perturbation per slow or throttled rank, one per random or link entry.
+  EXPECT_EQ(driver::run_options(sc).perturbations.size(), 2u + 8u + 1u + 2u + 16u);
+}
+
+// Throttling's phase: with a period of two steps and duty 0.4, step 0 starts in the slowed part
+// and step 1 (at phase 0.5) outside it: the run is one slow step and one nominal one.
+TEST(Stragglers, ThrottlePhaseFollowsTheStepStart) {
+  const auto base = predict_text(dp_scenario("analytic", 1, "[]"));
+  const double step = base.results.step_time_s;
+  const std::string period = std::to_string(2 * step * 1e3) + "ms";
+  const auto throttled = predict_text(
+      dp_scenario("analytic", 2,
+                  "[{throttle: {ranks: [2], period: " + period + ", slowdown: 1.2, duty: 0.4}}]"));
+  const auto slow = predict_text(dp_scenario("analytic", 1, "[{ranks: [2], slowdown: 1.2}]"));
+  const double expected = (slow.results.step_time_s + step) / 2;
+  EXPECT_NEAR(throttled.results.step_time_s, expected, 1e-3 * expected);
+}
+
 }  // namespace
 }  // namespace dtsim
