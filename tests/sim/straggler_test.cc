@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/exec/analytic_executor.h"
+#include "core/report/report.h"
 #include "core/strategy/layout.h"
 #include "driver/predict.h"
 #include "driver/rank_program.h"
@@ -95,6 +96,21 @@ void expect_one_slow_rank(const std::string& engine) {
 
 TEST(Stragglers, OneSlowRankAnalytic) {
   expect_one_slow_rank("analytic");
+}
+
+// The Chrome trace marks each wait on the waiting rank's thread, with the op it waited for.
+TEST(Stragglers, ChromeTraceShowsTheWaits) {
+  const auto slow = predict_text(dp_scenario("analytic", 1, "[{ranks: [5], slowdown: 1.3}]"));
+  const nlohmann::json trace = chrome_trace(slow.trace, slow.job, slow.cluster, slow.model);
+  int waits = 0;
+  for (const auto& e : trace["traceEvents"])
+    if (e.value("cat", "") == "straggler_wait") {
+      ++waits;
+      EXPECT_GT(e["dur"].get<double>(), 0);
+      EXPECT_FALSE(e["args"]["waited_for"].get<std::string>().empty());
+    }
+  EXPECT_EQ(waits, static_cast<int>(slow.trace.straggler_waits.size()));
+  EXPECT_GT(waits, 0);
 }
 
 TEST(Stragglers, OneSlowRankSimGrid) {
