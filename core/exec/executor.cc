@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <tuple>
 
 #include "core/base/error.h"
 
@@ -159,11 +160,21 @@ const Cluster& DegradedNics::at(double fraction) const {
 std::vector<Rank> perturbed_ranks(const RunOptions& options, const Cluster& cluster) {
   std::set<Rank> out;
   const TransientSlowdowns transient(options, cluster.world_size());
+  // A slowdown or throttle that every rank has alike leaves the ranks symmetric: it touches none
+  // of them apart (throttling all GPUs keeps the job folded).
+  using Alike = std::tuple<int, double, double, double>;  // kind, slowdown, period, duty
+  std::map<Alike, std::set<Rank>> alike;
+  for (const auto& p : options.perturbations)
+    if ((p.kind == Perturbation::Kind::kSlowRank || p.kind == Perturbation::Kind::kThrottle) &&
+        p.slowdown > 1)
+      alike[{static_cast<int>(p.kind), p.slowdown, p.period.value(), p.duty}].insert(p.rank);
+  for (const auto& [key, ranks] : alike)
+    if (static_cast<int>(ranks.size()) < cluster.world_size())
+      out.insert(ranks.begin(), ranks.end());
   for (const auto& p : options.perturbations) {
     switch (p.kind) {
       case Perturbation::Kind::kSlowRank:
       case Perturbation::Kind::kThrottle:
-        if (p.slowdown > 1) out.insert(p.rank);
         break;
       case Perturbation::Kind::kRandomSlowdown:
         if (p.probability <= 0 || p.slowdown <= 1) break;

@@ -360,5 +360,16 @@ TEST(Stragglers, ThrottlePhaseFollowsTheStepStart) {
   EXPECT_NEAR(throttled.results.step_time_s, expected, 1e-3 * expected);
 }
 
+// Throttling every GPU alike keeps the job folded, and equals a slowdown of every rank.
+TEST(Stragglers, ThrottlingEveryGpuAlikeStaysFolded) {
+  const driver::Plan plain = plan_with(kTpPpDpScenario, "[]");
+  const driver::Plan all = plan_with(
+      kTpPpDpScenario, "[{throttle: {all: true, period: 10min, slowdown: 1.1, duty: 0.5}}]");
+  EXPECT_EQ(simulated_ranks(all.job), simulated_ranks(plain.job));
+  double unfolded_end = 0;
+  const double folded_end = folded_and_unfolded_end(all, &unfolded_end);
+  EXPECT_NEAR(folded_end, unfolded_end, 1e-9 * unfolded_end);
+}
+
 }  // namespace
 }  // namespace dtsim
