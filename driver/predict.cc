@@ -1,9 +1,11 @@
 #include "driver/predict.h"
 
 #include <algorithm>
+#include <set>
 
 #include "core/base/error.h"
 #include "core/exec/engine_registry.h"
+#include "core/strategy/layout.h"
 #include "core/strategy/strategy.h"
 #include "models/scenario_model.h"
 
@@ -30,6 +32,73 @@ InputError located(const InputError& e, const Scenario& scenario) {
   return InputError(std::move(ds));
 }
 
+// The scenario's `stragglers:` as the engines' perturbations (core/exec/executor.h).
+std::vector<Perturbation> perturbations(const StragglerConfig& stragglers) {
+  std::vector<Perturbation> out;
+  int source = 0;
+  for (const StragglerEntry& e : stragglers.entries) {
+    Perturbation p;
+    p.slowdown = e.slowdown;
+    p.source = source++;
+    switch (e.kind) {
+      case StragglerEntry::Kind::kSlow:
+      case StragglerEntry::Kind::kThrottle:
+        p.kind = e.kind == StragglerEntry::Kind::kSlow ? Perturbation::Kind::kSlowRank
+                                                       : Perturbation::Kind::kThrottle;
+        p.period = e.period;
+        p.duty = e.duty;
+        for (int r : e.ranks) {
+          p.rank = r;
+          out.push_back(p);
+        }
+        continue;
+      case StragglerEntry::Kind::kRandom:
+        p.kind = Perturbation::Kind::kRandomSlowdown;
+        p.probability = e.probability;
+        p.per_op = e.per_op;
+        p.duration = e.duration;
+        break;
+      case StragglerEntry::Kind::kLink:
+        p.kind = Perturbation::Kind::kDegradedLink;
+        p.node = e.node;
+        p.nic = e.nic;
+        p.fraction = e.fraction;
+        break;
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+// Folding stays exact under perturbations. The folded Job simulates one replica (the first no
+// perturbation touches, replica 0 unless it is perturbed), and of it one
+// tensor- and context-parallel position per stage where that is exact (core/strategy/strategy.h).
+// A perturbation only delays what it touches (every time is a max of sums), which gives two
+// exact ways to fold around it (JobOptions::perturbed_replicas):
+// - All perturbed ranks at one TP/CP position: that position is the one simulated in every
+//   stage of replica 0 (standing for the unperturbed replicas, as any position does) and of each
+//   perturbed replica. In a perturbed replica the simulated rank of each stage is the last of its
+//   TP group to reach every collective (it is slowed, or it receives from a slowed rank, and its
+//   peers' inputs are never later), so it alone decides when they complete; a data-parallel
+//   collective waits for the perturbed replica's member, which arrives no earlier than the
+//   folded replicas'.
+// - Otherwise: every rank of each perturbed replica, beside the folded replica 0.
+// Replicas no perturbation touches stay folded either way.
+void fold_around_perturbations(JobOptions& job_options, const Scenario& scenario,
+                               const Cluster& cluster, const RunOptions& options) {
+  if (options.perturbations.empty()) return;
+  const RankLayout layout = layout_from_scenario(scenario);
+  std::set<int> replicas;
+  std::set<std::array<int, 2>> positions;  // {tp, cp}
+  for (Rank r : perturbed_ranks(options, cluster)) {
+    const auto c = layout.coordinates(r);
+    replicas.insert(c[3]);
+    positions.insert({c[0], c[1]});
+  }
+  job_options.perturbed_replicas.assign(replicas.begin(), replicas.end());
+  if (positions.size() == 1) job_options.perturbed_position = *positions.begin();
+}
+
 }  // namespace
 
 Scenario load(const std::string& path, const std::vector<std::string>& overrides) {
@@ -44,8 +113,9 @@ Plan plan_scenario(Scenario scenario, double max_memory_bytes) {
   models::ScenarioGraphs graphs = models::graphs_from_scenario(scenario);
   JobOptions options;
   options.max_ops = std::max(1.0, (max_memory_bytes - kBaseRunBytes) / kBytesPerOpIteration);
-  Job job = build_job(graphs.shard, scenario, options);
   Cluster cluster(scenario.cluster);
+  fold_around_perturbations(options, scenario, cluster, run_options(scenario));
+  Job job = build_job(graphs.shard, scenario, options);
   return Plan{std::move(scenario), std::move(graphs.whole), std::move(cluster), std::move(job)};
 }
 
@@ -53,6 +123,7 @@ RunOptions run_options(const Scenario& scenario) {
   RunOptions options;
   options.iterations = scenario.simulate.iterations;
   options.seed = scenario.simulate.seed;
+  options.perturbations = perturbations(scenario.stragglers);
   return options;
 }
 

@@ -10,8 +10,9 @@ Program build_program(const Plan& plan, Rank rank) {
 }
 
 Job unfolded_job(const Plan& plan) {
-  return build_job(models::shard_from_scenario(plan.scenario), plan.scenario,
-                   JobOptions{.folding = Folding::kNone});
+  JobOptions options;
+  options.folding = Folding::kNone;
+  return build_job(models::shard_from_scenario(plan.scenario), plan.scenario, options);
 }
 
 }  // namespace dtsim::driver

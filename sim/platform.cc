@@ -30,7 +30,8 @@ sg4::NetZone* star_with_gateway(const std::string& name, sg4::NetZone* parent,
 
 }  // namespace
 
-Platform build_platform(const Cluster& c, DType precision) {
+Platform build_platform(const Cluster& c, DType precision,
+                        const std::vector<DegradedNic>& degraded) {
   Platform p;
   const int world = c.world_size();
   p.gpu.resize(static_cast<size_t>(world));
@@ -143,9 +144,13 @@ Platform build_platform(const Cluster& c, DType precision) {
     if (c.local_index(r) == 0) {
       const int n = c.node_of(r);
       nic_links.clear();
-      for (int q = 0; q < c.nics(); ++q)
-        nic_links.push_back(duplex(local, "nic-" + std::to_string(n) + "-" + std::to_string(q),
-                                   nic_bw, nic_latency));
+      for (int q = 0; q < c.nics(); ++q) {
+        double bw = nic_bw;
+        for (const DegradedNic& d : degraded)
+          if (d.node == n && d.nic == q) bw *= d.fraction;
+        nic_links.push_back(
+            duplex(local, "nic-" + std::to_string(n) + "-" + std::to_string(q), bw, nic_latency));
+      }
     }
     const auto ur = static_cast<size_t>(r);
     const auto k = static_cast<size_t>(c.network_group(r));

@@ -68,7 +68,16 @@ inline std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*> hosts_for(const Platf
   return {p.nic_global[ua], p.nic_global[ub]};
 }
 
+// A NIC link at a fraction of its rate (a degraded link, core/exec/executor.h kDegradedLink).
+struct DegradedNic {
+  int node = 0;
+  int nic = 0;  // the node's NIC index
+  double fraction = 1;
+};
+
 // Builds the platform into the current Engine (which must exist and have no platform yet).
-Platform build_platform(const Cluster& cluster, DType precision);
+// `degraded` NICs get their fraction of the usable NIC bandwidth, in both directions.
+Platform build_platform(const Cluster& cluster, DType precision,
+                        const std::vector<DegradedNic>& degraded = {});
 
 }  // namespace dtsim::sim

@@ -201,7 +201,8 @@ class LazyRunner {
 
 // The simulation proper; runs in the child process.
 std::vector<double> simulate_in_this_process(const ActivityGraph& g, const Cluster& cluster,
-                                             DType precision) {
+                                             DType precision,
+                                             const std::vector<DegradedNic>& degraded) {
   int argc = 2;
   char arg0[] = "dtsim";
   char arg1[] = "--log=root.thres:warning";
@@ -214,7 +215,7 @@ std::vector<double> simulate_in_this_process(const ActivityGraph& g, const Clust
   // bypass off, to measure it and to check that it changes no result.
   const char* bypass = std::getenv("DTSIM_SIMGRID_BYPASS");
   MaestroActivities maestro(bypass == nullptr || std::strcmp(bypass, "0") != 0);
-  const Platform p = build_platform(cluster, precision);
+  const Platform p = build_platform(cluster, precision, degraded);
   LazyRunner runner(g, cluster, p, maestro);
   runner.start();
   engine.run();
@@ -236,7 +237,12 @@ bool write_all(int fd, const void* data, size_t size) {
 }  // namespace
 
 std::vector<double> simulate_graph(const ActivityGraph& graph, const Cluster& cluster,
-                                   DType precision) {
+                                   DType precision,
+                                   const std::vector<Perturbation>& perturbations) {
+  std::vector<DegradedNic> degraded;
+  for (const Perturbation& pt : perturbations)
+    if (pt.kind == Perturbation::Kind::kDegradedLink && pt.nic >= 0)
+      degraded.push_back(DegradedNic{pt.node, pt.nic, pt.fraction});
   int result_pipe[2], error_pipe[2];
   if (::pipe(result_pipe) != 0 || ::pipe(error_pipe) != 0)
     throw RuntimeError(std::string("cannot create a pipe for the simulation: ") +
@@ -258,7 +264,8 @@ std::vector<double> simulate_graph(const ActivityGraph& graph, const Cluster& cl
     ::dup2(error_pipe[1], STDERR_FILENO);
     int code = 0;
     try {
-      const std::vector<double> finish = simulate_in_this_process(graph, cluster, precision);
+      const std::vector<double> finish =
+          simulate_in_this_process(graph, cluster, precision, degraded);
       const uint64_t count = finish.size();
       if (!write_all(result_pipe[1], &count, sizeof count) ||
           !write_all(result_pipe[1], finish.data(), finish.size() * sizeof(double)))
@@ -347,10 +354,18 @@ CollectiveBody SimGridExecutor::body_for(const Job& job, const Cluster& cluster,
 }
 
 Trace SimGridExecutor::run(const Job& job, const Cluster& nominal, const RunOptions& options) {
+  refuse_unsupported(options, name(),
+                     {Perturbation::Kind::kSlowRank, Perturbation::Kind::kRandomSlowdown,
+                      Perturbation::Kind::kThrottle, Perturbation::Kind::kDegradedLink});
+  refuse_uplinks_and_torus(options, nominal, name());
   const Cluster cluster = apply_perturbations(nominal, options);
   const int iterations = options.iterations;
-  const ActivityGraph graph = lower(job, cluster, iterations, body_for(job, cluster, iterations));
-  return trace_from_times(graph, job, simulate_graph(graph, cluster, options_.precision), name());
+  const TransientSlowdowns transient = transient_slowdowns(job, cluster, options);
+  const ActivityGraph graph = lower(job, cluster, iterations, body_for(job, cluster, iterations),
+                                    &transient, !options.perturbations.empty());
+  return trace_from_times(graph, job,
+                          simulate_graph(graph, cluster, options_.precision, options.perturbations),
+                          name());
 }
 
 }  // namespace dtsim::sim

@@ -54,7 +54,9 @@ class SimGridExecutor : public Executor {
 };
 
 // Runs an activity graph on SimGrid in a child process and returns every node's finish time (s).
+// The kDegradedLink perturbations with a NIC scale that NIC link's bandwidth.
 std::vector<double> simulate_graph(const ActivityGraph& graph, const Cluster& cluster,
-                                   DType precision);
+                                   DType precision,
+                                   const std::vector<Perturbation>& perturbations = {});
 
 }  // namespace dtsim::sim

@@ -112,10 +112,17 @@ void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, 
     if (!has_successor[i]) g.edge(first + static_cast<int32_t>(i), tail);
 }
 
-ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, CollectiveBody body) {
+ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, CollectiveBody body,
+                    const TransientSlowdowns* transient, bool track_waits,
+                    const DegradedNics* degraded) {
+  if (degraded && degraded->empty()) degraded = nullptr;
+  if (transient && transient->empty()) transient = nullptr;
+  // Compute kernels each rank has run so far, over the whole run (per-op random draws).
+  std::map<Rank, uint64_t> compute_ops;
   ActivityGraph g;
   CollectiveMemo memo;
   g.iterations = iterations;
+  g.tracks_waits = track_waits;
   std::map<Rank, bool> simulated;
   for (const auto& p : job.programs) simulated[p.rank] = true;
   // The end node of the last op of each (rank, stream), carried across iterations.
@@ -142,9 +149,11 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
           const Op& op = ops[i];
           OpInstance inst{p.rank, static_cast<StreamId>(s), it, static_cast<uint32_t>(i), -1, -1};
           if (const auto* c = std::get_if<ComputeOp>(&op.body)) {
+            Seconds duration = compute_time(*c, cluster.gpu) / cluster.speed_scale(p.rank);
+            if (transient)
+              duration = duration * transient->factor(p.rank, it, compute_ops[p.rank]++);
             inst.begin = g.add(join());
-            inst.end = g.add(GraphNode::compute(
-                p.rank, compute_time(*c, cluster.gpu) / cluster.speed_scale(p.rank)));
+            inst.end = g.add(GraphNode::compute(p.rank, duration));
             g.edge(inst.begin, inst.end);
           } else if (std::holds_alternative<MemoryOp>(op.body)) {
             inst.begin = inst.end = g.add(join());
@@ -157,7 +166,9 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
               for (Rank r : group.ranks) expected += simulated.count(r) ? 1 : 0;
               Shared sh{g.add(join()), g.add(join()), 0, expected,
                         op_name(p, static_cast<StreamId>(s), i)};
-              collective_body(g, *c, group, cluster, body, sh.begin, sh.end, memo);
+              const double slowest = degraded ? degraded->slowest(group.ranks) : 1;
+              collective_body(g, *c, group, slowest < 1 ? degraded->at(slowest) : cluster, body,
+                              sh.begin, sh.end, memo);
               found = collectives.emplace(key, sh).first;
             }
             ++found->second.arrived;
@@ -178,8 +189,10 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
               Shared sh{g.add(join()), -1, 0, simulated.count(peer) ? 2 : 1,
                         op_name(p, static_cast<StreamId>(s), i)};
               const Endpoint from = Endpoint::gpu(src), to = Endpoint::gpu(dst);
+              const double slowest = degraded ? degraded->slowest({src, dst}) : 1;
               if (body == CollectiveBody::kClosedForm)
-                sh.end = g.add(GraphNode::delay(point_to_point_time(bytes, from, to, cluster)));
+                sh.end = g.add(GraphNode::delay(point_to_point_time(
+                    bytes, from, to, slowest < 1 ? degraded->at(slowest) : cluster)));
               else
                 sh.end = g.add(GraphNode::flow(from, to, bytes));
               g.edge(sh.begin, sh.end);
@@ -208,8 +221,14 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
     for (const auto& pd : pending) {
       const OpInstance& inst = g.ops[pd.instance];
       const Op& op = pd.program->streams[static_cast<size_t>(pd.stream)].ops[pd.op_index];
+      const int32_t entry = inst.begin;
+      const bool tracked = track_waits && std::holds_alternative<CollectiveOp>(op.body);
+      const auto instance = static_cast<uint32_t>(pd.instance);
       auto tail = stream_tail.find({inst.rank, inst.stream});
-      if (tail != stream_tail.end()) g.edge(tail->second, inst.begin);
+      if (tail != stream_tail.end()) {
+        g.edge(tail->second, entry);
+        if (tracked) g.member_predecessors.emplace_back(instance, tail->second);
+      }
       stream_tail[{inst.rank, inst.stream}] = inst.end;
       for (EventId e : op.waits) {
         auto producer = event_end.find({inst.rank, e});
@@ -217,11 +236,23 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
           throw RuntimeError(
               "the program cannot finish: " + op_name(*pd.program, pd.stream, pd.op_index) +
               " waits for event " + std::to_string(e) + ", which no op records");
-        g.edge(producer->second, inst.begin);
+        g.edge(producer->second, entry);
+        if (tracked) g.member_predecessors.emplace_back(instance, producer->second);
       }
     }
   }
   return g;
+}
+
+TransientSlowdowns transient_slowdowns(const Job& job, const Cluster& cluster,
+                                       const RunOptions& options) {
+  TransientSlowdowns probe(options, cluster.world_size());
+  if (!probe.has_throttle()) return probe;
+  const ActivityGraph one = lower(job, cluster, 1, CollectiveBody::kClosedForm);
+  const std::vector<double> finish = finish_times_without_contention(one, cluster);
+  double step = 0;
+  for (double f : finish) step = std::max(step, f);
+  return TransientSlowdowns(options, cluster.world_size(), step);
 }
 
 std::vector<double> finish_times_without_contention(const ActivityGraph& g,
@@ -278,6 +309,12 @@ Trace trace_from_times(const ActivityGraph& g, const Job& job, const std::vector
     double bytes;
   };
   std::map<Rank, std::vector<MemEvent>> memory;
+  std::vector<double> arrived;  // by op instance, when waits are tracked
+  if (g.tracks_waits) {
+    arrived.assign(g.ops.size(), 0.0);
+    for (const auto& [instance, node] : g.member_predecessors)
+      arrived[instance] = std::max(arrived[instance], finish[static_cast<size_t>(node)]);
+  }
   for (size_t k = 0; k < g.ops.size(); ++k) {
     const OpInstance& inst = g.ops[k];
     const Program* p = job.program_for(inst.rank);
@@ -307,6 +344,10 @@ Trace trace_from_times(const ActivityGraph& g, const Job& job, const std::vector
     }
     t.spans.push_back(Span{inst.rank, inst.stream, inst.iteration, inst.op_index, kind,
                            Seconds(start), Seconds(end), moved});
+    if (!arrived.empty() && kind == SpanKind::kCollective &&
+        start - arrived[k] > kMinStragglerWaitSeconds)
+      t.straggler_waits.push_back(Span{inst.rank, inst.stream, inst.iteration, inst.op_index, kind,
+                                       Seconds(arrived[k]), Seconds(start), Bytes(0)});
   }
   // Iterations end in order even if a late op of one iteration outlives an early op of the next.
   for (size_t i = 1; i < t.iteration_end.size(); ++i)

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/collectives/collective_schedule.h"
+#include "core/exec/executor.h"
 #include "core/hardware/endpoint.h"
 #include "core/ir/program.h"
 #include "core/ir/trace.h"
@@ -66,6 +67,12 @@ struct ActivityGraph {
   std::vector<GraphNode> nodes;
   std::vector<OpInstance> ops;
   int iterations = 1;
+  // With waits tracked: (op instance, node) for each node a collective member waits for before
+  // the collective (its stream predecessor, the events it waits on). The member arrives when the
+  // last of them finishes; the collective starts when its last member arrives. Kept beside the
+  // graph, not as join nodes, so that tracking adds no work to an engine.
+  bool tracks_waits = false;
+  std::vector<std::pair<uint32_t, int32_t>> member_predecessors;
 
   int32_t add(GraphNode n);
   void edge(int32_t from, int32_t to);
@@ -75,11 +82,29 @@ struct ActivityGraph {
 // wait for begin, and end waits for the flows nothing waits for, then the trailing latency.
 void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, int32_t end);
 
-ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, CollectiveBody body);
+// `transient` (optional) multiplies each compute kernel's duration by its rank's factor for that
+// kernel (core/exec/executor.h); `track_waits` records when each collective member arrives
+// (ActivityGraph::member_predecessors), so that trace_from_times() can report straggler waits.
+// Neither changes the graph's nodes or times when absent.
+// `degraded` (optional, closed-form bodies only): collectives and transfers through a degraded
+// NIC take the slowest edge's time (DegradedNics).
+ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, CollectiveBody body,
+                    const TransientSlowdowns* transient = nullptr, bool track_waits = false,
+                    const DegradedNics* degraded = nullptr);
 
 // Start-free longest-path times for a graph whose every node has a fixed duration (compute and
 // delay: amount; flow: alpha + bytes / beta of its pair; join: 0). Returns finish times.
 std::vector<double> finish_times_without_contention(const ActivityGraph& g, const Cluster& cluster);
+
+// The run's transient slowdowns; with throttling, the unthrottled step time its phases are read
+// at comes from the closed form of one step (core/exec/executor.h, kThrottle).
+TransientSlowdowns transient_slowdowns(const Job& job, const Cluster& cluster,
+                                       const RunOptions& options);
+
+// Collective members' waits (from their arrival to the collective's start) longer than this are
+// reported as Trace::straggler_waits: well above the rounding of a simulated clock, well below any
+// kernel.
+inline constexpr double kMinStragglerWaitSeconds = 1e-9;
 
 Trace trace_from_times(const ActivityGraph& g, const Job& job, const std::vector<double>& finish,
                        const std::string& engine);

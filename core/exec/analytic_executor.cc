@@ -43,8 +43,15 @@ Crossing oversubscribed_crossings(const Job& job, const Cluster& cluster) {
 }  // namespace
 
 Trace AnalyticExecutor::run(const Job& job, const Cluster& nominal, const RunOptions& options) {
+  refuse_unsupported(options, name(),
+                     {Perturbation::Kind::kSlowRank, Perturbation::Kind::kRandomSlowdown,
+                      Perturbation::Kind::kThrottle, Perturbation::Kind::kDegradedLink});
+  refuse_uplinks_and_torus(options, nominal, name());
   const Cluster cluster = apply_perturbations(nominal, options);
-  const ActivityGraph graph = lower(job, cluster, options.iterations, CollectiveBody::kClosedForm);
+  const TransientSlowdowns transient = transient_slowdowns(job, cluster, options);
+  const DegradedNics degraded(options, cluster);
+  const ActivityGraph graph = lower(job, cluster, options.iterations, CollectiveBody::kClosedForm,
+                                    &transient, !options.perturbations.empty(), &degraded);
   Trace trace =
       trace_from_times(graph, job, finish_times_without_contention(graph, cluster), name());
   // The closed forms run every flow at its NIC's rate; an oversubscribed switch level is a

@@ -48,6 +48,9 @@ struct Trace {
   std::vector<RankMemory> memory;
   std::vector<Seconds> iteration_end;  // end of each iteration, max over ranks
   std::vector<std::string> notes;      // approximations made (see the contract above)
+  // With perturbations (stragglers): each time a rank reached a collective and waited for a
+  // slower member, from its arrival to the collective's start (the op it waited for).
+  std::vector<Span> straggler_waits;
   Seconds makespan() const { return iteration_end.empty() ? Seconds(0) : iteration_end.back(); }
 };
 

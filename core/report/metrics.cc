@@ -259,7 +259,8 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
     }
   }
 
-  // Breakdown on the rank that finishes last.
+  // Breakdown on the rank that finishes last; with stragglers, on the rank that waits longest for
+  // slower ones (the slowest rank itself waits for nobody, and its lost time is its own compute).
   std::map<Rank, double> rank_end;
   for (const auto& s : trace.spans) rank_end[s.rank] = std::max(rank_end[s.rank], s.end.value());
   Rank critical = 0;
@@ -269,6 +270,17 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
       latest = end;
       critical = rank;
     }
+  std::map<Rank, double> rank_wait;
+  for (const auto& w : trace.straggler_waits) rank_wait[w.rank] += (w.end - w.start).value();
+  double most_wait = 0;
+  for (const auto& [rank, wait] : rank_wait)
+    if (wait > most_wait) {
+      most_wait = wait;
+      critical = rank;
+    }
+  std::vector<Interval> waits;
+  for (const auto& w : trace.straggler_waits)
+    if (w.rank == critical) waits.push_back(Interval{w.start.value(), w.end.value()});
   std::vector<Interval> compute, collective, p2p;
   for (const auto& s : trace.spans) {
     if (s.rank != critical) continue;
@@ -317,10 +329,16 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
   r.breakdown_s.compute = compute_t / iterations;
   r.breakdown_s.exposed_communication = exposed_comm / iterations;
   r.breakdown_s.pipeline_bubble = bubble / iterations;
-  r.breakdown_s.straggler_wait = 0;
+  // Waiting while the rank's own kernels or collectives run is not lost time.
+  const double wait = length_outside(merge(std::move(waits)), unite(compute, collective));
+  r.breakdown_s.straggler_wait = wait / iterations;
+  // On a pipelined job the bubble (idle time) already holds the waits; move them out of it.
+  if (pipelined)
+    r.breakdown_s.pipeline_bubble =
+        std::max(0.0, r.breakdown_s.pipeline_bubble - wait / iterations);
   r.breakdown_s.other =
       std::max(0.0, r.step_time_s - r.breakdown_s.compute - r.breakdown_s.exposed_communication -
-                        r.breakdown_s.pipeline_bubble);
+                        r.breakdown_s.pipeline_bubble - r.breakdown_s.straggler_wait);
 
   // Memory: the worst simulated rank.
   for (const auto& m : trace.memory) {

@@ -5,7 +5,10 @@
 // - The breakdown is taken on the slowest simulated rank and sums to the step time:
 //   compute = time any compute kernel runs; exposed_communication = time a collective runs
 //   while no compute does; pipeline_bubble = time send/recv waits while nothing else runs, plus
-//   idle time on pipelined jobs; straggler_wait (later: injected slowdowns); other = the rest
+//   idle time on pipelined jobs; straggler_wait = time the rank spends, outside its own
+//   kernels and collectives, waiting at a collective for a slower member (Trace::straggler_waits,
+//   recorded only when the run has perturbations; the breakdown is then taken on the rank that
+//   waits longest); other = the rest
 //   (idle gaps, launch latency between dependent ops).
 // - Communication: per group kind (the Job's group names: tp, cp, pp, dp, ep, ...) and per
 //   collective kind, the bytes one GPU issues per step, read from the Programs (exact, not

@@ -312,6 +312,20 @@ nlohmann::json chrome_trace(const Trace& trace, const Job& job, const Cluster& c
                       {"dur", (span.end - span.start).value() * 1e6},
                       {"args", args}});
   }
+  // Stragglers: each wait for a slower member, on the stream of the collective it waited for.
+  for (const auto& w : trace.straggler_waits) {
+    const Program* p = job.program_for(w.rank);
+    if (!p) continue;
+    const Op& op = p->streams[static_cast<size_t>(w.stream)].ops[w.op_index];
+    events.push_back({{"ph", "X"},
+                      {"name", "straggler_wait"},
+                      {"cat", "straggler_wait"},
+                      {"pid", cluster.node_of(w.rank)},
+                      {"tid", w.rank * kTidsPerRank + w.stream},
+                      {"ts", w.start.value() * 1e6},
+                      {"dur", (w.end - w.start).value() * 1e6},
+                      {"args", {{"waited_for", op.label.name}, {"iteration", w.iteration}}}});
+  }
   return json{{"traceEvents", events},
               {"displayTimeUnit", "ms"},
               {"otherData", {{"engine", trace.engine}, {"time_unit", "us"}}}};

@@ -163,6 +163,33 @@ struct SimulateConfig {
   uint64_t seed = 0;
 };
 
+// The `stragglers:` list (design.md section 4), bound by core/scenario/bind_stragglers.cc with
+// ranks and nodes checked against the cluster; the driver turns it into RunOptions::perturbations.
+struct StragglerEntry {
+  enum class Kind {
+    kSlow,      // {ranks: [...]} or {nodes: [...]}, slowdown: every kernel of those ranks
+    kRandom,    // {random: {p, slowdown, per, duration}}: transient, sampled per rank
+    kLink,      // {link: {node, nic | uplink}, fraction}: a link at a fraction of its rate
+    kThrottle,  // {throttle: {ranks | nodes | all, period, slowdown, duty}}: periodic factor
+  };
+  Kind kind = Kind::kSlow;
+  std::vector<int> ranks;  // kSlow, kThrottle: the ranks (nodes expanded); empty = all for kRandom
+  double slowdown = 1;     // kSlow, kRandom, kThrottle: kernels take this many times as long
+  double probability = 0;  // kRandom: per rank and step (or op)
+  bool per_op = false;     // kRandom: sampled per compute op instead of per step
+  int duration = 1;        // kRandom: steps (or ops) a slowdown lasts once it starts
+  int node = 0;            // kLink
+  int nic = -1;            // kLink: the node's NIC index, or -1 for the node's switch uplink
+  double fraction = 1;     // kLink: the rate left, in (0, 1]
+  Seconds period{0};       // kThrottle: one cycle
+  double duty = 0.5;       // kThrottle: the share of each cycle spent slowed, from its start
+  SourceLocation where;
+};
+
+struct StragglerConfig {
+  std::vector<StragglerEntry> entries;
+};
+
 struct Scenario {
   std::string file;  // path it was loaded from ("<string>" for in-memory text)
   std::string name;
@@ -172,6 +199,7 @@ struct Scenario {
   ParallelismConfig parallelism;
   TrainingConfig training;
   SimulateConfig simulate;
+  StragglerConfig stragglers;
   EntryMap entries;  // every validated key, for reports and for later features
 
   // Micro-batches per pipeline per step: B / (b * d) (Narayanan et al. 2021 notation m).

@@ -343,10 +343,18 @@ SchemaNode build_schema() {
             "true"),
        sync, compression});
 
-  auto stragglers = leaf("stragglers", ValueType::kFreeform,
-                         "slow ranks, e.g. [{ranks: [3], slowdown: 1.3}]", "[]");
-  stragglers.unsupported =
-      only_empty("dtsim does not model slow ranks from the scenario file; remove stragglers");
+  auto stragglers = leaf(
+      "stragglers", ValueType::kFreeform,
+      "slow GPUs and links, a list of: {ranks: [3, 7], slowdown: 1.3} or {nodes: [2], "
+      "slowdown: 1.3} (every kernel of those GPUs takes 1.3 times as long); {random: {p: 0.01, "
+      "slowdown: 2.0, per: step, duration: 1}} (each GPU, independently with probability p per "
+      "step, or per compute op with per: op, runs `duration` steps or ops slowed; seeded by "
+      "simulate.seed); {link: {node: 5, nic: 0}, fraction: 0.5} or {link: {node: 5, uplink: "
+      "true}, fraction: 0.5} (a NIC or the node's switch uplink at that fraction of its rate); "
+      "{throttle: {ranks: [...] | nodes: [...] | all: true, period: 10min, slowdown: 1.1, duty: "
+      "0.5}} (slowed for the first duty x period of each period; a step takes the factor of "
+      "its start time, docs/user-guide.md, Stragglers)",
+      "[]");
   auto failures =
       leaf("failures", ValueType::kFreeform, "failure model, e.g. {gpu_mtbf: 50000h}", "{}");
   failures.unsupported =

@@ -168,11 +168,29 @@ class StepBuilder {
       return std::move(job_);
     }
     const bool fold = sc_.simulate.symmetry_folding && folding_is_exact(sc_.cluster);
-    ranks_to_build_ = p_ * (fold ? 1 : cp_ * t_);
-    for (int s = 0; s < p_; ++s)
-      for (int c = 0; c < (fold ? 1 : cp_); ++c)
-        for (int i = 0; i < (fold ? 1 : t_); ++i)
-          job_.programs.push_back(build_rank(layout_.rank(i, c, s, 0)));
+    const std::array<int, 2> at = options.perturbed_position.value_or(std::array<int, 2>{0, 0});
+    const bool whole = !fold || !options.perturbed_position;  // perturbed replicas
+    std::vector<int> perturbed;
+    for (int d : options.perturbed_replicas)
+      if (d >= 0 && d < d_ && std::find(perturbed.begin(), perturbed.end(), d) == perturbed.end())
+        perturbed.push_back(d);
+    // The replica that stands for the unperturbed ones: the first one no perturbation touches.
+    int nominal = 0;
+    while (nominal < d_ &&
+           std::find(perturbed.begin(), perturbed.end(), nominal) != perturbed.end())
+      ++nominal;
+    const int extra = static_cast<int>(perturbed.size());
+    ranks_to_build_ =
+        (nominal < d_ ? p_ * (fold ? 1 : cp_ * t_) : 0) + p_ * extra * (whole ? cp_ * t_ : 1);
+    auto build_replica = [&](int d, bool all_positions) {
+      for (int s = 0; s < p_; ++s)
+        for (int c = 0; c < (all_positions ? cp_ : 1); ++c)
+          for (int i = 0; i < (all_positions ? t_ : 1); ++i)
+            job_.programs.push_back(build_rank(all_positions ? layout_.rank(i, c, s, d)
+                                                             : layout_.rank(at[0], at[1], s, d)));
+    };
+    if (nominal < d_) build_replica(nominal, !fold);
+    for (int d : perturbed) build_replica(d, whole);
     std::sort(job_.programs.begin(), job_.programs.end(),
               [](const Program& a, const Program& b) { return a.rank < b.rank; });
     return std::move(job_);

@@ -19,7 +19,9 @@
 //   kCommunication kernels become collectives on the rank's TP group.
 #pragma once
 
+#include <array>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "core/ir/model_graph.h"
@@ -79,6 +81,13 @@ struct JobOptions {
   // the limit is refused (InputError) before it takes the memory: what is built so far plus this
   // rank's count for each rank still to build is the estimate.
   double max_ops = 0;
+  // Perturbed data-parallel replicas (stragglers, driver/predict.cc), built with kExact beside
+  // the first replica none of them is, which stands for the unperturbed ones. With
+  // `perturbed_position` {tp, cp}, the one TP/CP position every perturbed rank holds, a stage
+  // that folds its TP/CP ranks simulates that position instead of {0, 0}, in that replica and in
+  // each perturbed one; without it, each perturbed replica is built whole.
+  std::vector<int> perturbed_replicas;
+  std::optional<std::array<int, 2>> perturbed_position;
 };
 
 // One training step of the scenario's parallel configuration.

@@ -93,11 +93,21 @@ TEST(Scenario, BadOverridesAreLocated) {
 }
 
 TEST(Scenario, UnsupportedFeaturesAreErrorsNotSilence) {
-  auto d = problems(std::string(kMinimal) + "stragglers: [{ranks: [3], slowdown: 1.3}]\n");
+  auto d = problems(kMinimal, {{"training.sync=async"}});
   ASSERT_EQ(d.size(), 1u);
-  EXPECT_EQ(d[0].key_path, "stragglers");
+  EXPECT_EQ(d[0].key_path, "training.sync");
   EXPECT_NE(d[0].message.find("not supported yet"), std::string::npos);
-  EXPECT_TRUE(problems(std::string(kMinimal) + "stragglers: []\n").empty());
+  EXPECT_TRUE(problems(kMinimal, {{"training.sync=synchronous"}}).empty());
+}
+
+// Stragglers are modelled (tests/sim/straggler_test.cc); bad entries are located errors.
+TEST(Scenario, StragglersAreBoundAndChecked) {
+  EXPECT_TRUE(
+      problems(std::string(kMinimal) + "stragglers: [{ranks: [3], slowdown: 1.3}]\n").empty());
+  auto d = problems(std::string(kMinimal) + "stragglers:\n  - {ranks: [3], slowdown: 0.5}\n");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].key_path, "stragglers[0].slowdown");
+  EXPECT_NE(d[0].message.find("a factor from 1"), std::string::npos) << d[0].message;
 }
 
 TEST(Scenario, GpuCountMustMatchParallelSizes) {

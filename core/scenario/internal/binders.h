@@ -107,4 +107,9 @@ void check_precision(const Reader& r, const ClusterConfig& cluster, const Traini
 // bind_simulate.cc: how to run the prediction (no checks beyond the schema's).
 void bind_simulate(const Reader& r, SimulateConfig& simulate);
 
+// bind_stragglers.cc: the `stragglers:` list, with its ranks, nodes and NICs checked against the
+// cluster, probabilities in [0, 1], slowdowns of at least 1 and link fractions in (0, 1].
+void bind_stragglers(const Reader& r, const ClusterConfig& cluster, StragglerConfig& stragglers,
+                     DiagnosticSink& sink);
+
 }  // namespace dtsim::scenario_binding
