@@ -7,7 +7,7 @@
 set(_base core/base)
 set(_hardware ${_base} core/hardware)
 set(_reliability ${_base} core/reliability)
-set(_scenario ${_hardware} core/scenario)
+set(_scenario ${_hardware} core/reliability core/scenario)
 set(_ir ${_scenario} core/ir)
 set(_strategy ${_ir} core/strategy)
 set(_collectives ${_ir} core/collectives)

@@ -107,4 +107,9 @@ void check_precision(const Reader& r, const ClusterConfig& cluster, const Traini
 // bind_simulate.cc: how to run the prediction (no checks beyond the schema's).
 void bind_simulate(const Reader& r, SimulateConfig& simulate);
 
+// bind_reliability.cc: training.steps and tokens, failures and checkpoint, with their checks
+// (one of steps and tokens; scripted events: a known kind, a time, a node that exists).
+void bind_reliability(const Reader& r, const ClusterConfig& cluster, ReliabilityConfig& rel,
+                      DiagnosticSink& sink);
+
 }  // namespace dtsim::scenario_binding
