@@ -96,6 +96,25 @@ struct RunOutcome {
   Seconds step_time_p50{0}, step_time_p90{0}, step_time_p99{0};
 };
 
+// A whole run as the results report it: the policy's figures, the optima, and one seeded outcome.
+struct RunReport {
+  int64_t steps = 1;
+  Seconds step_time{0};          // mean, at full size
+  Seconds failure_free_time{0};  // steps x step time + the checkpoint stalls
+  CheckpointMode mode = CheckpointMode::kSync;
+  Bytes checkpoint_size{0};        // the whole state written: weights + optimizer states
+  Seconds checkpoint_write{0};     // checkpoint_size / write bandwidth
+  Seconds checkpoint_stall{0};     // what one checkpoint stops training for (sync: the write)
+  Seconds checkpoint_interval{0};  // chosen, whole steps; 0: no checkpoints
+  int64_t interval_steps = 0;
+  bool interval_is_young_daly = false;  // the scenario left checkpoint.interval to the optimum
+  Seconds job_mtbf{0};                  // infinite without random failures
+  Seconds young_daly_interval{0}, daly_interval{0};  // 0 without random failures
+  double expected_interruptions = 0;  // time to train / job MTBF, plus the scripted events
+  std::array<int64_t, kComponentClasses> components{};  // parts per class in the job
+  RunOutcome outcome;
+};
+
 RunOutcome simulate_run(const RunPolicy& policy, const std::vector<FailureProcess>& processes,
                         const std::vector<ScriptedFailure>& scripted, uint64_t seed);
 
