@@ -136,7 +136,28 @@ reliability::RunReport run_whole(const Scenario& scenario, const Cluster& cluste
       model_parallel >= cluster.gpus_per_node ? 1 : cluster.gpus_per_node / model_parallel;
   if (policy.replicas_per_node >= policy.data_parallel) policy.elastic = false;
 
-  rep.outcome = reliability::simulate_run(policy, processes, scripted, scenario.simulate.seed);
+  try {
+    rep.outcome = reliability::simulate_run(policy, processes, scripted, scenario.simulate.seed);
+  } catch (const reliability::RunNeverEnds& e) {
+    // The input's doing: name the component that fails most often (the largest rate).
+    const std::pair<ComponentClass, Located<Seconds>>* worst = nullptr;
+    double worst_rate = 0;
+    for (const auto& m : rel.mtbf) {
+      const double rate = static_cast<double>(rep.components[static_cast<size_t>(m.first)]) /
+                          m.second.value.value();
+      if (rate > worst_rate) worst_rate = rate, worst = &m;
+    }
+    const std::string key =
+        worst ? "failures." + std::string(reliability::to_string(worst->first)) + "_mtbf"
+              : "failures";
+    throw InputError(Diagnostic{
+        worst ? worst->second.where : SourceLocation{scenario.file, 0, 0}, key,
+        std::string(e.what()) + ": the job fails every " + format_duration(rep.job_mtbf) +
+            ", against a restart of " +
+            format_duration(rel.detection_timeout + rel.restart_overhead) +
+            " (detection and relaunch); raise the MTBFs, or lower failures.detection_timeout "
+            "and checkpoint.restart_overhead"});
+  }
   rep.expected_interruptions = (random_failures ? rep.outcome.time_to_train / rep.job_mtbf : 0.0) +
                                static_cast<double>(scripted.size());
   return rep;

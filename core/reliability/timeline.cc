@@ -12,10 +12,6 @@
 namespace dtsim::reliability {
 namespace {
 
-// A run whose failures outpace its restarts never ends; this many interruptions is far beyond
-// any real run (Llama 3 405B: 466 in 54 days on 16K GPUs) and stops such a run with a clear error.
-constexpr int64_t kMaxInterruptions = 10'000'000;
-
 class Run {
  public:
   Run(const RunPolicy& policy, FailureSource failures, uint64_t seed)
@@ -154,11 +150,9 @@ class Run {
   void record(const FailureEvent& e) {
     ++interruptions_;
     if (interruptions_ > kMaxInterruptions)
-      throw RuntimeError(
-          "the run had more than " + std::to_string(kMaxInterruptions) +
-          " interruptions without finishing: its failures come faster than it can restart and "
-          "checkpoint (raise the MTBFs, or shorten checkpoint.interval and "
-          "checkpoint.restart_overhead)");
+      throw RunNeverEnds("the run had more than " + std::to_string(kMaxInterruptions) +
+                         " interruptions without finishing: its failures come faster than it "
+                         "can restart and checkpoint");
     ++by_cause_[static_cast<size_t>(e.component)];
     if (needs_node_replacement(e.component)) {
       ++nodes_needed_;

@@ -29,6 +29,9 @@
 // - Young (1974): the interval that minimises lost time to first order is sqrt(2 C M), C the
 //   cost of one checkpoint (the stall), M the job's MTBF. Daly (2006), eq. 37, the higher-order
 //   optimum: sqrt(2CM) [1 + sqrt(C/2M)/3 + (C/2M)/9] - C for C < 2M, else M.
+// - A run that cannot end (failures faster than its restarts) stops with RunNeverEnds after
+//   kMaxInterruptions failures: far beyond any real run (Llama 3 405B: 466 interruptions in
+//   54 days on 16K GPUs, Dubey et al. 2024).
 // - Units: Seconds of wall time throughout. Deterministic for a seed.
 #pragma once
 
@@ -38,6 +41,7 @@
 #include <random>
 #include <vector>
 
+#include "core/base/error.h"
 #include "core/base/units.h"
 #include "core/reliability/failures.h"
 
@@ -114,6 +118,14 @@ struct RunReport {
   std::array<int64_t, kComponentClasses> components{};  // parts per class in the job
   RunOutcome outcome;
 };
+
+// A run whose failures come faster than it can restart and checkpoint: it would never end.
+// simulate_run throws it after kMaxInterruptions, so that no input loops forever.
+class RunNeverEnds : public RuntimeError {
+ public:
+  using RuntimeError::RuntimeError;
+};
+inline constexpr int64_t kMaxInterruptions = 10'000'000;
 
 RunOutcome simulate_run(const RunPolicy& policy, const std::vector<FailureProcess>& processes,
                         const std::vector<ScriptedFailure>& scripted, uint64_t seed);
