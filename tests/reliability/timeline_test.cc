@@ -95,6 +95,22 @@ TEST(Timeline, NodeFailureWithoutSpareWaitsForRepairUnlessElastic) {
   EXPECT_DOUBLE_EQ(spare.lost.repair_wait.value(), 0);
 }
 
+TEST(Timeline, StepTimeSamplerGivesTheDistribution) {
+  RunPolicy p = base_policy();
+  p.steps = 20000;
+  p.interval_steps = 0;
+  // 19 steps in 20 take 1 s, one takes 3 s.
+  p.step_time_sampler = [](std::mt19937_64& rng) {
+    return Seconds(std::uniform_int_distribution<int>(0, 19)(rng) == 0 ? 3.0 : 1.0);
+  };
+  const RunOutcome o = simulate_run(p, {}, {}, 5);
+  EXPECT_DOUBLE_EQ(o.step_time_p50.value(), 1);
+  EXPECT_DOUBLE_EQ(o.step_time_p99.value(), 3);
+  // Mean 1.1 s per step; the binomial count of slow steps has a standard deviation of 31.
+  EXPECT_NEAR(o.time_to_train.value(), 20000 * 1.1, 2 * 4 * 31);
+  EXPECT_DOUBLE_EQ(o.goodput, 1);
+}
+
 TEST(Timeline, SeededAndDeterministic) {
   RunPolicy p = base_policy();
   p.steps = 100000;

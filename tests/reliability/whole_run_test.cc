@@ -12,13 +12,13 @@ namespace dtsim {
 namespace {
 
 // tests/bad_input/valid/base.yaml's job (gpt3-1.3b on 16 H100), with a whole run.
-std::string scenario(const std::string& extra) {
+std::string scenario(const std::string& extra, const std::string& simulate = "{engine: analytic}") {
   return R"(name: whole-run
 cluster: {gpu: H100-SXM, nodes: 2, gpus_per_node: 8, network: {preset: ib-ndr, nics_per_node: 8}}
 model: {preset: gpt3-1.3b}
 training: {global_batch_size: 512, micro_batch_size: 4, steps: 2000}
-simulate: {engine: analytic}
-)" + extra;
+simulate: )" +
+         simulate + "\n" + extra;
 }
 
 driver::Prediction run(const std::string& text) {
@@ -79,6 +79,18 @@ checkpoint: {interval: 100s, write_bandwidth: 10GBps, restart_overhead: 3min}
       rel.outcome.interruptions_by_cause[static_cast<size_t>(reliability::ComponentClass::kGpu)],
       1);
   EXPECT_EQ(rel.outcome.spares_used, 1);  // a GPU failure swaps its node
+}
+
+TEST(WholeRun, SeveralSimulatedIterationsFeedTheStepTimes) {
+  // The analytic engine repeats the step exactly, so drawing each step's time from three
+  // simulated iterations gives the run of one.
+  const auto one = run(scenario("failures: {gpu_mtbf: 2000h}\n"));
+  const auto three =
+      run(scenario("failures: {gpu_mtbf: 2000h}\n", "{engine: analytic, iterations: 3}"));
+  ASSERT_TRUE(one.results.reliability && three.results.reliability);
+  EXPECT_NEAR(three.results.reliability->outcome.time_to_train.value(),
+              one.results.reliability->outcome.time_to_train.value(),
+              1e-9 * one.results.reliability->outcome.time_to_train.value());
 }
 
 TEST(WholeRun, TokensGiveStepsFromTheGlobalBatchAndSequence) {
