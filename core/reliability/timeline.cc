@@ -24,6 +24,7 @@ class Run {
   RunOutcome go() {
     const int64_t k = p_.interval_steps;
     while (done_ < p_.steps) {
+      if (k > 0 && !p_.step_time_sampler && done_ % k == 0) bulk_periods();
       const int64_t boundary = k > 0 ? std::min(p_.steps, (done_ / k + 1) * k) : p_.steps;
       if (!run_steps(boundary - done_)) {
         on_failure();
@@ -59,6 +60,50 @@ class Run {
     bucket += Seconds(nf - t_);
     t_ = nf;
     return false;
+  }
+
+  // Whole checkpoint periods (k steps and a checkpoint) that end before the next failure, in
+  // one jump: a 30-day run of short intervals is thousands of periods. Only at a checkpoint
+  // boundary, with constant step times, and (async) when each write ends within the next period,
+  // so that no checkpoint waits. It stops short of the run's last period, whose end has no
+  // checkpoint; the step-by-step path below finishes it.
+  void bulk_periods() {
+    const int64_t k = p_.interval_steps;
+    const double d = p_.step_time.value() * elastic_step_factor(p_.data_parallel, dp_now_);
+    const double run_s = static_cast<double>(k) * d;
+    const bool sync = p_.mode == CheckpointMode::kSync;
+    const double write_s = p_.write_time.value();
+    if (!sync && write_s > run_s) return;
+    const double stall_s = sync ? write_s : p_.snapshot_time.value();
+    const double period_s = run_s + stall_s;
+    const int64_t most = (p_.steps - done_ - 1) / k;
+    if (most < 2) return;
+    refresh_async();
+    if (!sync && pending_ && persist_end_s_ > t_ + run_s) return;
+    const double nf = next_failure_s();
+    const double fit =
+        std::isfinite(nf) ? std::floor((nf - t_) / period_s) : static_cast<double>(most);
+    const int64_t c = fit >= static_cast<double>(most) ? most : static_cast<int64_t>(fit);
+    if (c < 2) return;
+    const double base = p_.step_time.value();
+    if (sync) {
+      keep(c * k, static_cast<double>(c * k) * base, static_cast<double>(c) * run_s, d);
+      make_durable(done_);
+    } else {
+      // Every write but the last ends within the period after it.
+      keep((c - 1) * k, static_cast<double>((c - 1) * k) * base, static_cast<double>(c - 1) * run_s,
+           d);
+      make_durable(done_);
+      keep(k, static_cast<double>(k) * base, run_s, d);
+    }
+    t_ += static_cast<double>(c) * period_s;
+    lost_.checkpoint += Seconds(static_cast<double>(c) * stall_s);
+    checkpoints_ += c;
+    if (!sync) {
+      pending_ = true;
+      pending_steps_ = done_;
+      persist_end_s_ = t_ + write_s;
+    }
   }
 
   // n steps from done_; false when a failure stops them (partial_ holds the step under way).

@@ -111,6 +111,34 @@ TEST(Timeline, StepTimeSamplerGivesTheDistribution) {
   EXPECT_DOUBLE_EQ(o.goodput, 1);
 }
 
+// The jump over whole checkpoint periods gives what stepping one step at a time gives (a
+// sampler that always returns the step time turns the jump off).
+TEST(Timeline, JumpingOverPeriodsAgreesWithSteppingOneByOne) {
+  for (const CheckpointMode mode : {CheckpointMode::kSync, CheckpointMode::kAsync}) {
+    RunPolicy p = base_policy();
+    p.steps = 200000;
+    p.mode = mode;
+    p.snapshot_time = Seconds(1);
+    p.write_time = Seconds(mode == CheckpointMode::kSync ? 30 : 400);
+    p.spare_nodes = 1;
+    p.repair_time = Seconds(20000);
+    p.elastic = true;
+    const std::vector<FailureProcess> f{{ComponentClass::kNode, 16, Seconds(16 * 20000.0)},
+                                        {ComponentClass::kSoftware, 1, Seconds(50000)}};
+    const RunOutcome jump = simulate_run(p, f, {}, 11);
+    p.step_time_sampler = [](std::mt19937_64&) { return Seconds(10); };
+    const RunOutcome step = simulate_run(p, f, {}, 11);
+    EXPECT_GT(jump.interruptions, 50);
+    EXPECT_EQ(jump.interruptions, step.interruptions);
+    EXPECT_EQ(jump.checkpoints_written, step.checkpoints_written);
+    EXPECT_EQ(jump.final_data_parallel, step.final_data_parallel);
+    EXPECT_NEAR(jump.time_to_train.value(), step.time_to_train.value(),
+                1e-9 * step.time_to_train.value());
+    EXPECT_NEAR(jump.lost.rework.value(), step.lost.rework.value(),
+                1e-9 * step.time_to_train.value());
+  }
+}
+
 TEST(Timeline, SeededAndDeterministic) {
   RunPolicy p = base_policy();
   p.steps = 100000;
