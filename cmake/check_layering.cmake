@@ -6,19 +6,20 @@
 # Each stage lists the stages it may include, itself included. Stages are path prefixes.
 set(_base core/base)
 set(_hardware ${_base} core/hardware)
-set(_scenario ${_hardware} core/scenario)
+set(_reliability ${_base} core/reliability)
+set(_scenario ${_hardware} core/reliability core/scenario)
 set(_ir ${_scenario} core/ir)
 set(_strategy ${_ir} core/strategy)
 set(_collectives ${_ir} core/collectives)
 set(_exec ${_strategy} core/collectives core/exec)
-set(_report ${_exec} core/report)
+set(_report ${_exec} core/reliability core/report)
 set(_models ${_ir} models)
 set(_sim ${_exec} sim)
 set(_real ${_exec} real)
 set(_driver ${_report} models sim real driver)
 set(_cli ${_driver} cli)
 
-set(stages core/base core/hardware core/scenario core/ir core/strategy core/collectives core/exec
+set(stages core/base core/reliability core/hardware core/scenario core/ir core/strategy core/collectives core/exec
   core/report models sim real driver cli)
 if(NOT SOURCE_DIR)
   message(FATAL_ERROR "check_layering: pass -DSOURCE_DIR=<repository root>")

@@ -7,6 +7,7 @@
 #include "core/exec/engine_registry.h"
 #include "core/strategy/layout.h"
 #include "core/strategy/strategy.h"
+#include "driver/reliability.h"
 #include "models/scenario_model.h"
 
 namespace dtsim::driver {
@@ -197,6 +198,10 @@ Prediction predict(Plan plan, const PredictOptions& options) {
   }
   if (options.progress) options.progress->phase("computing the results");
   Results results = compute_results(plan.scenario, plan.model, plan.job, trace);
+  if (plan.scenario.reliability.whole_run()) {
+    if (options.progress) options.progress->phase("simulating the whole run step by step");
+    results.reliability = run_whole(plan.scenario, plan.cluster, results, trace);
+  }
   return Prediction{std::move(plan.scenario), std::move(plan.model), std::move(plan.cluster),
                     std::move(plan.job),      std::move(trace),      std::move(results)};
 }

@@ -29,6 +29,7 @@
 
 #include <array>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,7 @@
 #include "core/ir/model_graph.h"
 #include "core/ir/program.h"
 #include "core/ir/trace.h"
+#include "core/reliability/timeline.h"
 #include "core/scenario/scenario.h"
 
 namespace dtsim {
@@ -140,6 +142,9 @@ struct Results {
   std::map<std::string, double> time_by_kind_s;
   double communication_size_bytes = 0;  // all groups, per GPU per step
   double communication_bus_bytes = 0;
+  // The whole run with failures and checkpoints (driver/reliability.h), when the scenario asks
+  // for one; empty otherwise (every step counts: goodput 1).
+  std::optional<reliability::RunReport> reliability;
 };
 
 Results compute_results(const Scenario& scenario, const ModelGraph& model, const Job& job,

@@ -43,6 +43,59 @@ void tidy(nlohmann::json& j, double scale) {
     j = v;
 }
 
+// The reliability section (design.md section 5): the whole run's figures, when one was run.
+nlohmann::json reliability_json(const std::optional<reliability::RunReport>& rel) {
+  using nlohmann::json;
+  // No failure model: every step counts, so goodput is 1 by definition.
+  if (!rel) return {{"modelled", false}, {"goodput", 1.0}, {"expected_interruptions", 0.0}};
+  const reliability::RunOutcome& o = rel->outcome;
+  json by_cause = json::object(), parts = json::object();
+  for (const auto& c : reliability::kComponentClassNames) {
+    by_cause[std::string(c.name)] = o.interruptions_by_cause[static_cast<size_t>(c.value)];
+    parts[std::string(c.name)] = rel->components[static_cast<size_t>(c.value)];
+  }
+  json j = {
+      {"modelled", true},
+      {"goodput", o.goodput},
+      {"expected_interruptions", rel->expected_interruptions},
+      {"interruptions", o.interruptions},
+      {"interruptions_by_cause", by_cause},
+      {"components", parts},
+      {"steps", rel->steps},
+      {"time_to_train_s", o.time_to_train.value()},
+      {"failure_free_time_s", rel->failure_free_time.value()},
+      {"useful_s", o.useful.value()},
+      {"lost_s",
+       {{"rework", o.lost.rework.value()},
+        {"detection", o.lost.detection.value()},
+        {"restart", o.lost.restart.value()},
+        {"checkpoint", o.lost.checkpoint.value()},
+        {"repair_wait", o.lost.repair_wait.value()},
+        {"elastic", o.lost.elastic.value()}}},
+      {"checkpoint_mode", std::string(reliability::kCheckpointModeNames.to_string(rel->mode))},
+      {"checkpoint_bytes", rel->checkpoint_size.value()},
+      {"checkpoint_write_s", rel->checkpoint_write.value()},
+      {"checkpoint_stall_s", rel->checkpoint_stall.value()},
+      {"checkpoint_interval_s", rel->checkpoint_interval.value()},
+      {"checkpoint_interval_steps", rel->interval_steps},
+      {"checkpoint_interval_source", rel->interval_steps == 0      ? "none"
+                                     : rel->interval_is_young_daly ? "young-daly"
+                                                                   : "scenario"},
+      {"checkpoints_written", o.checkpoints_written},
+      {"spares_used", o.spares_used},
+      {"final_data_parallel", o.final_data_parallel},
+      {"step_time_p50_s", o.step_time_p50.value()},
+      {"step_time_p90_s", o.step_time_p90.value()},
+      {"step_time_p99_s", o.step_time_p99.value()}};
+  // Without random failures the job's MTBF and the optimal intervals are infinite: left out.
+  if (std::isfinite(rel->job_mtbf.value())) {
+    j["job_mtbf_s"] = rel->job_mtbf.value();
+    j["young_daly_interval_s"] = rel->young_daly_interval.value();
+    j["daly_interval_s"] = rel->daly_interval.value();
+  }
+  return j;
+}
+
 }  // namespace
 
 double without_noise(double value, double scale) {
@@ -99,8 +152,7 @@ nlohmann::json results_to_json(const Results& r) {
   j["communication"] = {{"per_group", groups},
                         {"size_bytes", r.communication_size_bytes},
                         {"bus_bytes", r.communication_bus_bytes}};
-  // No failure model yet: every step counts, so goodput is 1 by definition.
-  j["reliability"] = {{"modelled", false}, {"goodput", 1.0}, {"expected_interruptions", 0.0}};
+  j["reliability"] = reliability_json(r.reliability);
   j["config"] = {{"gpus", r.gpus},
                  {"gpu", r.gpu},
                  {"precision", r.precision},
@@ -133,8 +185,10 @@ nlohmann::json results_to_json(const Results& r) {
   tidy(j["step_time_s"], r.step_time_s);
   tidy(j["breakdown_s"], r.step_time_s);
   tidy(j["memory"], r.capacity_bytes);
-  for (const char* section : {"throughput", "flops", "reliability"})
+  for (const char* section : {"throughput", "flops"})
     tidy(j[section], largest_magnitude(j[section]));
+  // Times against the time to train; counts and fractions are whole or exact as they are.
+  tidy(j["reliability"], r.reliability ? r.reliability->outcome.time_to_train.value() : 1.0);
   for (const char* section : {"model", "communication", "config"}) tidy(j[section], 0);
   return j;
 }
@@ -176,6 +230,62 @@ std::string pct(double part, double whole) {
   std::snprintf(buf, sizeof buf, "%5.1f %%", whole > 0 ? 100.0 * part / whole : 0.0);
   return buf;
 }
+
+// A long time in the unit that reads best: "3.21 h (11556 s)".
+std::string long_duration(Seconds t) {
+  const double s = t.value();
+  if (s >= 86400) return format_number("%.2f days", s / 86400) + format_number(" (%.0f s)", s);
+  if (s >= 3600) return format_number("%.2f h", s / 3600) + format_number(" (%.0f s)", s);
+  if (s >= 60) return format_number("%.1f min", s / 60) + format_number(" (%.0f s)", s);
+  return format_duration(t);
+}
+
+std::string render_reliability(const reliability::RunReport& rel) {
+  const reliability::RunOutcome& o = rel.outcome;
+  const Seconds total = o.time_to_train;
+  std::string out = "\n  reliability (whole run: " + std::to_string(rel.steps) + " steps)\n";
+  out += line("  time to train",
+              long_duration(total) + ", without failures " + long_duration(rel.failure_free_time));
+  out += line("  goodput",
+              format_number("%.1f %%", 100 * o.goodput) + "  (useful step time / wall time)");
+  std::string causes;
+  for (const auto& c : reliability::kComponentClassNames)
+    if (const int64_t n = o.interruptions_by_cause[static_cast<size_t>(c.value)]; n > 0)
+      causes += (causes.empty() ? ": " : ", ") + std::string(c.name) + " " + std::to_string(n);
+  out += line("  interruptions", std::to_string(o.interruptions) +
+                                     format_number(" (expected %.1f)", rel.expected_interruptions) +
+                                     causes);
+  const std::pair<const char*, Seconds> lost[] = {{"  lost to rework", o.lost.rework},
+                                                  {"  lost to detection", o.lost.detection},
+                                                  {"  lost to restarts", o.lost.restart},
+                                                  {"  lost to checkpoints", o.lost.checkpoint},
+                                                  {"  lost waiting for repair", o.lost.repair_wait},
+                                                  {"  lost to elastic slowdown", o.lost.elastic}};
+  for (const auto& [label, t] : lost)
+    out += line(label, long_duration(t) + "  " + pct(t.value(), total.value()));
+  out +=
+      line("  checkpoint",
+           format_bytes(rel.checkpoint_size) + ", write " + format_duration(rel.checkpoint_write) +
+               ", stall " + format_duration(rel.checkpoint_stall) + " (" +
+               std::string(reliability::kCheckpointModeNames.to_string(rel.mode)) + ")");
+  out += line("  checkpoint interval",
+              rel.interval_steps == 0
+                  ? std::string("none")
+                  : long_duration(rel.checkpoint_interval) + " = " +
+                        std::to_string(rel.interval_steps) + " steps" +
+                        (rel.interval_is_young_daly ? " (the Young/Daly optimum)" : ""));
+  if (std::isfinite(rel.job_mtbf.value())) {
+    out += line("  job MTBF", long_duration(rel.job_mtbf));
+    out += line("  Young/Daly interval",
+                long_duration(rel.young_daly_interval) +
+                    " (sqrt(2 C M)); Daly 2006: " + long_duration(rel.daly_interval));
+  }
+  out += line("  step time p50 / p90 / p99", format_duration(o.step_time_p50) + " / " +
+                                                 format_duration(o.step_time_p90) + " / " +
+                                                 format_duration(o.step_time_p99));
+  return out;
+}
+
 }  // namespace
 
 std::string render_summary(const Results& r) {
@@ -245,6 +355,7 @@ std::string render_summary(const Results& r) {
   out += line("model", r.model_name + ": " + describe_layers(r.layers));
   out += line("model parameters", format_count(r.parameters));
   out += line("model FLOPs per step", format_flops(Flops(r.model_flops_per_step)));
+  if (r.reliability) out += render_reliability(*r.reliability);
   if (!r.notes.empty()) {
     out += "\n  notes (approximations of the " + r.engine + " engine)\n";
     for (const auto& n : r.notes) out += "    - " + n + "\n";

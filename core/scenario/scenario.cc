@@ -165,6 +165,7 @@ Scenario build(const std::string& file, EntryMap entries, LoadScope scope, Diagn
     scenario_binding::check_pipeline_schedule(r, s, sink);
     scenario_binding::check_precision(r, s.cluster, s.training, sink);
     scenario_binding::bind_simulate(r, s.simulate);
+    scenario_binding::bind_reliability(r, s.cluster, s.reliability, sink);
   }
   scenario_binding::bind_stragglers(r, s.cluster, s.stragglers, sink);
   s.entries = std::move(entries);

@@ -24,6 +24,8 @@
 #include "core/base/units.h"
 #include "core/hardware/catalog.h"
 #include "core/hardware/cluster_config.h"
+#include "core/reliability/failures.h"
+#include "core/reliability/timeline.h"
 #include "core/scenario/engine_choices.h"
 #include "core/scenario/schema.h"
 
@@ -190,6 +192,32 @@ struct StragglerConfig {
   std::vector<StragglerEntry> entries;
 };
 
+// A whole training run with failures and checkpoints (training.steps / tokens, failures:,
+// checkpoint:), bound by core/scenario/bind_reliability.cc; driver/reliability.cc runs it.
+struct ReliabilityConfig {
+  Located<int64_t> steps{1};              // training.steps
+  std::optional<Located<double>> tokens;  // training.tokens: steps from the global batch and
+                                          // the model's seq_length, in the driver
+  bool failures_given = false;            // any failures.* key
+  bool checkpoint_given = false;          // any checkpoint.* key
+  // One entry per *_mtbf key given, per component.
+  std::vector<std::pair<reliability::ComponentClass, Located<Seconds>>> mtbf;
+  reliability::FailureDistribution distribution = reliability::FailureDistribution::kExponential;
+  double shape = 1;
+  std::vector<Located<reliability::ScriptedFailure>> events;  // where: the events key
+  Seconds detection_timeout{600};
+  std::optional<Located<Seconds>> interval;  // empty: the Young/Daly optimum
+  BytesPerSecond write_bandwidth{2e12};
+  reliability::CheckpointMode mode = reliability::CheckpointMode::kSync;
+  BytesPerSecond snapshot_bandwidth{63e9};
+  Seconds restart_overhead{300};
+  int64_t spare_nodes = -1;  // -1: unlimited
+  Seconds repair_time{86400};
+  bool elastic = false;
+  // Whether the whole-run model runs: failures or checkpoint given, or more than one step.
+  bool whole_run() const { return failures_given || checkpoint_given || steps.value > 1 || tokens; }
+};
+
 struct Scenario {
   std::string file;  // path it was loaded from ("<string>" for in-memory text)
   std::string name;
@@ -200,6 +228,7 @@ struct Scenario {
   TrainingConfig training;
   SimulateConfig simulate;
   StragglerConfig stragglers;
+  ReliabilityConfig reliability;
   EntryMap entries;  // every validated key, for reports and for later features
 
   // Micro-batches per pipeline per step: B / (b * d) (Narayanan et al. 2021 notation m).

@@ -4,6 +4,8 @@
 #include <string>
 
 #include "core/hardware/catalog.h"
+#include "core/reliability/failures.h"
+#include "core/reliability/timeline.h"
 #include "core/scenario/scenario.h"
 
 namespace dtsim {
@@ -45,13 +47,6 @@ template <class T>
 std::function<std::optional<std::string>(const Value&)> only(T built, std::string why) {
   return [built, why](const Value& v) -> std::optional<std::string> {
     if (const T* x = std::get_if<T>(&v); x && *x == built) return std::nullopt;
-    return why;
-  };
-}
-
-std::function<std::optional<std::string>(const Value&)> only_empty(std::string why) {
-  return [why](const Value& v) -> std::optional<std::string> {
-    if (const auto* s = std::get_if<std::string>(&v); s && s->empty()) return std::nullopt;
     return why;
   };
 }
@@ -341,7 +336,14 @@ SchemaNode build_schema() {
        leaf("overlap_grad_reduce", ValueType::kBool,
             "overlap gradient all-reduce with the rest of backward (default: the framework's)",
             "true"),
-       sync, compression});
+       sync, compression,
+       count("steps", "optimizer steps of the whole run (with failures: goodput, time to train)",
+             "1", 1, 1e12),
+       positive(leaf("tokens", ValueType::kNumber,
+                     "the whole run as tokens instead of steps: tokens / (global_batch_size x "
+                     "seq_length) steps, rounded up",
+                     "steps x global_batch_size x seq_length"),
+                1e18)});
 
   auto stragglers = leaf(
       "stragglers", ValueType::kFreeform,
@@ -355,13 +357,82 @@ SchemaNode build_schema() {
       "0.5}} (slowed for the first duty x period of each period; a step takes the factor of "
       "its start time, docs/user-guide.md, Stragglers)",
       "[]");
-  auto failures =
-      leaf("failures", ValueType::kFreeform, "failure model, e.g. {gpu_mtbf: 50000h}", "{}");
-  failures.unsupported =
-      only_empty("dtsim does not model failures from the scenario file; remove failures");
-  auto checkpoint = leaf("checkpoint", ValueType::kFreeform,
-                         "checkpointing, e.g. {interval: 30min, write_bandwidth: 2TBps}", "{}");
-  checkpoint.unsupported = only_empty("dtsim does not model checkpointing; remove checkpoint");
+  // Whole runs, failures and checkpoints (core/reliability; docs/user-guide.md, "Failures,
+  // checkpoints and goodput").
+  SchemaNode failures = section(
+      "failures",
+      "component failures over a whole run (each *_mtbf is per component; the counts come from "
+      "the cluster): the run is simulated step by step to failure and restart",
+      {});
+  for (const auto& c : reliability::kComponentClassNames) {
+    const std::string name(c.name);
+    const std::string what =
+        c.value == reliability::ComponentClass::kGpu      ? "one GPU (every GPU of the cluster)"
+        : c.value == reliability::ComponentClass::kHbm    ? "one GPU's HBM stacks (one per GPU)"
+        : c.value == reliability::ComponentClass::kNode   ? "one node's host (CPU, memory, board)"
+        : c.value == reliability::ComponentClass::kNic    ? "one NIC (nodes x nics_per_node)"
+        : c.value == reliability::ComponentClass::kLink   ? "one NIC-to-switch cable (one per NIC)"
+        : c.value == reliability::ComponentClass::kSwitch ? "one leaf or rail switch"
+                                                          : "the job's software stack as a whole";
+    failures.children.push_back(
+        positive(leaf(name + "_mtbf", ValueType::kDuration,
+                      "mean time between failures of " + what + ", e.g. 50000h", "no failures"),
+                 1e15));
+  }
+  failures.children.push_back(choice("distribution", reliability::kFailureDistributionNames.names(),
+                                     "time between failures of one component", "exponential"));
+  failures.children.push_back(positive(
+      leaf("shape", ValueType::kNumber,
+           "Weibull shape k (distribution: weibull): below 1 infant mortality, above 1 wear-out",
+           "1"),
+      100));
+  failures.children.push_back(leaf(
+      "events", ValueType::kFreeform,
+      "scripted failures at given wall times, e.g. [{at: 120s, kind: node, node: 3}]: kind is one "
+      "of gpu, hbm, node, nic, link, switch, software; node (optional) must exist",
+      "[]"));
+  failures.children.push_back(positive(
+      leaf("detection_timeout", ValueType::kDuration,
+           "how long a hung collective takes to be detected (the NCCL watchdog): PyTorch's "
+           "ProcessGroupNCCL default, 10 minutes (pytorch/pytorch PR 110947)",
+           "10min"),
+      1e9));
+  SchemaNode checkpoint = section(
+      "checkpoint",
+      "checkpoints and recovery: the state written is the model's weights and optimizer states",
+      {positive(leaf("interval", ValueType::kDuration,
+                     "training time between checkpoints (rounded to whole steps)",
+                     "the Young/Daly optimum sqrt(2 x checkpoint stall x job MTBF)"),
+                1e15),
+       physical(leaf("write_bandwidth", ValueType::kBandwidth,
+                     "aggregate bandwidth to checkpoint storage: Llama 3's Tectonic sustains "
+                     "2 TB/s (Dubey et al. 2024, The Llama 3 Herd of Models, section 3.3)",
+                     "2TBps"),
+                1e6, 1e18),
+       choice("mode", reliability::kCheckpointModeNames.names(),
+              "sync: training stops while the state is written; async: it stops only while each "
+              "GPU copies its state to host memory, and the write runs beside training",
+              "sync"),
+       physical(leaf("snapshot_bandwidth", ValueType::kBandwidth,
+                     "mode async: one GPU's device-to-host copy rate: PCIe 5.0 x16, 32 GT/s x 16 "
+                     "lanes x 128/130 = 63 GB/s per direction (PCI-SIG)",
+                     "63GBps"),
+                1e6, 1e15),
+       at_most(leaf("restart_overhead", ValueType::kDuration,
+                    "relaunch after a failure, the checkpoint read included (an assumption: set "
+                    "your cluster's figure)",
+                    "5min"),
+               1e9),
+       count("spare_nodes", "spare nodes that replace failed ones", "unlimited", 0, 1e7),
+       at_most(leaf("repair_time", ValueType::kDuration,
+                    "until a failed node is back as a spare (an assumption: set your site's "
+                    "figure)",
+                    "24h"),
+               1e12),
+       leaf("elastic", ValueType::kBool,
+            "with no spare left, continue with fewer data-parallel replicas (same global batch) "
+            "instead of waiting for a repair",
+            "false")});
 
   auto engine = choice("engine", {},
                        "executor, one of the registered engines (`dtsim catalog engines` "

@@ -112,4 +112,9 @@ void bind_simulate(const Reader& r, SimulateConfig& simulate);
 void bind_stragglers(const Reader& r, const ClusterConfig& cluster, StragglerConfig& stragglers,
                      DiagnosticSink& sink);
 
+// bind_reliability.cc: training.steps and tokens, failures and checkpoint, with their checks
+// (one of steps and tokens; scripted events: a known kind, a time, a node that exists).
+void bind_reliability(const Reader& r, const ClusterConfig& cluster, ReliabilityConfig& rel,
+                      DiagnosticSink& sink);
+
 }  // namespace dtsim::scenario_binding
