@@ -96,6 +96,14 @@ std::string nccl_tests_type_name(DType dtype) {
 }
 
 CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const CollectiveRequest& q) {
+  // The benchmark folds every member onto one program by symmetry, which a slowed GPU or NIC
+  // would break: refuse rather than time the nominal cluster under the scenario's name.
+  if (!sc.stragglers.entries.empty())
+    throw InputError(Diagnostic{sc.stragglers.entries.front().where, "stragglers",
+                                "dtsim collective times the nominal cluster and cannot apply "
+                                "stragglers; remove them here (dtsim simulate applies them to a "
+                                "training step)"});
+
   const Cluster c(sc.cluster);
   const CollectiveKind kind = parse_flag(kCollectiveKindNames, "--op", q.op);
   const DType dtype = parse_dtype(q.dtype);

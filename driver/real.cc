@@ -55,6 +55,20 @@ Measurement measure(const std::string& scenario_path, const std::vector<std::str
                                     std::to_string(launch.world) + " processes; " +
                                     launch_hint(world)});
   }
+  // Real mode measures the hardware as it is: an injected slowdown or a modelled failure would be
+  // a prediction dressed as a measurement.
+  const Scenario& sc = plan.scenario;
+  if (!sc.stragglers.entries.empty())
+    throw InputError(Diagnostic{sc.stragglers.entries.front().where, "stragglers",
+                                "dtsim real measures the hardware as it runs and cannot slow it "
+                                "down; remove stragglers (dtsim simulate models them), or use "
+                                "--inject-fault for a failing rank"});
+  if (sc.reliability.whole_run())
+    throw InputError(Diagnostic{
+        {scenario_path, 0, 0},
+        "failures",
+        "dtsim real measures training steps, not a whole run with failures and checkpoints; "
+        "remove failures, checkpoint and training.steps / tokens (dtsim simulate models them)"});
   if (backend == real::Backend::kCpu && !is_cpu_device(plan.scenario.cluster.gpu))
     throw InputError(Diagnostic{
         plan.scenario.cluster.gpu_where, "cluster.gpu",

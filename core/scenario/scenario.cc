@@ -156,6 +156,9 @@ Scenario build(const std::string& file, EntryMap entries, LoadScope scope, Diagn
   scenario_binding::bind_cluster(r, file, s.cluster, sink);
   if (scope == LoadScope::kCluster) {
     scenario_binding::bind_simulate(r, s.simulate);
+    // Slow GPUs and links belong to the cluster: bound here too, so that a cluster-only command
+    // (dtsim collective) sees them and can refuse them rather than ignore them.
+    scenario_binding::bind_stragglers(r, s.cluster, s.stragglers, sink);
     s.entries = std::move(entries);
     return s;
   }

@@ -26,6 +26,14 @@ def main():
                                      "MASTER_PORT": "1"}, "RANK"),
         ([dtsim, "real", scenario, "--inject-fault", "crash:1"], {}, "--inject-fault"),
         ([dtsim, "real", scenario, "--timeout", "soon"], {}, "--timeout"),
+        # what only a simulation can model: slowed GPUs, failures over a whole run (a launch
+        # that agrees with the scenario's 2 ranks, refused before any connection is made)
+        ([dtsim, "real", scenario, "--set", "stragglers=[{ranks: [1], slowdown: 1.3}]"],
+         {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"},
+         "cannot slow it down"),
+        ([dtsim, "real", scenario, "--set", "failures.gpu_mtbf=1000h"],
+         {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"},
+         "not a whole run"),
     ]
     # compare on files that are not dtsim results
     tmp = tempfile.mkdtemp()
