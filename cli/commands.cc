@@ -117,7 +117,9 @@ int run_simulate(const SimulateOptions& o, std::ostream& out) {
     j = results_to_json(p.results);
     if (trace_file) {
       progress.phase("writing the trace");
-      trace_file->commit(chrome_trace(p.trace, p.job, p.cluster, p.model).dump() + "\n");
+      nlohmann::json trace = chrome_trace(p.trace, p.job, p.cluster, p.model);
+      if (p.results.reliability) add_whole_run(trace, *p.results.reliability);
+      trace_file->commit(trace.dump() + "\n");
     }
     if (result_file) result_file->commit(j.dump(2) + "\n");
   }

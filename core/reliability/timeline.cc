@@ -235,11 +235,16 @@ class Run {
   }
 
   void on_failure() {
-    record(failures_.pop());
+    const FailureEvent failure = failures_.pop();
+    record(failure);
     refresh_async();
     pending_ = false;  // a write still running is lost with the job
+    const Seconds rework_before = lost_.rework;
     for (const Segment& s : ledger_) lost_.rework += Seconds(s.run_s);
     lost_.rework += Seconds(partial_s_);
+    const bool logged = log_.size() < kMaxLoggedInterruptions;
+    if (logged)
+      log_.push_back(Interruption{failure.at, failure.component, lost_.rework - rework_before});
     partial_s_ = 0;
     ledger_.clear();
     done_ = durable_;
@@ -249,6 +254,7 @@ class Run {
       if (advance(p_.restart_overhead.value(), lost_.restart)) break;
       record(failures_.pop());
     }
+    if (logged) log_.back().resumed = Seconds(t_);
   }
 
   RunOutcome outcome() {
@@ -268,6 +274,7 @@ class Run {
     o.checkpoints_written = checkpoints_;
     o.spares_used = spares_used_;
     o.final_data_parallel = dp_now_;
+    o.log = log_;
     std::sort(samples_.begin(), samples_.end());
     int64_t total = 0;
     for (const auto& s : samples_) total += s.second;
@@ -305,6 +312,7 @@ class Run {
   std::array<int64_t, kComponentClasses> by_cause_{};
   int64_t interruptions_ = 0, checkpoints_ = 0;
   std::vector<std::pair<double, int64_t>> samples_;  // (step time s, steps)
+  std::vector<Interruption> log_;
 };
 
 }  // namespace

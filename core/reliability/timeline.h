@@ -86,6 +86,18 @@ struct LostTime {
   }
 };
 
+// One interruption as the run lived it, for the trace: the failure, then detection and restart
+// (and any wait for a spare or a repair) until training runs again.
+struct Interruption {
+  Seconds at{0};  // when the failure happened (wall time since the run began)
+  ComponentClass cause = ComponentClass::kSoftware;
+  Seconds rework{0};   // training since the last durable checkpoint, lost
+  Seconds resumed{0};  // when training ran again
+};
+// The log keeps the first interruptions only: enough to see a run's pattern in a trace, bounded
+// so that a pathological run cannot grow it without limit.
+inline constexpr size_t kMaxLoggedInterruptions = 100'000;
+
 struct RunOutcome {
   Seconds time_to_train{0};
   Seconds useful{0};
@@ -98,6 +110,7 @@ struct RunOutcome {
   int final_data_parallel = 1;
   // Step times (as run, elastic slowdown included) over every step that ran, kept or redone.
   Seconds step_time_p50{0}, step_time_p90{0}, step_time_p99{0};
+  std::vector<Interruption> log;  // the first kMaxLoggedInterruptions, in time order
 };
 
 // A whole run as the results report it: the policy's figures, the optima, and one seeded outcome.

@@ -442,4 +442,27 @@ nlohmann::json chrome_trace(const Trace& trace, const Job& job, const Cluster& c
               {"otherData", {{"engine", trace.engine}, {"time_unit", "us"}}}};
 }
 
+void add_whole_run(nlohmann::json& trace, const reliability::RunReport& run) {
+  using nlohmann::json;
+  // A process id no node has (nodes count from 0 and stay far below it).
+  constexpr int kWholeRunPid = 1 << 30;
+  json& events = trace["traceEvents"];
+  events.push_back({{"ph", "M"},
+                    {"name", "process_name"},
+                    {"pid", kWholeRunPid},
+                    {"tid", 0},
+                    {"args", {{"name", "whole run: failures and restarts"}}}});
+  for (const reliability::Interruption& i : run.outcome.log) {
+    const std::string cause(reliability::to_string(i.cause));
+    events.push_back({{"ph", "X"},
+                      {"name", cause + " failure: detection and restart"},
+                      {"cat", "failure"},
+                      {"pid", kWholeRunPid},
+                      {"tid", 0},
+                      {"ts", i.at.value() * 1e6},
+                      {"dur", (i.resumed - i.at).value() * 1e6},
+                      {"args", {{"cause", cause}, {"rework_s", i.rework.value()}}}});
+  }
+}
+
 }  // namespace dtsim

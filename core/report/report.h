@@ -38,4 +38,11 @@ std::string render_summary(const Results& r);
 nlohmann::json chrome_trace(const Trace& trace, const Job& job, const Cluster& cluster,
                             const ModelGraph& model);
 
+// A whole run with failures (Results::reliability): one more process in the trace, "whole run",
+// on the run's own clock (wall time since it began): one complete event per interruption, from
+// the failure to when training runs again (detection, restart, any wait for a spare), named by
+// its cause, with the rework it cost in args. Interruptions during a restart extend it and have
+// no event of their own; the log keeps the first reliability::kMaxLoggedInterruptions.
+void add_whole_run(nlohmann::json& trace, const reliability::RunReport& run);
+
 }  // namespace dtsim

@@ -54,6 +54,12 @@ TEST(Timeline, ScriptedFailureLosesWorkSinceLastCheckpointPlusDetectionAndRestar
   EXPECT_EQ(o.interruptions, 1);
   EXPECT_EQ(o.interruptions_by_cause[static_cast<size_t>(ComponentClass::kSoftware)], 1);
   EXPECT_NEAR(sum_parts(o), o.time_to_train.value(), 1e-6);
+  // The trace's log: the failure at T, its rework, training again after detection and restart.
+  ASSERT_EQ(o.log.size(), 1u);
+  EXPECT_DOUBLE_EQ(o.log[0].at.value(), t_fail);
+  EXPECT_EQ(o.log[0].cause, ComponentClass::kSoftware);
+  EXPECT_DOUBLE_EQ(o.log[0].rework.value(), lost_work);
+  EXPECT_DOUBLE_EQ(o.log[0].resumed.value(), t_fail + 600 + 300);
 }
 
 TEST(Timeline, FailureDuringAsyncWriteRestoresThePreviousCheckpoint) {

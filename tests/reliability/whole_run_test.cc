@@ -73,6 +73,19 @@ checkpoint: {interval: 100s, write_bandwidth: 10GBps, restart_overhead: 3min}
   EXPECT_NEAR(rel.outcome.lost.rework.value(), 1000 - last_durable, 1e-6);
   EXPECT_DOUBLE_EQ(rel.outcome.lost.detection.value(), 120);
   EXPECT_DOUBLE_EQ(rel.outcome.lost.restart.value(), 180);
+  // The trace gets the whole run as one more process: the failure at 1000 s, down for 300 s.
+  nlohmann::json trace = chrome_trace(p.trace, p.job, p.cluster, p.model);
+  add_whole_run(trace, rel);
+  int failures = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("cat", "") != "failure") continue;
+    ++failures;
+    EXPECT_EQ(e["name"], "gpu failure: detection and restart");
+    EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 1000e6);
+    EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 300e6);
+    EXPECT_NEAR(e["args"]["rework_s"].get<double>(), 1000 - last_durable, 1e-6);
+  }
+  EXPECT_EQ(failures, 1);
   EXPECT_NEAR(rel.outcome.time_to_train.value(),
               rel.failure_free_time.value() + (1000 - last_durable) + 120 + 180, 1e-6);
   EXPECT_EQ(
