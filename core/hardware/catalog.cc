@@ -131,7 +131,8 @@ std::vector<GpuSpec> make_gpu_catalog() {
               std::string("gemm: ") + kMamf +
               " v2, A100 SXM BF16 271.2 of 312 TFLOP/s (torch 2.6, CUDA 12.6), and per shape in "
               "the published kernel rates; memory: " +
-              kGpuStream + ", A100 80GB scale kernel 1732 of 2039 GB/s (a streaming read alone "
+              kGpuStream +
+              ", A100 80GB scale kernel 1732 of 2039 GB/s (a streaming read alone "
               "reaches 1.80 TB/s, 88%, in Nsight Compute: NVIDIA developer forums, 'Trouble to "
               "Reach Peak Bandwidth of A100'); launch: " +
               kSmallKernels + ", A100 80GB: 2.6 us per kernel; attention: " + kAssumedEfficiency +

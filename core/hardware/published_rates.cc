@@ -12,15 +12,17 @@ using namespace unit_literals;
 
 // --- GEMM sources ---------------------------------------------------------------------------
 
-// triton-lang/triton issue #7085 (2025-06-06), "release3.3 03-matrix-multiplication performance
-// drop on A100": the tutorial's square sweep, cuBLAS column, FP16 (A100's FP16 and BF16 tensor
-// peaks are both 312 TFLOP/s).
+// triton-lang/triton GitHub thread #7085 (2025-06-06), "release3.3 03-matrix-multiplication
+// performance drop on A100": the tutorial's square sweep, cuBLAS column, FP16 (A100's FP16 and BF16
+// tensor peaks are both 312 TFLOP/s).
 constexpr const char* kTriton7085 =
-    "triton-lang/triton issue #7085 (2025-06-06): tutorial 03 square sweep on A100, cuBLAS FP16";
-// triton-lang/triton issue #6523, comment of 2025-11-25 (Triton 3.5.1): the same sweep, larger
-// sizes, cuBLAS column, FP16 on A100 (variant not stated).
+    "triton-lang/triton GitHub thread #7085 (2025-06-06): tutorial 03 square sweep on A100, cuBLAS "
+    "FP16";
+// triton-lang/triton GitHub thread #6523, comment of 2025-11-25 (Triton 3.5.1): the same sweep,
+// larger sizes, cuBLAS column, FP16 on A100 (variant not stated).
 constexpr const char* kTriton6523 =
-    "triton-lang/triton issue #6523 (comment 2025-11-25): tutorial 03 square sweep on A100, cuBLAS "
+    "triton-lang/triton GitHub thread #6523 (comment 2025-11-25): tutorial 03 square sweep on "
+    "A100, cuBLAS "
     "FP16";
 // Bekman, ML Engineering (stas00/ml-engineering), compute/accelerator/README.md, "Maximum
 // Achievable Matmul FLOPS": the best shape of a torch.mm sweep, mean of 100 iterations after an L2
@@ -38,10 +40,11 @@ constexpr const char* kMamfH100Fp8 =
 constexpr const char* kMamfH200Fp8 =
     "Bekman MAMF table (stas00/ml-engineering 744d01e18b): H200 SXM FP8 e4m3 best shape, torch "
     "2.7.1";
-// zzc0721/torch-performance-test-data issue #79 (2025-10-18): square torch.matmul on an H100
-// 80GB HBM3, torch 2.7.0+cu128, 10 warm-up and 30 timed iterations, CUDA events, mean.
+// zzc0721/torch-performance-test-data GitHub thread #79 (2025-10-18): square torch.matmul on an
+// H100 80GB HBM3, torch 2.7.0+cu128, 10 warm-up and 30 timed iterations, CUDA events, mean.
 constexpr const char* kSquareH100 =
-    "zzc0721/torch-performance-test-data issue #79 (2025-10-18): H100 80GB HBM3 square BF16 "
+    "zzc0721/torch-performance-test-data GitHub thread #79 (2025-10-18): H100 80GB HBM3 square "
+    "BF16 "
     "torch.matmul, torch 2.7.0";
 // deepseek-ai/DeepGEMM README at 55ab91f72f (2025-03-25), "Performance", dense GEMMs on an
 // H800 SXM5 (H100 SXM compute: 1979 TFLOP/s FP8) with NVCC 12.8, FP8 e4m3 with 1x128 / 128x128
