@@ -1,0 +1,170 @@
+// `dtsim plan`: search the parallel configurations of a scenario's model, cluster and global
+// batch for the fastest one that fits in memory (design.md section 6). The GUI calls the same
+// function.
+//
+// Contract:
+// - Enumeration: tensor (divisors of the GPUs per node), context and pipeline (divisors of what is
+//   left of the GPU count), data (the rest), expert (divisors of the experts, MoE models only),
+//   micro-batch size (powers of two up to 16), the schedule (1f1b; with a pipeline also gpipe and
+//   interleaved with 2 to 8 chunks per GPU), the ZeRO stage (0-3) and recompute (none, selective,
+//   full). Every other key keeps the scenario's value. Constraints pin or bound dimensions.
+// - Validity is the loader's: each candidate is loaded with its --set overrides through
+//   driver::load(), and one the loader refuses is invalid; the report counts them by the key the
+//   loader named. No divisibility rule is repeated here.
+// - Memory and time come from the analytic engine's model (core/exec/analytic_executor.h): the
+//   peak memory per GPU and the step time of the Job that build_job() makes. For the
+//   configurations it covers, a step-level evaluator (FastAnalyticModel below) computes the same
+//   longest path over whole pipeline units instead of single kernels, reusing per-layer costs
+//   across configurations; tests/driver/plan_search_test.cc checks that it reproduces the
+//   analytic engine's step time to within kFastModelTolerance and its peak memory exactly. The
+//   others are run through the analytic engine itself.
+// - Configurations whose peak exceeds the GPU's memory are dropped, counted by the memory
+//   category largest at the peak, and the closest misses are kept for the report.
+// - The fastest `top` by analytic step time are simulated again with SimGrid, each in its own
+//   child process (`DTSIM simulate SCENARIO --set k=v ... --engine simgrid --json`; SimGrid allows
+//   one engine per process), and ranked by the simulated step time.
+// - Bad input (a malformed or unknown constraint, top < 1, nothing that fits) is an InputError
+//   (exit 2) that says what to change; a child that fails is reported in its row, not thrown.
+// - Not thread-safe; progress goes through PlanProgress (stderr in the CLI).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/hardware/cluster.h"
+#include "core/ir/model_graph.h"
+#include "core/report/metrics.h"
+#include "core/scenario/scenario.h"
+
+namespace dtsim::driver {
+
+// --constraint key=value, key<=value, key>=value on an integer or named dimension.
+struct PlanConstraint {
+  enum class Op { kEq, kLe, kGe };
+  std::string key;  // a scenario key path, e.g. parallelism.tensor
+  Op op = Op::kEq;
+  std::string value;  // as written: "8", "interleaved", "full"
+  std::string text;   // the whole constraint, for messages
+};
+// The keys a constraint may name.
+const std::vector<std::string>& plan_constraint_keys();
+// Parses one --constraint; InputError naming it when it is malformed or its key unknown.
+PlanConstraint parse_plan_constraint(const std::string& text);
+
+// One parallel configuration.
+struct PlanConfig {
+  int tp = 1, cp = 1, pp = 1, dp = 1, ep = 1;
+  int zero_stage = 0;
+  int64_t micro_batch_size = 1;
+  Schedule schedule = Schedule::k1F1B;
+  int virtual_stages = 1;
+  Recompute recompute = Recompute::kNone;
+
+  // The --set texts that select it on top of the scenario.
+  std::vector<std::string> overrides() const;
+  // "TP 8 x PP 8 (interleaved, v 2) x DP 16, ZeRO-1, mb 1, recompute full".
+  std::string describe() const;
+};
+
+// The analytic engine's answer for one configuration.
+struct AnalyticEstimate {
+  double step_time_s = 0;
+  double peak_bytes = 0;  // per GPU, the worst simulated rank
+  std::array<double, kMemoryCategories> at_peak{};
+  bool fast = false;  // from FastAnalyticModel rather than the executor
+};
+
+// The step-level evaluator: the analytic engine's longest path with each pipeline unit's kernels
+// folded into one span (a chain of kernels with nothing joining it in the middle finishes at the
+// sum of their times), its per-layer costs cached across configurations. It mirrors
+// core/strategy/parallel_step.cc and covers what that file builds for dense transformers with
+// tensor, context, pipeline and data parallelism, ZeRO 0-2, every schedule, recompute and
+// framework, fp32/tf32/fp16/bf16, on clusters where the Job folds to one rank per stage. Anything
+// else (ZeRO-3, FP8, MoE, TP communication overlap, scatter/gather, stragglers) is not covered:
+// covers() says so and the caller runs the analytic engine.
+inline constexpr double kFastModelTolerance = 1e-9;  // relative, on the step time
+class FastAnalyticModel {
+ public:
+  FastAnalyticModel();
+  ~FastAnalyticModel();
+  FastAnalyticModel(const FastAnalyticModel&) = delete;
+  FastAnalyticModel& operator=(const FastAnalyticModel&) = delete;
+
+  bool covers(const Scenario& scenario) const;
+  // Requires covers(scenario).
+  AnalyticEstimate evaluate(const Scenario& scenario);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The analytic engine itself (load, build_job, run, results): the reference.
+AnalyticEstimate analytic_estimate(const Scenario& scenario);
+
+// Where a search reports to (the CLI draws a bar on stderr).
+class PlanProgress {
+ public:
+  virtual ~PlanProgress() = default;
+  virtual void phase(const std::string& what, std::size_t total) = 0;  // total: 0 when unknown
+  virtual void advance(std::size_t done) = 0;
+};
+
+struct PlanRequest {
+  std::string scenario;                // path
+  std::vector<std::string> overrides;  // --set, applied before the search's own
+  std::vector<PlanConstraint> constraints;
+  int top = 5;                  // simulated with SimGrid
+  std::string dtsim;            // the dtsim binary the children run
+  int jobs = 2;                 // children at once
+  double child_timeout_s = 0;   // 0: none
+  PlanProgress* progress = nullptr;
+};
+
+// One ranked configuration.
+struct PlanRow {
+  PlanConfig config;
+  AnalyticEstimate analytic;
+  // SimGrid's result (dtsim simulate --json) when the child succeeded.
+  bool simulated = false;
+  double step_time_s = 0;  // SimGrid's when simulated, else the analytic one
+  double mfu = 0;
+  double tokens_per_s = 0;
+  double compute_s = 0, exposed_communication_s = 0, pipeline_bubble_s = 0;
+  double peak_bytes = 0, capacity_bytes = 0;
+  std::string limiter;  // communication | bubble | memory | compute
+  std::string error;    // why the child failed
+};
+
+struct PlanReport {
+  std::string scenario_name;
+  int gpus = 0;
+  int64_t global_batch_size = 0;
+  std::string gpu;
+  double capacity_bytes = 0;
+  std::size_t enumerated = 0;  // candidates generated (after constraints)
+  std::size_t invalid = 0;     // refused by the loader
+  std::map<std::string, std::size_t> invalid_by_key;
+  std::size_t do_not_fit = 0;
+  std::map<std::string, std::size_t> do_not_fit_by_category;  // largest category at the peak
+  std::vector<PlanRow> closest_misses;                         // smallest peaks that do not fit
+  std::size_t fits = 0;
+  std::size_t fast_evaluations = 0, engine_evaluations = 0;
+  double analytic_wall_s = 0, analytic_cpu_s = 0;  // load + analytic evaluation of every candidate
+  std::vector<PlanRow> ranked;                     // the simulated top, best first
+  std::vector<PlanRow> analytic_top;               // the best by analytic step time, best first
+};
+
+PlanReport plan_search(const PlanRequest& request);
+
+// What limits a configuration, from its breakdown and memory headroom.
+std::string plan_limiter(double compute_s, double exposed_communication_s,
+                         double pipeline_bubble_s, double peak_bytes, double capacity_bytes);
+
+}  // namespace dtsim::driver
