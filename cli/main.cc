@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/plan_command.h"
 #include "cli/sweep_command.h"
 #include "core/base/dtype.h"
 #include "core/base/error.h"
@@ -307,16 +308,45 @@ int main(int argc, char** argv) {
                    "configuration); runs nothing")
       ->expected(1, 100000);
 
+  PlanOptions pl;
+  auto* plan = app.add_subcommand(
+      "plan",
+      "Search the parallel configurations (tensor, context, pipeline, data and expert sizes, ZeRO "
+      "stage, micro-batch, recompute, schedule and virtual stages) of the scenario's model, "
+      "cluster and global batch: drop those the checks refuse or that do not fit in memory, rank "
+      "the rest by the analytic engine's step time, simulate the best --top with SimGrid (one "
+      "child process each) and print them ranked, with what limits each.\n"
+      "  dtsim plan scenarios/gpt3-175b-tp8-pp8-interleaved-1024-a100.yaml --top 3\n"
+      "  dtsim plan S.yaml --constraint parallelism.tensor<=4 --constraint "
+      "training.recompute=none --json");
+  plan->add_option("scenario", pl.scenario, "scenario YAML file (its model, cluster and batch)")
+      ->required();
+  plan->add_option("--set", pl.overrides, "override a scenario key before the search (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  plan->add_option("--constraint", pl.constraints,
+                   "pin or bound a searched key: KEY=V, KEY<=V or KEY>=V, e.g. "
+                   "parallelism.tensor<=8, parallelism.zero_stage=1, training.recompute=full "
+                   "(repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  plan->add_option("--top", pl.top, "how many of the best to simulate with SimGrid (default 5)");
+  plan->add_option("-j,--jobs", pl.jobs, "simulations at once (default 2)")
+      ->check(CLI::Range(1, 4096));
+  plan->add_option("--timeout", pl.timeout, "stop a simulation after this long, e.g. 10min");
+  plan->add_flag("--json", pl.json, "print the search and the ranking as JSON");
+
   // An unknown command gets a suggestion rather than CLI11's "A subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {
     const std::vector<std::string> verbs = {"simulate", "validate", "collective", "catalog",
-                                            "compare",  "real",     "calibrate",  "sweep"};
+                                            "compare",  "real",     "calibrate",  "sweep",
+                                            "plan"};
     if (std::find(verbs.begin(), verbs.end(), argv[1]) == verbs.end()) {
       std::string hint = dtsim::did_you_mean(argv[1], verbs);
       std::cerr
           << "error: unknown command '" << argv[1] << "'"
           << (hint.empty() ? "" : "; did you mean '" + hint + "'?")
-          << " Commands: simulate, validate, collective, catalog, compare, real, calibrate, sweep. "
+          << " Commands: simulate, validate, collective, catalog, compare, real, calibrate, sweep, plan. "
              "Run "
              "'dtsim --help'.\n";
       return kExitBadInput;
@@ -339,6 +369,7 @@ int main(int argc, char** argv) {
     if (compare->parsed()) return run_compare(cmp, std::cout);
     if (real->parsed()) return run_real(rl, std::cout);
     if (sweep->parsed()) return run_sweep(std::move(sw), std::cout);
+    if (plan->parsed()) return run_plan(pl, std::cout);
     if (calibrate->parsed()) {
       for (int i = 0; i < argc; ++i) cal.command += (i ? " " : "") + std::string(argv[i]);
       return run_calibrate(cal, std::cout);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -368,7 +369,24 @@ struct FastAnalyticModel::Impl {
       layer_times;
   // Clusters by their configuration's identity in a search (the same file and GPU count).
   std::map<std::tuple<std::string, int, int, std::string>, std::unique_ptr<Cluster>> clusters;
-  std::map<std::tuple<int, double, int, std::vector<Rank>>, double> collective_times;
+  // Collective times by (kind, bytes, dtype, ranks): hashed, since a data-parallel group holds up
+  // to every rank and an ordered map would compare long shared prefixes.
+  struct CollectiveKey {
+    int kind;
+    double bytes;
+    int dtype;
+    std::vector<Rank> ranks;
+    bool operator==(const CollectiveKey&) const = default;
+  };
+  struct CollectiveKeyHash {
+    size_t operator()(const CollectiveKey& k) const {
+      size_t h = std::hash<double>()(k.bytes) ^ (static_cast<size_t>(k.kind) << 1) ^
+                 (static_cast<size_t>(k.dtype) << 5);
+      for (Rank r : k.ranks) h = h * 1000003u ^ static_cast<size_t>(r);
+      return h;
+    }
+  };
+  std::unordered_map<CollectiveKey, double, CollectiveKeyHash> collective_times;
   // Compute times of a shard's kernels, by (shard, layer, list, index): list 0 forward, 1
   // backward, 2 selective recompute.
   std::map<std::tuple<const ModelGraph*, const Cluster*, int, int, size_t>, double> kernel_times;
@@ -396,8 +414,8 @@ struct FastAnalyticModel::Impl {
   }
 
   double collective(const CollectiveOp& op, const std::vector<Rank>& ranks, const Cluster& c) {
-    const auto key = std::make_tuple(static_cast<int>(op.kind), op.bytes.value(),
-                                     static_cast<int>(op.dtype), ranks);
+    CollectiveKey key{static_cast<int>(op.kind), op.bytes.value(), static_cast<int>(op.dtype),
+                      ranks};
     auto it = collective_times.find(key);
     if (it == collective_times.end())
       it = collective_times.emplace(key, collective_time(op, ranks, c).value()).first;
@@ -503,7 +521,7 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
       std::max(1.0, (kDefaultMaxMemoryBytes - kBaseRunBytes) / kBytesPerOpIteration);
   double job_ops = 0;
   // Send/receive pairs, matched as lower() does: (src, dst, tag, sequence).
-  std::map<std::tuple<Rank, Rank, int, int>, int> p2p;
+  std::vector<std::vector<int>> p2p(static_cast<size_t>(2 * p));
   int embedding_node = -1, grad_norm_node = -1;
   AnalyticEstimate out;
   out.fast = true;
@@ -523,11 +541,14 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
                                     Endpoint::gpu(next), cluster)
                     .value()
               : 0;
-    const double p2p_prev_s =
-        p > 1 ? point_to_point_time(Bytes(boundary_bytes), Endpoint::gpu(rank),
-                                    Endpoint::gpu(prev), cluster)
-                    .value()
-              : 0;
+    auto p2p_time = [&](Rank from, Rank to) {
+      return p > 1 ? point_to_point_time(Bytes(boundary_bytes), Endpoint::gpu(from),
+                                         Endpoint::gpu(to), cluster)
+                         .value()
+                   : 0.0;
+    };
+    const double p2p_prev_s = p2p_time(rank, prev), p2p_from_prev_s = p2p_time(prev, rank),
+                 p2p_from_next_s = p2p_time(next, rank);
 
     // Model state, buckets and the op count, per chunk as build_rank() makes them.
     double part_params = 0;
@@ -567,14 +588,67 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
     mem.add(MemoryCategory::kBuffers, tr.runtime_reserve);
     mem.add(MemoryCategory::kBuffers, largest_bucket);
 
+    // Each local chunk's forward and backward, computed once for all its micro-batches: the
+    // time of the run of kernels, the activation bytes each layer stashes or frees, and for the
+    // last micro-batch's backward the runs between the points where gradient buckets start.
+    struct ChunkCosts {
+      double forward = 0, backward = 0;
+      std::vector<Bytes> stash;                      // forward order
+      std::vector<std::pair<Bytes, Bytes>> release;  // backward order: recomputed, freed
+      std::vector<std::pair<double, std::vector<double>>> bucketed;  // run, then its buckets
+      std::vector<double> buckets;                   // every bucket's time, in order
+    };
+    std::vector<ChunkCosts> costs(static_cast<size_t>(v));
+    for (int j = 0; j < v; ++j) {
+      const int c = j * p + s;
+      const auto& range = chunks[static_cast<size_t>(c)];
+      ChunkCosts& k = costs[static_cast<size_t>(j)];
+      for (int i = range.first; i <= range.last; ++i) {
+        k.forward += im.layer(g, i, dtype, tp_ranks, cp_ranks, cluster, rank).forward;
+        k.stash.push_back(stashed(g.layers[static_cast<size_t>(i)], tr.recompute));
+      }
+      const auto& chunk_buckets = buckets[static_cast<size_t>(c)];
+      for (const auto& b : chunk_buckets)
+        k.buckets.push_back(im.collective(
+            CollectiveOp{zero == 0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter,
+                         0, b.bytes, grad_dtype},
+            dp_ranks, cluster));
+      size_t next_bucket = 0;
+      double run = 0;
+      for (int i = range.last; i >= range.first; --i) {
+        const Layer& l = g.layers[static_cast<size_t>(i)];
+        const auto& times = im.layer(g, i, dtype, tp_ranks, cp_ranks, cluster, rank);
+        const Bytes transient = recomputed(l, tr.recompute);
+        double t_layer = 0;
+        if (l.recomputable && tr.recompute == Recompute::kFull) t_layer += times.full;
+        if (l.recomputable && tr.recompute == Recompute::kSelective) t_layer += times.selective;
+        t_layer += times.backward;
+        k.backward += t_layer;
+        run += t_layer;
+        k.release.emplace_back(transient, -(stashed(l, tr.recompute) + transient));
+        // A bucket starts once the backward of its lowest layer has ended.
+        std::vector<double> starting;
+        while (next_bucket < chunk_buckets.size() && chunk_buckets[next_bucket].first_layer == i)
+          starting.push_back(k.buckets[next_bucket++]);
+        if (!starting.empty()) {
+          k.bucketed.emplace_back(run, std::move(starting));
+          run = 0;
+        }
+      }
+      k.bucketed.emplace_back(run, std::vector<double>{});
+    }
+
     int compute = -1, grad_comm = -1, send_next = -1, send_prev = -1, recv_prev = -1,
         recv_next = -1;
-    std::map<std::pair<Rank, int>, int> send_seq, recv_seq;
-    auto pair_node = [&](Rank src, Rank dst, int tag, int seq, double duration) {
-      const auto key = std::make_tuple(src, dst, tag, seq);
-      auto it = p2p.find(key);
-      if (it == p2p.end()) it = p2p.emplace(key, graph.add(duration)).first;
-      return it->second;
+    int sent_count[2] = {0, 0}, received_count[2] = {0, 0};
+    // The node of a send and its receive, by tag (0: activations to the next stage, 1:
+    // gradients to the previous one), sending stage and sequence, as lower() pairs them.
+    auto pair_node = [&](int tag, int src_stage, int seq, double duration) {
+      auto& nodes = p2p[static_cast<size_t>(tag * p + src_stage)];
+      if (static_cast<int>(nodes.size()) <= seq) nodes.resize(static_cast<size_t>(seq) + 1, -1);
+      int& n = nodes[static_cast<size_t>(seq)];
+      if (n < 0) n = graph.add(duration);
+      return n;
     };
     auto on_compute = [&](double duration, int waits_for) {
       const int n = graph.add(duration);
@@ -590,12 +664,6 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
       grad_comm = n;
       return n;
     };
-    auto bucket_time = [&](const GradientBucket& b) {
-      return im.collective(
-          CollectiveOp{zero == 0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter, 0,
-                       b.bytes, grad_dtype},
-          dp_ranks, cluster);
-    };
 
     if (megatron && zero < 3)
       on_compute(compute_time(ComputeOp{KernelKind::kElementwise, Flops(0),
@@ -605,30 +673,21 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
                      cluster.speed_scale(rank),
                  -1);
 
+    const int prev_stage = (s + p - 1) % p, next_stage = (s + 1) % p;
     for (const Unit& u : schedule_units(par.schedule, p, s, v, m)) {
       const int c = u.chunk * p + s;
-      const auto& range = chunks[static_cast<size_t>(c)];
+      const ChunkCosts& k = costs[static_cast<size_t>(u.chunk)];
       if (u.forward) {
         int received = -1;
         if (c > 0) {
-          const int seq = recv_seq[{prev, 0}]++;
-          received = pair_node(prev, rank, 0, seq,
-                               point_to_point_time(Bytes(boundary_bytes), Endpoint::gpu(prev),
-                                                   Endpoint::gpu(rank), cluster)
-                                   .value());
+          received = pair_node(0, prev_stage, received_count[0]++, p2p_from_prev_s);
           graph.edge(recv_prev, received);
           recv_prev = received;
         }
-        double sum = 0;
-        for (int i = range.first; i <= range.last; ++i) {
-          sum += im.layer(g, i, dtype, tp_ranks, cp_ranks, cluster, rank).forward;
-          mem.add(MemoryCategory::kActivations,
-                  stashed(g.layers[static_cast<size_t>(i)], tr.recompute));
-        }
-        const int produced = on_compute(sum, received);
+        for (const Bytes b : k.stash) mem.add(MemoryCategory::kActivations, b);
+        const int produced = on_compute(k.forward, received);
         if (c + 1 < p * v) {
-          const int seq = send_seq[{next, 0}]++;
-          const int sent = pair_node(rank, next, 0, seq, p2p_s);
+          const int sent = pair_node(0, s, sent_count[0]++, p2p_s);
           graph.edge(send_next, sent);
           graph.edge(produced, sent);
           send_next = sent;
@@ -637,53 +696,34 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
       }
       int received = -1;
       if (c + 1 < p * v) {
-        const int seq = recv_seq[{next, 1}]++;
-        received = pair_node(next, rank, 1, seq,
-                             point_to_point_time(Bytes(boundary_bytes), Endpoint::gpu(next),
-                                                 Endpoint::gpu(rank), cluster)
-                                 .value());
+        received = pair_node(1, next_stage, received_count[1]++, p2p_from_next_s);
         graph.edge(recv_next, received);
         recv_next = received;
       }
-      const bool last = u.micro_batch == m - 1;
-      const bool overlapped_buckets = last && tr.overlap_grad_reduce && dp_size > 1;
-      const auto& chunk_buckets = buckets[static_cast<size_t>(c)];
-      size_t next_bucket = 0;
-      double sum = 0;
-      for (int i = range.last; i >= range.first; --i) {
-        const Layer& l = g.layers[static_cast<size_t>(i)];
-        const auto& times = im.layer(g, i, dtype, tp_ranks, cp_ranks, cluster, rank);
-        const Bytes transient = recomputed(l, tr.recompute);
-        if (l.recomputable && tr.recompute == Recompute::kFull) sum += times.full;
-        if (l.recomputable && tr.recompute == Recompute::kSelective) sum += times.selective;
-        sum += times.backward;
+      for (const auto& [transient, freed] : k.release) {
         mem.add(MemoryCategory::kActivations, transient);
-        mem.add(MemoryCategory::kActivations, -(stashed(l, tr.recompute) + transient));
-        if (!overlapped_buckets) continue;
-        // A bucket starts once the backward of its lowest layer has ended.
-        int ready = -1;
-        while (next_bucket < chunk_buckets.size() &&
-               chunk_buckets[next_bucket].first_layer == i) {
-          if (ready < 0) {
-            ready = on_compute(sum, received);
-            received = -1;
-            sum = 0;
-          }
-          on_grad_comm(bucket_time(chunk_buckets[next_bucket]), ready);
-          ++next_bucket;
-        }
+        mem.add(MemoryCategory::kActivations, freed);
       }
-      const int done = on_compute(sum, received);
+      const bool last = u.micro_batch == m - 1;
+      int done = -1;
+      if (last && tr.overlap_grad_reduce && dp_size > 1) {
+        for (const auto& [run, starting] : k.bucketed) {
+          done = on_compute(run, received);
+          received = -1;
+          for (const double t_bucket : starting) on_grad_comm(t_bucket, done);
+        }
+      } else {
+        done = on_compute(k.backward, received);
+      }
       if (last && !tr.overlap_grad_reduce && dp_size > 1) {
         bool first = true;
-        for (const auto& b : chunk_buckets) {
-          on_grad_comm(bucket_time(b), first ? done : -1);
+        for (const double t_bucket : k.buckets) {
+          on_grad_comm(t_bucket, first ? done : -1);
           first = false;
         }
       }
       if (c > 0) {
-        const int seq = send_seq[{prev, 1}]++;
-        const int sent = pair_node(rank, prev, 1, seq, p2p_prev_s);
+        const int sent = pair_node(1, s, sent_count[1]++, p2p_prev_s);
         graph.edge(send_prev, sent);
         graph.edge(done, sent);
         send_prev = sent;

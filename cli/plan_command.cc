@@ -1,0 +1,297 @@
+#include "cli/plan_command.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/base/error.h"
+#include "core/base/text.h"
+#include "core/base/units.h"
+#include "driver/child_process.h"
+#include "driver/plan_search.h"
+
+namespace dtsim::cli {
+namespace {
+
+void write_stderr(const std::string& text) {
+  const char* p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    const ssize_t w = ::write(STDERR_FILENO, p, left);
+    if (w <= 0) return;  // progress is best effort
+    p += w;
+    left -= static_cast<size_t>(w);
+  }
+}
+
+std::string seconds_text(double s) {
+  if (s < 60) return format_number("%.0f s", s);
+  return format_number("%.0f min ", std::floor(s / 60)) + format_number("%.0f s", std::fmod(s, 60));
+}
+
+// A bar with the rate and ETA on a terminal; a line every few seconds and at each phase's end
+// elsewhere (logs, CI).
+class StderrPlanProgress : public driver::PlanProgress {
+ public:
+  StderrPlanProgress() : terminal_(::isatty(STDERR_FILENO) == 1) {}
+  ~StderrPlanProgress() override { end_phase(); }
+
+  void phase(const std::string& what, std::size_t total) override {
+    end_phase();
+    what_ = what;
+    total_ = total;
+    done_ = 0;
+    start_ = last_ = Clock::now();
+    draw(true);
+  }
+  void advance(std::size_t done) override {
+    done_ = done;
+    const auto now = Clock::now();
+    if (now - last_ < (terminal_ ? std::chrono::milliseconds(100) : std::chrono::seconds(5)) &&
+        done_ < total_)
+      return;
+    last_ = now;
+    draw(false);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void end_phase() {
+    if (what_.empty()) return;
+    draw(false);
+    if (terminal_) write_stderr("\n");
+    what_.clear();
+  }
+  void draw(bool starting) {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+    const double rate = elapsed > 0 ? static_cast<double>(done_) / elapsed : 0;
+    const std::string eta =
+        rate > 0 && total_ > done_ ? seconds_text(static_cast<double>(total_ - done_) / rate)
+                                   : "-";
+    std::ostringstream s;
+    const std::string counts = std::to_string(done_) + "/" + std::to_string(total_);
+    const std::string rates = format_number(rate >= 10 ? "%.0f" : "%.2f", rate) + " /s, ETA " + eta;
+    if (terminal_) {
+      const size_t width = 30;
+      const size_t filled = total_ ? width * done_ / total_ : 0;
+      s << "\rplan: " << what_ << " [" << std::string(filled, '#')
+        << std::string(width - filled, '.') << "] " << counts << "  " << rates << "\033[K";
+    } else if (starting) {
+      s << "plan: " << what_ << " (" << total_ << ")\n";
+    } else {
+      s << "plan: " << what_ << ": " << counts << " (" << rates << ", " << seconds_text(elapsed)
+        << " so far)\n";
+    }
+    write_stderr(s.str());
+  }
+
+  bool terminal_;
+  std::string what_;
+  std::size_t total_ = 0, done_ = 0;
+  Clock::time_point start_, last_;
+};
+
+// SIGINT, SIGTERM and SIGHUP end the simulations, then dtsim, as the signal would have.
+void on_interrupt(int signal_number) {
+  driver::kill_all_children_from_signal_handler();
+  ::signal(signal_number, SIG_DFL);
+  ::raise(signal_number);
+}
+
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    sigemptyset(&action.sa_mask);
+    for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &action, &old_[i]);
+  }
+  ~InterruptGuard() {
+    for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+  }
+
+ private:
+  static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction old_[3] {};
+};
+
+std::string gib(double bytes) {
+  return format_number("%.1f GiB", bytes / (1024.0 * 1024 * 1024));
+}
+
+nlohmann::json row_json(const driver::PlanRow& r) {
+  nlohmann::json j{{"config", r.config.describe()},
+                   {"tp", r.config.tp},
+                   {"cp", r.config.cp},
+                   {"pp", r.config.pp},
+                   {"dp", r.config.dp},
+                   {"ep", r.config.ep},
+                   {"zero_stage", r.config.zero_stage},
+                   {"micro_batch_size", r.config.micro_batch_size},
+                   {"schedule", std::string(to_string(r.config.schedule))},
+                   {"virtual_stages", r.config.virtual_stages},
+                   {"recompute", std::string(to_string(r.config.recompute))},
+                   {"overrides", r.config.overrides()},
+                   {"analytic_step_time_s", r.analytic.step_time_s},
+                   {"peak_bytes_per_gpu", r.peak_bytes},
+                   {"capacity_bytes", r.capacity_bytes},
+                   {"headroom_bytes", r.capacity_bytes - r.peak_bytes},
+                   {"simulated", r.simulated}};
+  if (r.simulated) {
+    j["step_time_s"] = r.step_time_s;
+    j["mfu"] = r.mfu;
+    j["tokens_per_s"] = r.tokens_per_s;
+    j["breakdown_s"] = {{"compute", r.compute_s},
+                        {"exposed_communication", r.exposed_communication_s},
+                        {"pipeline_bubble", r.pipeline_bubble_s}};
+    j["limited_by"] = r.limiter;
+  } else {
+    j["error"] = r.error;
+  }
+  return j;
+}
+
+nlohmann::json report_json(const driver::PlanReport& rep) {
+  nlohmann::json ranked = nlohmann::json::array(), misses = nlohmann::json::array();
+  for (const auto& r : rep.ranked) ranked.push_back(row_json(r));
+  for (const auto& r : rep.closest_misses)
+    misses.push_back({{"config", r.config.describe()},
+                      {"overrides", r.config.overrides()},
+                      {"peak_bytes_per_gpu", r.peak_bytes},
+                      {"capacity_bytes", r.capacity_bytes},
+                      {"over_bytes", r.peak_bytes - r.capacity_bytes}});
+  return {{"scenario", rep.scenario_name},
+          {"gpus", rep.gpus},
+          {"gpu", rep.gpu},
+          {"global_batch_size", rep.global_batch_size},
+          {"capacity_bytes", rep.capacity_bytes},
+          {"search",
+           {{"enumerated", rep.enumerated},
+            {"invalid", rep.invalid},
+            {"invalid_by_key", rep.invalid_by_key},
+            {"do_not_fit", rep.do_not_fit},
+            {"do_not_fit_by_largest_category", rep.do_not_fit_by_category},
+            {"fit", rep.fits},
+            {"step_level_evaluations", rep.fast_evaluations},
+            {"engine_evaluations", rep.engine_evaluations},
+            {"analytic_wall_s", rep.analytic_wall_s},
+            {"analytic_cpu_s", rep.analytic_cpu_s},
+            {"configs_per_s",
+             rep.analytic_wall_s > 0 ? static_cast<double>(rep.enumerated) / rep.analytic_wall_s
+                                     : 0.0}}},
+          {"closest_misses", misses},
+          {"ranked", ranked}};
+}
+
+void render(const driver::PlanReport& rep, const std::string& scenario, std::ostream& out) {
+  out << "dtsim plan: " << printable(rep.scenario_name, 200) << " (" << rep.gpus << " x "
+      << rep.gpu << ", global batch " << rep.global_batch_size << ")\n";
+  out << "  searched     " << rep.enumerated << " configurations in "
+      << format_number("%.1f s", rep.analytic_wall_s) << " ("
+      << format_number("%.0f", rep.analytic_wall_s > 0 ? rep.enumerated / rep.analytic_wall_s : 0)
+      << " configs/s, " << format_number("%.1f s", rep.analytic_cpu_s) << " CPU)\n";
+  out << "  invalid      " << rep.invalid;
+  if (!rep.invalid_by_key.empty()) {
+    out << " (refused by the scenario checks, by key:";
+    bool first = true;
+    for (const auto& [key, n] : rep.invalid_by_key) {
+      out << (first ? " " : ", ") << key << " " << n;
+      first = false;
+    }
+    out << ")";
+  }
+  out << "\n  no fit       " << rep.do_not_fit;
+  if (!rep.do_not_fit_by_category.empty()) {
+    out << " (over " << gib(rep.capacity_bytes) << "; largest at the peak:";
+    bool first = true;
+    for (const auto& [cat, n] : rep.do_not_fit_by_category) {
+      out << (first ? " " : ", ") << cat << " " << n;
+      first = false;
+    }
+    out << ")";
+  }
+  out << "\n  fit          " << rep.fits << ", ranked by the analytic step time; the best "
+      << rep.ranked.size() << " simulated with SimGrid\n";
+  if (!rep.closest_misses.empty()) {
+    out << "  closest misses:\n";
+    for (const auto& r : rep.closest_misses)
+      out << "    " << r.config.describe() << ": " << gib(r.peak_bytes) << " per GPU, "
+          << gib(r.peak_bytes - r.capacity_bytes) << " over\n";
+  }
+  out << "\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "  %-2s  %-58s %10s %10s %6s %10s %10s  %s\n", "#", "config",
+                "step (s)", "analytic", "MFU", "peak", "headroom", "limited by");
+  out << line;
+  int rank = 0;
+  for (const auto& r : rep.ranked) {
+    ++rank;
+    if (!r.simulated) {
+      std::snprintf(line, sizeof line, "  %-2d  %-58s %10s %10.3f %6s %10s %10s  %s\n", rank,
+                    r.config.describe().c_str(), "failed", r.analytic.step_time_s, "-",
+                    gib(r.peak_bytes).c_str(), gib(r.capacity_bytes - r.peak_bytes).c_str(),
+                    printable(r.error, 120).c_str());
+      out << line;
+      continue;
+    }
+    const double step = r.step_time_s;
+    std::string why = r.limiter;
+    if (why == "communication")
+      why += format_number(" (%.0f %% exposed)", 100 * r.exposed_communication_s / step);
+    else if (why == "bubble")
+      why += format_number(" (%.0f %% idle)", 100 * r.pipeline_bubble_s / step);
+    else if (why == "memory")
+      why += format_number(" (%.0f %% used)", 100 * r.peak_bytes / r.capacity_bytes);
+    std::snprintf(line, sizeof line, "  %-2d  %-58s %10.3f %10.3f %5.1f%% %10s %10s  %s\n", rank,
+                  r.config.describe().c_str(), step, r.analytic.step_time_s, 100 * r.mfu,
+                  gib(r.peak_bytes).c_str(), gib(r.capacity_bytes - r.peak_bytes).c_str(),
+                  why.c_str());
+    out << line;
+  }
+  if (!rep.ranked.empty() && rep.ranked.front().simulated) {
+    const auto& best = rep.ranked.front();
+    out << "\nbest: " << best.config.describe() << "\n  dtsim simulate " << printable(scenario, 200);
+    for (const auto& o : best.config.overrides()) out << " --set " << o;
+    out << "\n";
+  }
+}
+
+}  // namespace
+
+int run_plan(const PlanOptions& o, std::ostream& out) {
+  driver::PlanRequest req;
+  req.scenario = o.scenario;
+  req.overrides = o.overrides;
+  for (const auto& c : o.constraints) req.constraints.push_back(driver::parse_plan_constraint(c));
+  req.top = o.top;
+  req.jobs = o.jobs;
+  req.dtsim = o.dtsim.empty() ? driver::self_executable() : o.dtsim;
+  if (!o.timeout.empty()) {
+    const auto t = parse_duration(o.timeout);
+    if (!t || t.value->value() <= 0)
+      throw InputError(Diagnostic{SourceLocation{}, "--timeout",
+                                  "expected a duration such as 60s or 5min, found '" +
+                                      printable(o.timeout, 60) + "'"});
+    req.child_timeout_s = t.value->value();
+  }
+  driver::PlanReport rep;
+  {
+    InterruptGuard guard;
+    StderrPlanProgress progress;
+    req.progress = &progress;
+    rep = driver::plan_search(req);
+  }
+  if (o.json)
+    out << report_json(rep).dump(2) << "\n";
+  else
+    render(rep, o.scenario, out);
+  return 0;
+}
+
+}  // namespace dtsim::cli

@@ -1,0 +1,23 @@
+// `dtsim plan`: flags, progress and rendering; the search is driver/plan_search.h.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace dtsim::cli {
+
+struct PlanOptions {
+  std::string scenario;
+  std::vector<std::string> overrides;    // --set
+  std::vector<std::string> constraints;  // --constraint
+  int top = 5;
+  int jobs = 2;
+  std::string timeout;  // --timeout per simulation, e.g. 10min; empty: none
+  bool json = false;
+  std::string dtsim;  // the binary the children run (self_executable() from main)
+};
+// Exit 0 with the ranked table (or JSON); InputError (exit 2) for bad input or nothing that fits.
+int run_plan(const PlanOptions& o, std::ostream& out);
+
+}  // namespace dtsim::cli
