@@ -72,8 +72,7 @@ class StderrPlanProgress : public driver::PlanProgress {
     const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
     const double rate = elapsed > 0 ? static_cast<double>(done_) / elapsed : 0;
     const std::string eta =
-        rate > 0 && total_ > done_ ? seconds_text(static_cast<double>(total_ - done_) / rate)
-                                   : "-";
+        rate > 0 && total_ > done_ ? seconds_text(static_cast<double>(total_ - done_) / rate) : "-";
     std::ostringstream s;
     const std::string counts = std::to_string(done_) + "/" + std::to_string(total_);
     const std::string rates = format_number(rate >= 10 ? "%.0f" : "%.2f", rate) + " /s, ETA " + eta;
@@ -118,7 +117,7 @@ class InterruptGuard {
 
  private:
   static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
-  struct sigaction old_[3] {};
+  struct sigaction old_[3]{};
 };
 
 std::string gib(double bytes) {
@@ -180,18 +179,19 @@ nlohmann::json report_json(const driver::PlanReport& rep) {
             {"fit", rep.fits},
             {"step_level_evaluations", rep.fast_evaluations},
             {"engine_evaluations", rep.engine_evaluations},
+            {"not_evaluated", rep.not_evaluated},
             {"analytic_wall_s", rep.analytic_wall_s},
             {"analytic_cpu_s", rep.analytic_cpu_s},
-            {"configs_per_s",
-             rep.analytic_wall_s > 0 ? static_cast<double>(rep.enumerated) / rep.analytic_wall_s
-                                     : 0.0}}},
+            {"configs_per_s", rep.analytic_wall_s > 0
+                                  ? static_cast<double>(rep.enumerated) / rep.analytic_wall_s
+                                  : 0.0}}},
           {"closest_misses", misses},
           {"ranked", ranked}};
 }
 
 void render(const driver::PlanReport& rep, const std::string& scenario, std::ostream& out) {
-  out << "dtsim plan: " << printable(rep.scenario_name, 200) << " (" << rep.gpus << " x "
-      << rep.gpu << ", global batch " << rep.global_batch_size << ")\n";
+  out << "dtsim plan: " << printable(rep.scenario_name, 200) << " (" << rep.gpus << " x " << rep.gpu
+      << ", global batch " << rep.global_batch_size << ")\n";
   out << "  searched     " << rep.enumerated << " configurations in "
       << format_number("%.1f s", rep.analytic_wall_s) << " ("
       << format_number("%.0f", rep.analytic_wall_s > 0 ? rep.enumerated / rep.analytic_wall_s : 0)
@@ -216,24 +216,28 @@ void render(const driver::PlanReport& rep, const std::string& scenario, std::ost
     }
     out << ")";
   }
+  if (rep.not_evaluated > 0)
+    out << "\n  skipped      " << rep.not_evaluated
+        << " (ZeRO-3, FP8 or MoE configurations beyond the step-level evaluator, left when the "
+           "analytic engine's time budget ran out; pin them with --constraint to rank them)";
   out << "\n  fit          " << rep.fits << ", ranked by the analytic step time; the best "
       << rep.ranked.size() << " simulated with SimGrid\n";
   if (!rep.closest_misses.empty()) {
     out << "  closest misses:\n";
     for (const auto& r : rep.closest_misses)
       out << "    " << r.config.describe() << ": " << gib(r.peak_bytes) << " per GPU, "
-          << gib(r.peak_bytes - r.capacity_bytes) << " over\n";
+          << format_bytes(Bytes(r.peak_bytes - r.capacity_bytes)) << " over\n";
   }
   out << "\n";
   char line[512];
-  std::snprintf(line, sizeof line, "  %-2s  %-58s %10s %10s %6s %10s %10s  %s\n", "#", "config",
+  std::snprintf(line, sizeof line, "  %-2s  %-66s %10s %10s %6s %10s %10s  %s\n", "#", "config",
                 "step (s)", "analytic", "MFU", "peak", "headroom", "limited by");
   out << line;
   int rank = 0;
   for (const auto& r : rep.ranked) {
     ++rank;
     if (!r.simulated) {
-      std::snprintf(line, sizeof line, "  %-2d  %-58s %10s %10.3f %6s %10s %10s  %s\n", rank,
+      std::snprintf(line, sizeof line, "  %-2d  %-66s %10s %10.3f %6s %10s %10s  %s\n", rank,
                     r.config.describe().c_str(), "failed", r.analytic.step_time_s, "-",
                     gib(r.peak_bytes).c_str(), gib(r.capacity_bytes - r.peak_bytes).c_str(),
                     printable(r.error, 120).c_str());
@@ -248,7 +252,7 @@ void render(const driver::PlanReport& rep, const std::string& scenario, std::ost
       why += format_number(" (%.0f %% idle)", 100 * r.pipeline_bubble_s / step);
     else if (why == "memory")
       why += format_number(" (%.0f %% used)", 100 * r.peak_bytes / r.capacity_bytes);
-    std::snprintf(line, sizeof line, "  %-2d  %-58s %10.3f %10.3f %5.1f%% %10s %10s  %s\n", rank,
+    std::snprintf(line, sizeof line, "  %-2d  %-66s %10.3f %10.3f %5.1f%% %10s %10s  %s\n", rank,
                   r.config.describe().c_str(), step, r.analytic.step_time_s, 100 * r.mfu,
                   gib(r.peak_bytes).c_str(), gib(r.capacity_bytes - r.peak_bytes).c_str(),
                   why.c_str());
@@ -256,7 +260,8 @@ void render(const driver::PlanReport& rep, const std::string& scenario, std::ost
   }
   if (!rep.ranked.empty() && rep.ranked.front().simulated) {
     const auto& best = rep.ranked.front();
-    out << "\nbest: " << best.config.describe() << "\n  dtsim simulate " << printable(scenario, 200);
+    out << "\nbest: " << best.config.describe() << "\n  dtsim simulate "
+        << printable(scenario, 200);
     for (const auto& o : best.config.overrides()) out << " --set " << o;
     out << "\n";
   }
@@ -275,9 +280,9 @@ int run_plan(const PlanOptions& o, std::ostream& out) {
   if (!o.timeout.empty()) {
     const auto t = parse_duration(o.timeout);
     if (!t || t.value->value() <= 0)
-      throw InputError(Diagnostic{SourceLocation{}, "--timeout",
-                                  "expected a duration such as 60s or 5min, found '" +
-                                      printable(o.timeout, 60) + "'"});
+      throw InputError(Diagnostic{
+          SourceLocation{}, "--timeout",
+          "expected a duration such as 60s or 5min, found '" + printable(o.timeout, 60) + "'"});
     req.child_timeout_s = t.value->value();
   }
   driver::PlanReport rep;

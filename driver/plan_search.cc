@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -39,9 +41,9 @@ struct ConstraintKey {
 
 const std::vector<ConstraintKey>& constraint_table() {
   static const std::vector<ConstraintKey> table = {
-      {"parallelism.tensor", false},      {"parallelism.pipeline", false},
-      {"parallelism.data", false},        {"parallelism.context", false},
-      {"parallelism.expert", false},      {"parallelism.zero_stage", false},
+      {"parallelism.tensor", false},         {"parallelism.pipeline", false},
+      {"parallelism.data", false},           {"parallelism.context", false},
+      {"parallelism.expert", false},         {"parallelism.zero_stage", false},
       {"parallelism.virtual_stages", false}, {"parallelism.schedule", true},
       {"training.micro_batch_size", false},  {"training.recompute", true}};
   return table;
@@ -76,8 +78,8 @@ std::string trim(const std::string& s) {
 }
 
 InputError constraint_error(const std::string& text, const std::string& message) {
-  return InputError(Diagnostic{SourceLocation{}, "--constraint",
-                               "'" + printable(text, 80) + "': " + message});
+  return InputError(
+      Diagnostic{SourceLocation{}, "--constraint", "'" + printable(text, 80) + "': " + message});
 }
 
 }  // namespace
@@ -130,13 +132,13 @@ PlanConstraint parse_plan_constraint(const std::string& text) {
     if (c.op != PlanConstraint::Op::kEq)
       throw constraint_error(text, c.key + " takes a name: use =, e.g. " + c.key + "=" +
                                        (c.key == "training.recompute" ? "full" : "interleaved"));
-    const auto names = c.key == "training.recompute" ? kRecomputeNames.names()
-                                                     : kScheduleNames.names();
+    const auto names =
+        c.key == "training.recompute" ? kRecomputeNames.names() : kScheduleNames.names();
     if (std::find(names.begin(), names.end(), c.value) == names.end()) {
       std::string all;
       for (const auto& n : names) all += (all.empty() ? "" : " | ") + n;
-      throw constraint_error(text, "expected one of " + all + ", found '" +
-                                       printable(c.value, 40) + "'");
+      throw constraint_error(text,
+                             "expected one of " + all + ", found '" + printable(c.value, 40) + "'");
     }
     return c;
   }
@@ -148,8 +150,8 @@ PlanConstraint parse_plan_constraint(const std::string& text) {
     used = 0;
   }
   if (used != c.value.size() || v < 0)
-    throw constraint_error(text, "expected a whole number after the operator, found '" +
-                                     printable(c.value, 40) + "'");
+    throw constraint_error(
+        text, "expected a whole number after the operator, found '" + printable(c.value, 40) + "'");
   c.value = std::to_string(v);
   return c;
 }
@@ -369,35 +371,38 @@ struct FastAnalyticModel::Impl {
       layer_times;
   // Clusters by their configuration's identity in a search (the same file and GPU count).
   std::map<std::tuple<std::string, int, int, std::string>, std::unique_ptr<Cluster>> clusters;
-  // Collective times by (kind, bytes, dtype, ranks): hashed, since a data-parallel group holds up
-  // to every rank and an ordered map would compare long shared prefixes.
-  struct CollectiveKey {
-    int kind;
-    double bytes;
-    int dtype;
-    std::vector<Rank> ranks;
-    bool operator==(const CollectiveKey&) const = default;
-  };
-  struct CollectiveKeyHash {
-    size_t operator()(const CollectiveKey& k) const {
-      size_t h = std::hash<double>()(k.bytes) ^ (static_cast<size_t>(k.kind) << 1) ^
-                 (static_cast<size_t>(k.dtype) << 5);
-      for (Rank r : k.ranks) h = h * 1000003u ^ static_cast<size_t>(r);
+  // Collective times by (kind, bytes, dtype, group), the group interned once per stage: a
+  // data-parallel group holds up to every rank, and a stage issues hundreds of buckets on it.
+  struct RanksHash {
+    size_t operator()(const std::vector<Rank>& ranks) const {
+      size_t h = ranks.size();
+      for (Rank r : ranks) h = h * 1000003u ^ static_cast<size_t>(r);
       return h;
     }
   };
-  std::unordered_map<CollectiveKey, double, CollectiveKeyHash> collective_times;
+  std::unordered_map<std::vector<Rank>, int, RanksHash> group_ids;
+  std::vector<const std::vector<Rank>*> groups;
+  std::map<std::tuple<int, double, int, int>, double> collective_times;
+
+  int group_id(const std::vector<Rank>& ranks) {
+    auto it = group_ids.find(ranks);
+    if (it == group_ids.end()) {
+      it = group_ids.emplace(ranks, static_cast<int>(groups.size())).first;
+      groups.push_back(&it->first);
+    }
+    return it->second;
+  }
+
   // Compute times of a shard's kernels, by (shard, layer, list, index): list 0 forward, 1
   // backward, 2 selective recompute.
   std::map<std::tuple<const ModelGraph*, const Cluster*, int, int, size_t>, double> kernel_times;
 
   const ModelGraph& shard(const Scenario& sc) {
     const auto& par = sc.parallelism;
-    const auto key = std::make_tuple(sc.file, par.tensor.value, par.sequence_parallel,
-                                     par.context.value, par.expert.value,
-                                     sc.training.micro_batch_size.value,
-                                     static_cast<int>(sc.training.precision),
-                                     sc.training.flash_attention);
+    const auto key =
+        std::make_tuple(sc.file, par.tensor.value, par.sequence_parallel, par.context.value,
+                        par.expert.value, sc.training.micro_batch_size.value,
+                        static_cast<int>(sc.training.precision), sc.training.flash_attention);
     auto it = shards.find(key);
     if (it == shards.end())
       it = shards.emplace(key, std::make_unique<ModelGraph>(models::shard_from_scenario(sc))).first;
@@ -405,26 +410,32 @@ struct FastAnalyticModel::Impl {
   }
 
   const Cluster& cluster(const Scenario& sc) {
-    const auto key = std::make_tuple(sc.file, sc.cluster.nodes, sc.cluster.gpus_per_node,
-                                     sc.cluster.gpu.name);
+    const auto key =
+        std::make_tuple(sc.file, sc.cluster.nodes, sc.cluster.gpus_per_node, sc.cluster.gpu.name);
     auto it = clusters.find(key);
     if (it == clusters.end())
       it = clusters.emplace(key, std::make_unique<Cluster>(sc.cluster)).first;
     return *it->second;
   }
 
-  double collective(const CollectiveOp& op, const std::vector<Rank>& ranks, const Cluster& c) {
-    CollectiveKey key{static_cast<int>(op.kind), op.bytes.value(), static_cast<int>(op.dtype),
-                      ranks};
+  // The collective's time on the interned group `group` (group_id()).
+  double collective(const CollectiveOp& op, int group, const Cluster& c) {
+    const auto key = std::make_tuple(static_cast<int>(op.kind), op.bytes.value(),
+                                     static_cast<int>(op.dtype), group);
     auto it = collective_times.find(key);
     if (it == collective_times.end())
-      it = collective_times.emplace(key, collective_time(op, ranks, c).value()).first;
+      it = collective_times
+               .emplace(key, collective_time(op, *groups[static_cast<size_t>(group)], c).value())
+               .first;
     return it->second;
   }
+  double collective(const CollectiveOp& op, const std::vector<Rank>& ranks, const Cluster& c) {
+    return collective(op, group_id(ranks), c);
+  }
 
-  double chain(const ModelGraph* g, int layer, int list, const std::vector<Kernel>& ks,
-               DType dtype, const std::vector<Rank>& tp, const std::vector<Rank>& cp,
-               const Cluster& c, Rank rank) {
+  double chain(const ModelGraph* g, int layer, int list, const std::vector<Kernel>& ks, DType dtype,
+               const std::vector<Rank>& tp, const std::vector<Rank>& cp, const Cluster& c,
+               Rank rank) {
     double sum = 0;
     for (size_t j = 0; j < ks.size(); ++j) {
       const Kernel& k = ks[j];
@@ -536,11 +547,11 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
     for (int dd = 0; dd < d; ++dd)
       for (int c = 0; c < cp; ++c) dp_ranks.push_back(layout.rank(0, c, s, dd));
     dp_ranks = sorted(dp_ranks);
-    const double p2p_s =
-        p > 1 ? point_to_point_time(Bytes(boundary_bytes), Endpoint::gpu(rank),
-                                    Endpoint::gpu(next), cluster)
-                    .value()
-              : 0;
+    const int dp_group = im.group_id(dp_ranks);
+    const double p2p_s = p > 1 ? point_to_point_time(Bytes(boundary_bytes), Endpoint::gpu(rank),
+                                                     Endpoint::gpu(next), cluster)
+                                     .value()
+                               : 0;
     auto p2p_time = [&](Rank from, Rank to) {
       return p > 1 ? point_to_point_time(Bytes(boundary_bytes), Endpoint::gpu(from),
                                          Endpoint::gpu(to), cluster)
@@ -561,9 +572,8 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
       for (int i = range.first; i <= range.last; ++i) {
         const Layer& l = g.layers[static_cast<size_t>(i)];
         part_params += dense_params(l);
-        kernels_per_micro_batch +=
-            static_cast<double>(l.forward.size() + l.backward.size() +
-                                l.selective_recompute.size() + 3);
+        kernels_per_micro_batch += static_cast<double>(l.forward.size() + l.backward.size() +
+                                                       l.selective_recompute.size() + 3);
       }
       buckets[static_cast<size_t>(c)] =
           assign_gradient_buckets(g, range.first, range.last, grad_bpp, tr.first_gradient_bucket,
@@ -596,7 +606,7 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
       std::vector<Bytes> stash;                      // forward order
       std::vector<std::pair<Bytes, Bytes>> release;  // backward order: recomputed, freed
       std::vector<std::pair<double, std::vector<double>>> bucketed;  // run, then its buckets
-      std::vector<double> buckets;                   // every bucket's time, in order
+      std::vector<double> buckets;  // every bucket's time, in order
     };
     std::vector<ChunkCosts> costs(static_cast<size_t>(v));
     for (int j = 0; j < v; ++j) {
@@ -610,9 +620,9 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
       const auto& chunk_buckets = buckets[static_cast<size_t>(c)];
       for (const auto& b : chunk_buckets)
         k.buckets.push_back(im.collective(
-            CollectiveOp{zero == 0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter,
-                         0, b.bytes, grad_dtype},
-            dp_ranks, cluster));
+            CollectiveOp{zero == 0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter, 0,
+                         b.bytes, grad_dtype},
+            dp_group, cluster));
       size_t next_bucket = 0;
       double run = 0;
       for (int i = range.last; i >= range.first; --i) {
@@ -752,9 +762,9 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
       return n;
     };
     auto step_kernel = [&](KernelKind kind, double bytes) {
-      sum += compute_time(ComputeOp{kind, Flops(0), Bytes(bytes), DType::kFp32}, cluster.gpu)
-                 .value() /
-             cluster.speed_scale(rank);
+      sum +=
+          compute_time(ComputeOp{kind, Flops(0), Bytes(bytes), DType::kFp32}, cluster.gpu).value() /
+          cluster.speed_scale(rank);
     };
     if (megatron && mixed && grad_bpp < 4)
       step_kernel(KernelKind::kElementwise, optimizer_shard * (grad_bpp + 4));
@@ -762,23 +772,23 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
       step_kernel(KernelKind::kElementwise, state.gradients.value() * 2.0);
       if (dp_size > 1)
         sum += im.collective(CollectiveOp{CollectiveKind::kAllReduce, 0, Bytes(4), DType::kFp32},
-                             dp_ranks, cluster);
+                             dp_group, cluster);
     }
     if (megatron) {
       step_kernel(KernelKind::kElementwise, optimizer_shard * 4);
       if (grad_stats.size() > 1) {
         flush();
         if (grad_norm_node < 0)
-          grad_norm_node = graph.add(im.collective(
-              CollectiveOp{CollectiveKind::kAllReduce, 0, Bytes(4), DType::kFp32}, grad_stats,
-              cluster));
+          grad_norm_node = graph.add(
+              im.collective(CollectiveOp{CollectiveKind::kAllReduce, 0, Bytes(4), DType::kFp32},
+                            grad_stats, cluster));
         graph.edge(compute, grad_norm_node);
         compute = grad_norm_node;
       }
       if (tr.framework != Framework::kMegatronLm2021)
         step_kernel(KernelKind::kElementwise, optimizer_shard * 8);
-      const double updated = optimizer_bytes_per_parameter(dtype, tr.optimizer) +
-                             (mixed ? 0 : weight_bpp);
+      const double updated =
+          optimizer_bytes_per_parameter(dtype, tr.optimizer) + (mixed ? 0 : weight_bpp);
       step_kernel(KernelKind::kOptimizer, optimizer_shard * (4 + 2 * updated));
       if (mixed) step_kernel(KernelKind::kElementwise, optimizer_shard * (4 + weight_bpp));
     } else {
@@ -790,7 +800,7 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
     if ((zero == 1 || zero == 2) && dp_size > 1 && part_params > 0)
       on_grad_comm(im.collective(CollectiveOp{CollectiveKind::kAllGather, 0,
                                               Bytes(part_params * weight_bpp), dtype},
-                                 dp_ranks, cluster),
+                                 dp_group, cluster),
                    stepped);
     memories.emplace_back(rank, mem);
   }
@@ -809,8 +819,8 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
 // ---------------------------------------------------------------------------------------------
 // The search
 
-std::string plan_limiter(double compute_s, double exposed_communication_s,
-                         double pipeline_bubble_s, double peak_bytes, double capacity_bytes) {
+std::string plan_limiter(double compute_s, double exposed_communication_s, double pipeline_bubble_s,
+                         double peak_bytes, double capacity_bytes) {
   const double step = compute_s + exposed_communication_s + pipeline_bubble_s;
   // Under a tenth of the GPU's memory left: a larger micro-batch or less recompute does not fit.
   if (capacity_bytes > 0 && peak_bytes > 0.9 * capacity_bytes) return "memory";
@@ -882,11 +892,18 @@ std::string last_line(const std::string& text) {
 
 PlanReport plan_search(const PlanRequest& req) {
   if (req.top < 1)
-    throw InputError(Diagnostic{SourceLocation{}, "--top",
-                                "expected at least 1 configuration to simulate, found " +
-                                    std::to_string(req.top)});
+    throw InputError(Diagnostic{
+        SourceLocation{}, "--top",
+        "expected at least 1 configuration to simulate, found " + std::to_string(req.top)});
   if (req.dtsim.empty()) throw RuntimeError("plan: no dtsim binary to run the simulations with");
   const Scenario base = load(req.scenario, req.overrides);
+  // Every candidate is loaded from the same text: read once, then load_scenario_text() with the
+  // path as its name is load() (core/scenario/scenario.cc) without reading the file again.
+  std::string text;
+  {
+    std::ifstream in(req.scenario, std::ios::binary);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
   const models::ModelSpec spec = models::spec_from_scenario(base);
   PlanReport rep;
   rep.scenario_name = base.name;
@@ -921,7 +938,7 @@ PlanReport plan_search(const PlanRequest& req) {
         std::vector<std::pair<Schedule, int>> schedules = {{Schedule::k1F1B, 1}};
         if (pp > 1) {
           schedules.push_back({Schedule::kGpipe, 1});
-          for (int v = 2; v <= 8; ++v) schedules.push_back({Schedule::kInterleaved, v});
+          for (int v : {2, 3, 4, 6, 8}) schedules.push_back({Schedule::kInterleaved, v});
         }
         for (int ep : experts)
           for (int64_t mb : {1, 2, 4, 8, 16})
@@ -929,8 +946,8 @@ PlanReport plan_search(const PlanRequest& req) {
               std::vector<Shape> zeros;
               for (int zero = 0; zero <= 3; ++zero) {
                 Shape shape;
-                shape.config = PlanConfig{tp, cp, pp, dp, ep, zero, mb, schedule, v,
-                                          Recompute::kNone};
+                shape.config =
+                    PlanConfig{tp, cp, pp, dp, ep, zero, mb, schedule, v, Recompute::kNone};
                 for (Recompute r : recomputes) {
                   PlanConfig c = shape.config;
                   c.recompute = r;
@@ -954,6 +971,16 @@ PlanReport plan_search(const PlanRequest& req) {
   const double cpu0 = cpu_seconds();
   FastAnalyticModel fast;
   std::vector<Candidate> fitting, misses;
+  std::vector<std::pair<Scenario, PlanConfig>> deferred;
+  auto classify = [&](Candidate c) {
+    if (c.estimate.peak_bytes <= rep.capacity_bytes) {
+      fitting.push_back(std::move(c));
+      return;
+    }
+    ++rep.do_not_fit;
+    ++rep.do_not_fit_by_category[largest_category(c.estimate)];
+    misses.push_back(std::move(c));
+  };
   size_t done = 0;
   for (const auto& zeros : by_zero_group) {
     bool shape_refused = false;
@@ -968,11 +995,12 @@ PlanReport plan_search(const PlanRequest& req) {
         done += n;
         continue;
       }
-      std::vector<std::string> overrides = req.overrides;
-      for (auto& o : shape.config.overrides()) overrides.push_back(std::move(o));
+      std::vector<Override> overrides;
+      for (const auto& o : req.overrides) overrides.push_back(Override{o});
+      for (auto& o : shape.config.overrides()) overrides.push_back(Override{std::move(o)});
       Scenario loaded;
       try {
-        loaded = load(req.scenario, overrides);
+        loaded = load_scenario_text(text, req.scenario, overrides, models::check_scenario);
       } catch (const InputError& e) {
         shape_refused = true;
         refusal = refused_key(e);
@@ -988,14 +1016,13 @@ PlanReport plan_search(const PlanRequest& req) {
         Candidate c;
         c.config = shape.config;
         c.config.recompute = r;
+        if (!fast.covers(sc)) {
+          deferred.emplace_back(std::move(sc), c.config);
+          continue;
+        }
         try {
-          if (fast.covers(sc)) {
-            c.estimate = fast.evaluate(sc);
-            ++rep.fast_evaluations;
-          } else {
-            c.estimate = analytic_estimate(sc);
-            ++rep.engine_evaluations;
-          }
+          c.estimate = fast.evaluate(sc);
+          ++rep.fast_evaluations;
         } catch (const InputError& e) {
           ++rep.invalid;
           ++rep.invalid_by_key[refused_key(e)];
@@ -1003,16 +1030,33 @@ PlanReport plan_search(const PlanRequest& req) {
           continue;
         }
         ++done;
-        if (c.estimate.peak_bytes <= rep.capacity_bytes) {
-          fitting.push_back(std::move(c));
-          continue;
-        }
-        ++rep.do_not_fit;
-        ++rep.do_not_fit_by_category[largest_category(c.estimate)];
-        misses.push_back(std::move(c));
+        classify(std::move(c));
       }
       if (req.progress) req.progress->advance(done);
     }
+  }
+  // What the step-level evaluator does not cover runs through the analytic engine itself, within
+  // its time budget: a large model's Job takes a second or more each.
+  const auto engine_start = std::chrono::steady_clock::now();
+  for (auto& [sc, config] : deferred) {
+    ++done;
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - engine_start).count() >
+        req.engine_budget_s) {
+      ++rep.not_evaluated;
+      continue;
+    }
+    Candidate c;
+    c.config = config;
+    try {
+      c.estimate = analytic_estimate(sc);
+      ++rep.engine_evaluations;
+    } catch (const InputError& e) {
+      ++rep.invalid;
+      ++rep.invalid_by_key[refused_key(e)];
+      continue;
+    }
+    classify(std::move(c));
+    if (req.progress) req.progress->advance(done);
   }
   rep.analytic_wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
@@ -1034,11 +1078,11 @@ PlanReport plan_search(const PlanRequest& req) {
           if (best.estimate.at_peak[c] > best.estimate.at_peak[l]) l = c;
         return l;
       }();
-      why = "none of the " + std::to_string(rep.enumerated - rep.invalid) +
-            " valid configurations fits in memory: the smallest peak is " +
-            format_bytes(Bytes(best.estimate.peak_bytes)) + " per GPU (" +
-            best.config.describe() + "), against " + format_bytes(Bytes(rep.capacity_bytes)) +
-            " of " + rep.gpu + " memory; its largest part is " +
+      why = "none of the " + std::to_string(rep.do_not_fit) +
+            " valid configurations evaluated fits in memory: the smallest peak is " +
+            format_bytes(Bytes(best.estimate.peak_bytes)) + " per GPU (" + best.config.describe() +
+            "), against " + format_bytes(Bytes(rep.capacity_bytes)) + " of " + rep.gpu +
+            " memory; its largest part is " +
             std::string(to_string(static_cast<MemoryCategory>(largest))) + " (" +
             format_bytes(Bytes(best.estimate.at_peak[largest])) +
             "). Use more GPUs (cluster.nodes), GPUs with more memory (cluster.gpu), a smaller "
@@ -1059,7 +1103,8 @@ PlanReport plan_search(const PlanRequest& req) {
     return a.estimate.step_time_s < b.estimate.step_time_s;
   });
   const size_t top = std::min(fitting.size(), static_cast<size_t>(req.top));
-  for (size_t i = 0; i < top; ++i) rep.analytic_top.push_back(row_of(fitting[i], rep.capacity_bytes));
+  for (size_t i = 0; i < top; ++i)
+    rep.analytic_top.push_back(row_of(fitting[i], rep.capacity_bytes));
 
   // SimGrid, one child process per simulation.
   if (req.progress) req.progress->phase("simulating the best with SimGrid", top);
@@ -1088,12 +1133,12 @@ PlanReport plan_search(const PlanRequest& req) {
         if (req.progress) req.progress->advance(finished);
         using Status = ChildOutcome::Status;
         if (outcome.status != Status::kExited || outcome.exit_code != 0) {
-          row.error = outcome.status == Status::kTimedOut   ? "timed out"
-                      : outcome.status == Status::kNotStarted ? "did not start: " + outcome.error
-                      : outcome.status == Status::kSignalled
-                          ? "crashed (signal " + std::to_string(outcome.signal) + ")"
-                          : "exit " + std::to_string(outcome.exit_code) + ": " +
-                                last_line(outcome.err);
+          row.error =
+              outcome.status == Status::kTimedOut     ? "timed out"
+              : outcome.status == Status::kNotStarted ? "did not start: " + outcome.error
+              : outcome.status == Status::kSignalled
+                  ? "crashed (signal " + std::to_string(outcome.signal) + ")"
+                  : "exit " + std::to_string(outcome.exit_code) + ": " + last_line(outcome.err);
           continue;
         }
         try {

@@ -6,8 +6,9 @@
 // - Enumeration: tensor (divisors of the GPUs per node), context and pipeline (divisors of what is
 //   left of the GPU count), data (the rest), expert (divisors of the experts, MoE models only),
 //   micro-batch size (powers of two up to 16), the schedule (1f1b; with a pipeline also gpipe and
-//   interleaved with 2 to 8 chunks per GPU), the ZeRO stage (0-3) and recompute (none, selective,
-//   full). Every other key keeps the scenario's value. Constraints pin or bound dimensions.
+//   interleaved with 2, 3, 4, 6 or 8 chunks per GPU), the ZeRO stage (0-3) and recompute (none,
+//   selective, full). Every other key keeps the scenario's value. Constraints pin or bound
+//   dimensions.
 // - Validity is the loader's: each candidate is loaded with its --set overrides through
 //   driver::load(), and one the loader refuses is invalid; the report counts them by the key the
 //   loader named. No divisibility rule is repeated here.
@@ -120,10 +121,13 @@ struct PlanRequest {
   std::string scenario;                // path
   std::vector<std::string> overrides;  // --set, applied before the search's own
   std::vector<PlanConstraint> constraints;
-  int top = 5;                  // simulated with SimGrid
-  std::string dtsim;            // the dtsim binary the children run
-  int jobs = 2;                 // children at once
-  double child_timeout_s = 0;   // 0: none
+  int top = 5;                 // simulated with SimGrid
+  std::string dtsim;           // the dtsim binary the children run
+  int jobs = 2;                // children at once
+  double child_timeout_s = 0;  // 0: none
+  // Wall time for the configurations the step-level evaluator does not cover, which run through
+  // the analytic engine one Job at a time; those left when it runs out are counted, not ranked.
+  double engine_budget_s = 5;
   PlanProgress* progress = nullptr;
 };
 
@@ -153,9 +157,10 @@ struct PlanReport {
   std::map<std::string, std::size_t> invalid_by_key;
   std::size_t do_not_fit = 0;
   std::map<std::string, std::size_t> do_not_fit_by_category;  // largest category at the peak
-  std::vector<PlanRow> closest_misses;                         // smallest peaks that do not fit
+  std::vector<PlanRow> closest_misses;                        // smallest peaks that do not fit
   std::size_t fits = 0;
   std::size_t fast_evaluations = 0, engine_evaluations = 0;
+  std::size_t not_evaluated = 0;                   // beyond PlanRequest::engine_budget_s
   double analytic_wall_s = 0, analytic_cpu_s = 0;  // load + analytic evaluation of every candidate
   std::vector<PlanRow> ranked;                     // the simulated top, best first
   std::vector<PlanRow> analytic_top;               // the best by analytic step time, best first
@@ -164,7 +169,7 @@ struct PlanReport {
 PlanReport plan_search(const PlanRequest& request);
 
 // What limits a configuration, from its breakdown and memory headroom.
-std::string plan_limiter(double compute_s, double exposed_communication_s,
-                         double pipeline_bubble_s, double peak_bytes, double capacity_bytes);
+std::string plan_limiter(double compute_s, double exposed_communication_s, double pipeline_bubble_s,
+                         double peak_bytes, double capacity_bytes);
 
 }  // namespace dtsim::driver
