@@ -216,8 +216,13 @@ AnalyticEstimate analytic_estimate(const Scenario& scenario) {
 namespace {
 
 // A longest-path graph: node finish = max(predecessors' finish) + duration.
+// Its buffers are kept across clear(), since a search evaluates thousands of graphs.
 class StepGraph {
  public:
+  void clear() {
+    duration_.clear();
+    edges_.clear();
+  }
   int add(double duration) {
     duration_.push_back(duration);
     return static_cast<int>(duration_.size()) - 1;
@@ -225,32 +230,35 @@ class StepGraph {
   void edge(int from, int to) {
     if (from >= 0) edges_.emplace_back(from, to);
   }
-  double makespan() const {
+  double makespan() {
     const size_t n = duration_.size();
-    std::vector<int> first(n + 1, 0), preds(n, 0), succ(edges_.size());
+    first_.assign(n + 1, 0);
+    preds_.assign(n, 0);
+    succ_.resize(edges_.size());
     for (const auto& [a, b] : edges_) {
-      ++first[static_cast<size_t>(a) + 1];
-      ++preds[static_cast<size_t>(b)];
+      ++first_[static_cast<size_t>(a) + 1];
+      ++preds_[static_cast<size_t>(b)];
     }
-    for (size_t i = 0; i < n; ++i) first[i + 1] += first[i];
-    std::vector<int> fill(first.begin(), first.end() - 1);
-    for (const auto& [a, b] : edges_) succ[static_cast<size_t>(fill[static_cast<size_t>(a)]++)] = b;
-    std::vector<double> start(n, 0.0);
-    std::vector<int> ready;
+    for (size_t i = 0; i < n; ++i) first_[i + 1] += first_[i];
+    fill_.assign(first_.begin(), first_.end() - 1);
+    for (const auto& [a, b] : edges_)
+      succ_[static_cast<size_t>(fill_[static_cast<size_t>(a)]++)] = b;
+    start_.assign(n, 0.0);
+    ready_.clear();
     for (size_t i = 0; i < n; ++i)
-      if (preds[i] == 0) ready.push_back(static_cast<int>(i));
+      if (preds_[i] == 0) ready_.push_back(static_cast<int>(i));
     double end = 0;
     size_t done = 0;
-    while (!ready.empty()) {
-      const auto v = static_cast<size_t>(ready.back());
-      ready.pop_back();
-      const double finish = start[v] + duration_[v];
+    while (!ready_.empty()) {
+      const auto v = static_cast<size_t>(ready_.back());
+      ready_.pop_back();
+      const double finish = start_[v] + duration_[v];
       end = std::max(end, finish);
       ++done;
-      for (int k = first[v]; k < first[v + 1]; ++k) {
-        const auto s = static_cast<size_t>(succ[static_cast<size_t>(k)]);
-        start[s] = std::max(start[s], finish);
-        if (--preds[s] == 0) ready.push_back(static_cast<int>(s));
+      for (int k = first_[v]; k < first_[v + 1]; ++k) {
+        const auto s = static_cast<size_t>(succ_[static_cast<size_t>(k)]);
+        start_[s] = std::max(start_[s], finish);
+        if (--preds_[s] == 0) ready_.push_back(static_cast<int>(s));
       }
     }
     if (done != n) throw RuntimeError("plan: the step graph has a cycle (a dtsim bug)");
@@ -258,8 +266,9 @@ class StepGraph {
   }
 
  private:
-  std::vector<double> duration_;
+  std::vector<double> duration_, start_;
   std::vector<std::pair<int, int>> edges_;
+  std::vector<int> first_, preds_, succ_, fill_, ready_;
 };
 
 // Mirrors parallel_step.cc's schedule_for_stage (Narayanan et al. 2021, section 2.2).
@@ -358,6 +367,7 @@ struct MemoryTimeline {
 }  // namespace
 
 struct FastAnalyticModel::Impl {
+  StepGraph graph;  // reused by every evaluate()
   // Per-layer chain times of one stage: forward, recompute (selective, full), backward.
   struct LayerTimes {
     double forward = 0, selective = 0, full = 0, backward = 0;
@@ -382,7 +392,15 @@ struct FastAnalyticModel::Impl {
   };
   std::unordered_map<std::vector<Rank>, int, RanksHash> group_ids;
   std::vector<const std::vector<Rank>*> groups;
-  std::map<std::tuple<int, double, int, int>, double> collective_times;
+  struct CollectiveTimeHash {
+    size_t operator()(const std::tuple<int, double, int, int>& k) const {
+      return std::hash<double>()(std::get<1>(k)) ^ (static_cast<size_t>(std::get<0>(k)) << 1) ^
+             (static_cast<size_t>(std::get<2>(k)) << 5) ^
+             (static_cast<size_t>(std::get<3>(k)) << 9);
+    }
+  };
+  std::unordered_map<std::tuple<int, double, int, int>, double, CollectiveTimeHash>
+      collective_times;
 
   int group_id(const std::vector<Rank>& ranks) {
     auto it = group_ids.find(ranks);
@@ -526,7 +544,8 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
   }
   grad_stats = sorted(grad_stats);
 
-  StepGraph graph;
+  StepGraph& graph = im.graph;
+  graph.clear();
   // The Job's op budget under predict()'s default --max-memory (strategy.h, JobOptions::max_ops).
   const double max_ops =
       std::max(1.0, (kDefaultMaxMemoryBytes - kBaseRunBytes) / kBytesPerOpIteration);
