@@ -317,8 +317,9 @@ int main(int argc, char** argv) {
       "the rest by the analytic engine's step time, simulate the best --top with SimGrid (one "
       "child process each) and print them ranked, with what limits each.\n"
       "  dtsim plan scenarios/gpt3-175b-tp8-pp8-interleaved-1024-a100.yaml --top 3\n"
-      "  dtsim plan S.yaml --constraint parallelism.tensor<=4 --constraint "
-      "training.recompute=none --json");
+      "  dtsim plan S.yaml --constraint 'parallelism.tensor<=4' --constraint "
+      "training.recompute=none --json\n"
+      "(quote a constraint with < or > so that the shell does not read it as a redirection)");
   plan->add_option("scenario", pl.scenario, "scenario YAML file (its model, cluster and batch)")
       ->required();
   plan->add_option("--set", pl.overrides, "override a scenario key before the search (repeatable)")

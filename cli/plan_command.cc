@@ -182,6 +182,7 @@ nlohmann::json report_json(const driver::PlanReport& rep) {
             {"not_evaluated", rep.not_evaluated},
             {"analytic_wall_s", rep.analytic_wall_s},
             {"analytic_cpu_s", rep.analytic_cpu_s},
+            {"step_level_cpu_s", rep.fast_cpu_s},
             {"configs_per_s", rep.analytic_wall_s > 0
                                   ? static_cast<double>(rep.enumerated) / rep.analytic_wall_s
                                   : 0.0}}},
