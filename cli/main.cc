@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/analyze_command.h"
 #include "cli/commands.h"
 #include "core/base/dtype.h"
 #include "core/base/error.h"
@@ -255,16 +256,19 @@ int main(int argc, char** argv) {
                         "a rank that does not reach a benchmark within this ends it (default "
                         "300s)");
 
+  AnalyzeOptions ana;
+  auto* analyze = add_analyze_command(app, ana);
+
   // An unknown command gets a suggestion rather than CLI11's "A subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {
     const std::vector<std::string> verbs = {"simulate", "validate", "collective", "catalog",
-                                            "compare",  "real",     "calibrate"};
+                                            "compare",  "real",     "calibrate", "analyze"};
     if (std::find(verbs.begin(), verbs.end(), argv[1]) == verbs.end()) {
       std::string hint = dtsim::did_you_mean(argv[1], verbs);
       std::cerr
           << "error: unknown command '" << argv[1] << "'"
           << (hint.empty() ? "" : "; did you mean '" + hint + "'?")
-          << " Commands: simulate, validate, collective, catalog, compare, real, calibrate. Run "
+          << " Commands: simulate, validate, collective, catalog, compare, real, calibrate, analyze. Run "
              "'dtsim --help'.\n";
       return kExitBadInput;
     }
@@ -285,6 +289,7 @@ int main(int argc, char** argv) {
     if (catalog->parsed()) return run_catalog(cat, std::cout);
     if (compare->parsed()) return run_compare(cmp, std::cout);
     if (real->parsed()) return run_real(rl, std::cout);
+    if (analyze->parsed()) return run_analyze(ana, std::cout);
     if (calibrate->parsed()) {
       for (int i = 0; i < argc; ++i) cal.command += (i ? " " : "") + std::string(argv[i]);
       return run_calibrate(cal, std::cout);
