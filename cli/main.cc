@@ -12,6 +12,7 @@
 
 #include "cli/analyze_command.h"
 #include "cli/commands.h"
+#include "cli/sweep_command.h"
 #include "core/base/dtype.h"
 #include "core/base/error.h"
 #include "core/base/text.h"
@@ -256,19 +257,72 @@ int main(int argc, char** argv) {
                         "a rank that does not reach a benchmark within this ends it (default "
                         "300s)");
 
+  SweepOptions sw;
+  auto* sweep = app.add_subcommand(
+      "sweep",
+      "Run many predictions of one scenario, one child dtsim per run (-j at once), and stream a "
+      "row per configuration to a CSV or JSON Lines file as each finishes: its overrides, every "
+      "result key, the wall time and the status. A failed or timed-out run is a row with its "
+      "error; the others go on. Ctrl-C, a kill or a crash loses no finished row: rerun with "
+      "--resume to finish.\n"
+      "  dtsim sweep scenarios/default.yaml --vary cluster.nodes=1,2,4,8 -j 2 -o scaling.csv\n"
+      "  dtsim sweep S.yaml --vary parallelism.tensor=1,2,4,8 --vary "
+      "training.micro_batch_size=range(1,4,1) -o grid.jsonl\n"
+      "  dtsim sweep S.yaml --vary cluster.nodes=range(8,64,8) --shard 0/3 -o part0.csv   "
+      "(Slurm arrays)\n"
+      "  mpirun -np 4 dtsim sweep S.yaml --vary cluster.nodes=1,2,4,8 -o scaling.csv\n"
+      "  dtsim sweep --merge part0.csv part1.csv part2.csv -o all.csv\n"
+      "  dtsim analyze scaling.csv");
+  sweep->add_option("scenario", sw.request.scenario, "scenario YAML file");
+  sweep
+      ->add_option("--vary", sw.request.vary,
+                   "key.path=v1,v2,... or key.path=range(a,b,step) (a, a+step, ... up to and "
+                   "including b); repeat for a cartesian product, the first --vary outermost")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sweep->add_option("--grid", sw.request.grid,
+                    "YAML file: a list of override sets, each one configuration, e.g. "
+                    "'- {parallelism.tensor: 8, parallelism.pipeline: 2}'");
+  sweep
+      ->add_option("--set", sw.request.overrides,
+                   "override a scenario key in every run (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sweep->add_option("--engine", sw.request.engine, engine_help())->check(CLI::IsMember(engines));
+  sweep->add_option("-j,--jobs", sw.request.jobs, "runs at once (default 1)")
+      ->check(CLI::Range(1, 4096));
+  sweep->add_option("-o,--output", sw.request.output,
+                    "results file: .csv or .jsonl (JSON Lines keeps every result key nested)");
+  sweep->add_flag("--resume", sw.request.resume,
+                  "continue a sweep into the same file, skipping the configurations it holds");
+  sweep->add_option("--timeout", sw.timeout,
+                    "stop a run after this long (e.g. 10min) and record it as status timeout");
+  sweep->add_option("--shard", sw.shard,
+                    "i/n: run configuration k only when k mod n = i, e.g. --shard "
+                    "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT; merge the shards with --merge");
+  sweep->add_option("--max-memory", sw.request.max_memory,
+                    "each run's memory limit, as for simulate (default 8GiB)");
+  sweep
+      ->add_option("--merge", sw.merge,
+                   "join the results files of the shards of one sweep into -o (one row per "
+                   "configuration); runs nothing")
+      ->expected(1, 100000);
+
   AnalyzeOptions ana;
   auto* analyze = add_analyze_command(app, ana);
 
   // An unknown command gets a suggestion rather than CLI11's "A subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {
     const std::vector<std::string> verbs = {"simulate", "validate", "collective", "catalog",
-                                            "compare",  "real",     "calibrate", "analyze"};
+                                            "compare",  "real",     "calibrate",  "sweep",
+                                            "analyze"};
     if (std::find(verbs.begin(), verbs.end(), argv[1]) == verbs.end()) {
       std::string hint = dtsim::did_you_mean(argv[1], verbs);
       std::cerr
           << "error: unknown command '" << argv[1] << "'"
           << (hint.empty() ? "" : "; did you mean '" + hint + "'?")
-          << " Commands: simulate, validate, collective, catalog, compare, real, calibrate, analyze. Run "
+          << " Commands: simulate, validate, collective, catalog, compare, real, calibrate, sweep, "
+             "analyze. Run "
              "'dtsim --help'.\n";
       return kExitBadInput;
     }
@@ -289,6 +343,7 @@ int main(int argc, char** argv) {
     if (catalog->parsed()) return run_catalog(cat, std::cout);
     if (compare->parsed()) return run_compare(cmp, std::cout);
     if (real->parsed()) return run_real(rl, std::cout);
+    if (sweep->parsed()) return run_sweep(std::move(sw), std::cout);
     if (analyze->parsed()) return run_analyze(ana, std::cout);
     if (calibrate->parsed()) {
       for (int i = 0; i < argc; ++i) cal.command += (i ? " " : "") + std::string(argv[i]);

@@ -80,5 +80,7 @@ struct ResultsFile {
 };
 // Reads a file written by dtsim sweep (either format).
 ResultsFile read_results(const std::string& path);
+// The same from text in memory; `path` names it in messages.
+ResultsFile parse_results(const std::string& text, const std::string& path, ResultsFormat format);
 
 }  // namespace dtsim::driver

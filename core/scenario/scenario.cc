@@ -78,13 +78,14 @@ std::vector<std::string> leaf_paths(const SchemaNode& node, const std::string& p
   return out;
 }
 
-void apply_override(const Override& ov, int index, EntryMap& entries, DiagnosticSink& sink) {
-  const SourceLocation loc{"--set", index, 0};
+void apply_override(const Override& ov, int index, EntryMap& entries, DiagnosticSink& sink,
+                    const std::string& flag = "--set") {
+  const SourceLocation loc{flag, index, 0};
   auto eq = ov.text.find('=');
   if (eq == std::string::npos || eq == 0) {
-    sink.add(
-        loc, "",
-        "expected --set key.path=value (e.g. --set cluster.nodes=16), found '" + ov.text + "'");
+    sink.add(loc, "",
+             "expected " + flag + " key.path=value (e.g. " + flag +
+                 " cluster.nodes=16), found '" + ov.text + "'");
     return;
   }
   std::string path = ov.text.substr(0, eq);
@@ -112,7 +113,7 @@ void apply_override(const Override& ov, int index, EntryMap& entries, Diagnostic
     else
       ++it;
   }
-  validate(value, *node, path, "--set", loc, entries, sink);
+  validate(value, *node, path, flag, loc, entries, sink);
 }
 
 // The model section is kept as located raw values: models/ resolves it (core does not know the
@@ -236,6 +237,12 @@ Scenario load_scenario_text(const std::string& yaml_text, const std::string& nam
                             const std::vector<Override>& overrides, const CrossCheck& check,
                             LoadScope scope) {
   return load_from_bytes(yaml_text, name, overrides, check, scope);
+}
+
+void check_override(const Override& override_text, const std::string& flag, int index,
+                    DiagnosticSink& sink) {
+  EntryMap scratch;
+  apply_override(override_text, index, scratch, sink, flag);
 }
 
 }  // namespace dtsim

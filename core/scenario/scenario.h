@@ -251,6 +251,12 @@ struct Override {
   std::string text;
 };
 
+// Checks one override as --set would, before any scenario is loaded: the key path exists and the
+// value has its type and unit. Problems go to `sink`, located at `flag` and `index` ("--vary",
+// 2). Cross-checks (divisibility, memory) need the whole scenario and are not made here.
+void check_override(const Override& override_text, const std::string& flag, int index,
+                    DiagnosticSink& sink);
+
 // A check that needs more than core knows (models/ checks the model section and the parallel
 // sizes against the architecture); it adds diagnostics to the sink or throws InputError.
 using CrossCheck = std::function<void(const Scenario&, DiagnosticSink&)>;
