@@ -463,27 +463,25 @@ std::string render_analysis(const ScalingAnalysis& a) {
                   fmt("%.4g samples/s", ap.point.samples_per_s).c_str(),
                   format_duration(Seconds(ap.point.step_time_s)).c_str(),
                   fmt("%.3fx", ap.speedup).c_str(), percent(ap.efficiency).c_str(),
-                  ap.karp_flatt ? percent(*ap.karp_flatt).c_str() : "-");
+                  ap.karp_flatt ? fmt("%.3g %%", *ap.karp_flatt * 100).c_str() : "-");
     out << buf;
   }
 
   const auto fit_lines = [&](const SerialFractionFit& f) {
     out << "  serial fraction f = " << fmt("%.4g", f.serial_fraction) << " ("
-        << fmt("%.3g %%", f.serial_fraction * 100) << " of the baseline's time), "
-        << fmt("%.0f %%", f.confidence * 100) << " interval [" << fmt("%.4g", f.interval_low)
+        << fmt("%.3g %%", f.serial_fraction * 100) << " of the baseline's time)\n";
+    out << "  " << fmt("%.0f %%", f.confidence * 100) << " interval [" << fmt("%.4g", f.interval_low)
         << ", " << fmt("%.4g", f.interval_high) << "] (Student's t = " << fmt("%.3f", f.t_quantile)
         << ", " << f.degrees_of_freedom << " degree" << (f.degrees_of_freedom == 1 ? "" : "s")
-        << " of freedom)\n";
-    out << "  fit error: " << fmt("%.3gx", f.rms_residual) << " RMS on the speedup\n";
+        << " of freedom)\n  fit error " << fmt("%.3gx", f.rms_residual) << " RMS on the speedup\n";
   };
   const bool amdahl_first = a.kind != ScalingKind::kWeak;
   out << "\nAmdahl's law (Amdahl 1967), S(n) = 1 / (f + (1 - f) / n)"
       << (amdahl_first ? ", the model of strong scaling:" : ":") << "\n";
   fit_lines(a.amdahl);
   if (const auto limit = amdahl_limit(a.amdahl.serial_fraction))
-    out << "  speedup limit 1/f = " << fmt("%.4gx", *limit) << " the baseline's throughput ("
-        << fmt("%.4g", *limit * base.point.x) << " " << (a.x_key == "config.gpus" ? "GPUs" : axis)
-        << " at ideal scaling), however far x grows\n";
+    out << "  speedup limit 1/f = " << fmt("%.4gx", *limit) << " the baseline, however far x grows: at "
+        << "most " << fmt("%.0f samples/s", *limit * base.point.samples_per_s) << "\n";
   else
     out << "  no speedup limit: the fitted f is not positive (scaling at or above ideal)\n";
   out << "\nGustafson's law (Gustafson 1988), S(n) = n - f (n - 1)"

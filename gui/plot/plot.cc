@@ -16,6 +16,7 @@
 #include <QBuffer>
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "core/base/error.h"
@@ -33,6 +34,32 @@ double upper_end(double max_value, double min_value) {
   return max_value + 0.08 * (max_value - min_value);
 }
 
+// A base-2 logarithmic axis over [low, high], with a margin of a tenth of a doubling on either
+// side so that the end points stay off the frame.
+QAbstractAxis* log_axis(double low, double high) {
+  auto* axis = new QLogValueAxis();
+  axis->setBase(2);
+  axis->setLabelFormat("%g");
+  axis->setRange(low / 1.07, high * 1.07);
+  axis->setMinorTickCount(-1);
+  return axis;
+}
+
+// A linear axis: from `low` to above `high` with round tick values when `from_low` (a value
+// axis that starts at a meaningful 0), else over [low, high] with a small margin.
+QAbstractAxis* linear_axis(double low, double high, bool from_low) {
+  auto* axis = new QValueAxis();
+  if (from_low) {
+    axis->setRange(low, upper_end(high, low));
+    axis->applyNiceNumbers();
+  } else {
+    const double margin = high > low ? 0.04 * (high - low) : 0.5;
+    axis->setRange(low - margin, high + margin);
+  }
+  axis->setLabelFormat("%g");
+  return axis;
+}
+
 QChart* line_chart(const LineChart& spec) {
   auto* chart = new QChart();
   chart->setTitle(qs(spec.title));
@@ -47,26 +74,15 @@ QChart* line_chart(const LineChart& spec) {
     }
   if (!std::isfinite(x_min)) x_min = 1, x_max = 2;
 
-  QAbstractAxis* x_axis = nullptr;
-  if (spec.log_x && x_min > 0) {
-    auto* log_axis = new QLogValueAxis();
-    log_axis->setBase(2);
-    log_axis->setLabelFormat("%g");
-    // A margin of a tenth of a doubling on either side keeps the end points off the frame.
-    log_axis->setRange(x_min / 1.07, x_max * 1.07);
-    log_axis->setMinorTickCount(-1);
-    x_axis = log_axis;
-  } else {
-    auto* value_axis = new QValueAxis();
-    const double margin = x_max > x_min ? 0.04 * (x_max - x_min) : 0.5;
-    value_axis->setRange(x_min - margin, x_max + margin);
-    value_axis->setLabelFormat("%g");
-    x_axis = value_axis;
-  }
+  double y_low = std::numeric_limits<double>::infinity();
+  for (const Series& s : spec.series)
+    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
+      if (std::isfinite(s.y[i]) && s.y[i] > 0) y_low = std::min(y_low, s.y[i]);
+  QAbstractAxis* x_axis = spec.log_x && x_min > 0 ? log_axis(x_min, x_max)
+                                                  : linear_axis(x_min, x_max, false);
+  QAbstractAxis* y_axis = spec.log_y && std::isfinite(y_low) ? log_axis(y_low, y_max)
+                                                             : linear_axis(spec.y_min, y_max, true);
   x_axis->setTitleText(qs(spec.x_label));
-  auto* y_axis = new QValueAxis();
-  y_axis->setRange(spec.y_min, upper_end(y_max, spec.y_min));
-  y_axis->setLabelFormat("%g");
   y_axis->setTitleText(qs(spec.y_label));
   chart->addAxis(x_axis, Qt::AlignBottom);
   chart->addAxis(y_axis, Qt::AlignLeft);
@@ -83,8 +99,12 @@ QChart* line_chart(const LineChart& spec) {
       series = line;
     }
     series->setName(qs(s.name));
-    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
-      if (std::isfinite(s.x[i]) && std::isfinite(s.y[i])) series->append(s.x[i], s.y[i]);
+    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+      if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
+      // A logarithmic axis has no place for zero or below.
+      if ((spec.log_x && s.x[i] <= 0) || (spec.log_y && s.y[i] <= 0)) continue;
+      series->append(s.x[i], s.y[i]);
+    }
     chart->addSeries(series);  // takes the theme's next colour
     if (s.style != SeriesStyle::kMarkers) {
       QPen pen = series->pen();
@@ -121,6 +141,7 @@ QChart* stacked_bar_chart(const StackedBarChart& spec) {
   auto* y_axis = new QValueAxis();
   const double top = totals.empty() ? 1 : *std::max_element(totals.begin(), totals.end());
   y_axis->setRange(0, upper_end(top, 0));
+  y_axis->applyNiceNumbers();
   y_axis->setLabelFormat("%g");
   y_axis->setTitleText(qs(spec.y_label));
   chart->addAxis(x_axis, Qt::AlignBottom);
@@ -128,6 +149,15 @@ QChart* stacked_bar_chart(const StackedBarChart& spec) {
   bars->attachAxis(x_axis);
   bars->attachAxis(y_axis);
   return chart;
+}
+
+// Qt's messages in dtsim's own application: the one that says XDG_RUNTIME_DIR is unset (Qt then
+// uses /tmp/runtime-USER, which is fine for drawing a file) is dropped; the rest reach stderr
+// marked as Qt's, so that a missing font or plugin still shows.
+void forward_qt_message(QtMsgType type, const QMessageLogContext&, const QString& message) {
+  if (type == QtDebugMsg || type == QtInfoMsg) return;
+  if (message.startsWith("QStandardPaths: XDG_RUNTIME_DIR")) return;
+  std::fprintf(stderr, "warning: Qt: %s\n", message.toLocal8Bit().constData());
 }
 
 }  // namespace
@@ -142,6 +172,7 @@ void ensure_application() {
   // platform: an X or Wayland platform would abort the process when DISPLAY is unset or stale.
   // The command-line form wins over QT_QPA_PLATFORM. QApplication keeps argc and argv by
   // reference, hence the statics; it lives until the process ends, as Qt expects.
+  qInstallMessageHandler(forward_qt_message);
   static int argc = 3;
   static char program[] = "dtsim", flag[] = "-platform", platform[] = "offscreen";
   static char* argv[] = {program, flag, platform, nullptr};

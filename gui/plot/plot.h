@@ -37,7 +37,9 @@ struct LineChart {
   std::string title, x_label, y_label;  // labels carry the units: "speedup (x baseline)"
   std::vector<Series> series;
   bool log_x = false;  // base-2 logarithmic x axis (doubling GPU counts are evenly spaced)
-  double y_min = 0;    // the y axis starts here (0 keeps ratios honest); it ends above the data
+  bool log_y = false;  // base-2 logarithmic y axis (ideal speedup is then a straight line)
+  double y_min = 0;    // a linear y axis starts here (0 keeps ratios honest) and ends above the
+                       // data; a logarithmic one spans the data
 };
 
 // One bar per category, split into layers stacked bottom to top.

@@ -6,9 +6,9 @@
 namespace dtsim::plot {
 namespace {
 
-std::string number(double v) {
+std::string number(double v, const char* format = "%g") {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%g", v);
+  std::snprintf(buf, sizeof buf, format, v);
   return buf;
 }
 
@@ -33,9 +33,9 @@ std::vector<Chart> scaling_charts(const driver::ScalingAnalysis& a) {
   }
   // The models as smooth curves: 64 points, evenly spaced on the axis as drawn.
   Series ideal{"ideal (S = n)", {}, {}, SeriesStyle::kDashedLine};
-  Series amdahl{"Amdahl, f = " + number(a.amdahl.serial_fraction), {}, {},
+  Series amdahl{"Amdahl, f = " + number(a.amdahl.serial_fraction, "%.3g"), {}, {},
                 SeriesStyle::kDashedLine};
-  Series gustafson{"Gustafson, f = " + number(a.gustafson.serial_fraction), {}, {},
+  Series gustafson{"Gustafson, f = " + number(a.gustafson.serial_fraction, "%.3g"), {}, {},
                    SeriesStyle::kDashedLine};
   constexpr int kSamples = 64;
   for (int i = 0; i <= kSamples; ++i) {
@@ -55,11 +55,12 @@ std::vector<Chart> scaling_charts(const driver::ScalingAnalysis& a) {
                           "speedup (x the throughput at " + base + ")",
                           {ideal, amdahl, gustafson, measured},
                           log_x,
+                          log_x,  // log-log: ideal scaling is the diagonal
                           0};
 
   Series full{"ideal (100 %)", {x0, x_last}, {100, 100}, SeriesStyle::kDashedLine};
-  LineChart efficiency_chart{"Parallel efficiency", axis, "efficiency (%)", {full, efficiency},
-                             log_x, 0};
+  LineChart efficiency_chart{
+      "Parallel efficiency", axis, "efficiency (%)", {full, efficiency}, log_x, false, 0};
   if (a.failures_modelled) efficiency_chart.series.push_back(with_failures);
 
   StackedBarChart breakdown{"Where the step time goes", axis, "time per step (s)", {}, {}};

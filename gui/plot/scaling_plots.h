@@ -4,8 +4,8 @@
 //      Gustafson curves;
 //   2. efficiency against x (percent), and with failures where they are modelled;
 //   3. the step time broken down by cause (seconds per step), one stacked bar per point.
-// Plain values only (gui/plot/plot.h); the x axis is base-2 logarithmic when x spans a factor of
-// 8 or more.
+// Plain values only (gui/plot/plot.h). When x spans a factor of 8 or more, the x axes are base-2
+// logarithmic, and the speedup chart is log-log (ideal scaling is its diagonal).
 #pragma once
 
 #include <vector>

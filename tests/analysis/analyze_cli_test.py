@@ -130,7 +130,7 @@ def main():
         check(p.returncode == 0, f"analyze {path}: exit {p.returncode}: {p.stderr}")
         for text in ("Scaling: strong", "samples/s", "Amdahl 1967", "Gustafson 1988",
                      "serial fraction f =", "Karp-Flatt", "How to read this",
-                     "Skipped rows", "cluster.nodes=64: error, exit 2", "8 GPUs", "32 GPUs"):
+                     "Skipped rows", "cluster.nodes=64: error, exit 2", "baseline 8 GPUs", "samples/s"):
             check(text in p.stdout, f"analyze {os.path.basename(path)}: report lacks {text!r}")
     p = run(dtsim, ["analyze", jsonl, "--json", "--x", "cluster.nodes"])
     check(p.returncode == 0, f"analyze --json: exit {p.returncode}: {p.stderr}")
