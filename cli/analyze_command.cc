@@ -33,7 +33,9 @@ bool has_extension(const std::string& path, const std::string& extension) {
 
 }  // namespace
 
-bool plotting_available() { return DTSIM_HAVE_PLOT != 0; }
+bool plotting_available() {
+  return DTSIM_HAVE_PLOT != 0;
+}
 
 CLI::App* add_analyze_command(CLI::App& app, AnalyzeOptions& o) {
   auto* analyze = app.add_subcommand(
@@ -64,11 +66,15 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeOptions& o) {
   analyze->add_option("--x", o.x_key,
                       "the key to scale along: a varied key (cluster.nodes) or a numeric result "
                       "key; default config.gpus");
-  analyze->add_option("--plot", o.plot,
-                      "write the three charts (speedup with the ideal, Amdahl and Gustafson "
-                      "curves; efficiency; stacked step-time breakdown) one above the other into "
-                      "one file, OUT.svg or OUT.png (960 px wide, 520 px per chart); needs a "
-                      "build with Qt 6 Charts");
+  analyze->add_option(
+      "--plot", o.plot,
+      "write the three charts (speedup with the ideal, Amdahl and Gustafson "
+      "curves; efficiency; stacked step-time breakdown) one above the other into "
+      "one file, OUT.svg or OUT.png (960 px wide, 520 px per chart); needs a "
+      "build with Qt 6 Charts" +
+          std::string(plotting_available() ? ""
+                                           : " (this build has none: install qt6-base-dev "
+                                             "qt6-charts-dev qt6-svg-dev and rebuild)"));
   analyze->add_flag("--json", o.json,
                     "print the analysis as JSON: per point scale, speedup, efficiency, "
                     "karp_flatt_serial_fraction and efficiency_loss (fractions), and the amdahl "
@@ -95,9 +101,9 @@ int run_analyze(const AnalyzeOptions& o, std::ostream& out) {
     format = svg ? plot::ImageFormat::kSvg : plot::ImageFormat::kPng;
 #endif
     // Checked before the file is read, so a bad path costs nothing.
-    plot_file = std::make_unique<driver::OutputFile>(o.plot, "--plot",
-                                                     std::vector<std::string>{o.results},
-                                                     std::vector<const driver::OutputFile*>{});
+    plot_file =
+        std::make_unique<driver::OutputFile>(o.plot, "--plot", std::vector<std::string>{o.results},
+                                             std::vector<const driver::OutputFile*>{});
   }
   const driver::ResultsFile results = driver::read_results(o.results);
   const driver::ScalingAnalysis analysis = driver::analyze_results(results, o.x_key);
@@ -116,8 +122,8 @@ int run_analyze(const AnalyzeOptions& o, std::ostream& out) {
   out << driver::render_analysis(analysis);
   if (plot_file)
     out << "\nPlots: " << printable(o.plot, 200)
-        << ": speedup, efficiency and step-time breakdown against "
-        << driver::x_axis_name(o.x_key) << ", one above the other\n";
+        << ": speedup, efficiency and step-time breakdown against " << driver::x_axis_name(o.x_key)
+        << ", one above the other\n";
   return 0;
 }
 

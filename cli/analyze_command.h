@@ -16,9 +16,9 @@
 namespace dtsim::cli {
 
 struct AnalyzeOptions {
-  std::string results;             // a results file of dtsim sweep (.csv, .jsonl)
+  std::string results;  // a results file of dtsim sweep (.csv, .jsonl)
   std::string x_key = "config.gpus";
-  std::string plot;                // empty: no plot
+  std::string plot;  // empty: no plot
   bool json = false;
 };
 

@@ -86,9 +86,10 @@ SerialFractionFit fit_through_origin(const std::vector<double>& scale,
     if (scale[i] > 1) used.push_back(i);
   const int m = static_cast<int>(used.size());
   if (m < kMinimumPoints - 1)
-    throw bad_input("", "", "a fit of the serial fraction needs at least " +
-                                std::to_string(kMinimumPoints - 1) +
-                                " points beyond the baseline; found " + std::to_string(m));
+    throw bad_input("", "",
+                    "a fit of the serial fraction needs at least " +
+                        std::to_string(kMinimumPoints - 1) + " points beyond the baseline; found " +
+                        std::to_string(m));
   Eigen::MatrixXd a(m, 1);
   Eigen::VectorXd y(m);
   for (int k = 0; k < m; ++k) {
@@ -148,12 +149,18 @@ std::string row_name(const SweepRow& row, size_t index) {
 
 // --- formatting --------------------------------------------------------------------------------
 
-std::string fmt(const char* format, double value) { return format_number(format, value); }
+std::string fmt(const char* format, double value) {
+  return format_number(format, value);
+}
 
-std::string percent(double fraction) { return fmt("%.1f %%", fraction * 100); }
+std::string percent(double fraction) {
+  return fmt("%.1f %%", fraction * 100);
+}
 
 // Percentage points, signed: a loss of efficiency.
-std::string points(double fraction) { return fmt("%+.1f pp", fraction * 100); }
+std::string points(double fraction) {
+  return fmt("%+.1f pp", fraction * 100);
+}
 
 std::string number(double v) {
   char buf[64];
@@ -250,10 +257,11 @@ ScalingAnalysis analyze_points(std::vector<ScalingPoint> points, const std::stri
   a.file = file;
   a.x_key = x_key;
   if (static_cast<int>(points.size()) < kMinimumPoints)
-    throw bad_input(file, "", "scaling fits need at least " + std::to_string(kMinimumPoints) +
-                                  " ok rows with different values of " + x_key +
-                                  " (a baseline and two scaled points); found " +
-                                  std::to_string(points.size()));
+    throw bad_input(file, "",
+                    "scaling fits need at least " + std::to_string(kMinimumPoints) +
+                        " ok rows with different values of " + x_key +
+                        " (a baseline and two scaled points); found " +
+                        std::to_string(points.size()));
   std::stable_sort(points.begin(), points.end(),
                    [](const ScalingPoint& l, const ScalingPoint& r) { return l.x < r.x; });
   for (size_t i = 0; i < points.size(); ++i) {
@@ -261,19 +269,18 @@ ScalingAnalysis analyze_points(std::vector<ScalingPoint> points, const std::stri
     if (!(p.x > 0) || !std::isfinite(p.x))
       throw bad_input(file, x_key,
                       "the scale is x divided by the smallest x, so x must be a positive "
-                      "number; configuration '" + printable(p.config, 120) + "' has " +
-                          number(p.x));
+                      "number; configuration '" +
+                          printable(p.config, 120) + "' has " + number(p.x));
     if (i > 0 && p.x == points[i - 1].x)
       throw bad_input(file, x_key,
                       "configurations '" + printable(points[i - 1].config, 120) + "' and '" +
-                          printable(p.config, 120) + "' both have " + x_key + " = " +
-                          number(p.x) +
+                          printable(p.config, 120) + "' both have " + x_key + " = " + number(p.x) +
                           "; a scaling series needs one row per value of x (analyze the rows "
                           "of one series, or choose another --x)");
     if (!(p.samples_per_s > 0) || !std::isfinite(p.samples_per_s))
-      throw bad_input(file, "throughput.samples_per_s",
-                      "configuration '" + printable(p.config, 120) +
-                          "' has no positive throughput");
+      throw bad_input(
+          file, "throughput.samples_per_s",
+          "configuration '" + printable(p.config, 120) + "' has no positive throughput");
   }
   const ScalingPoint& base = points.front();
   const double base_goodput = base.goodput.value_or(1);
@@ -368,12 +375,12 @@ ScalingAnalysis analyze_results(const ResultsFile& results, const std::string& x
     const std::string hint = did_you_mean(x_key, candidates);
     std::string varied;
     for (const auto& k : results.varied_keys) varied += (varied.empty() ? "" : ", ") + k;
-    throw bad_input(file, "--x",
-                    "no row has the key '" + printable(x_key, 120) + "'" +
-                        (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
-                        " --x takes a varied key (this file varies: " +
-                        (varied.empty() ? "none" : varied) +
-                        ") or a numeric result key such as config.gpus");
+    throw bad_input(
+        file, "--x",
+        "no row has the key '" + printable(x_key, 120) + "'" +
+            (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+            " --x takes a varied key (this file varies: " + (varied.empty() ? "none" : varied) +
+            ") or a numeric result key such as config.gpus");
   }
   if (ok_rows < kMinimumPoints)
     throw bad_input(file, "",
@@ -390,10 +397,9 @@ ScalingAnalysis analyze_results(const ResultsFile& results, const std::string& x
     if (!x) {
       const auto raw = raw_value(row, x_key);
       throw bad_input(file, x_key,
-                      row_name(row, i) +
-                          (raw ? " has " + x_key + " = '" + printable(*raw, 80) +
-                                     "', not a number; --x needs a numeric key"
-                               : " has no " + x_key));
+                      row_name(row, i) + (raw ? " has " + x_key + " = '" + printable(*raw, 80) +
+                                                    "', not a number; --x needs a numeric key"
+                                              : " has no " + x_key));
     }
     p.x = *x;
     const auto need = [&](const char* key) {
@@ -448,7 +454,8 @@ std::string render_analysis(const ScalingAnalysis& a) {
     case ScalingKind::kMixed:
     case ScalingKind::kUnknown:
       out << "  speedup S = throughput / baseline throughput (samples per second); the work per\n"
-             "  step is neither fixed nor proportional to the scale, so compare the fits with care.\n";
+             "  step is neither fixed nor proportional to the scale, so compare the fits with "
+             "care.\n";
       break;
   }
   out << "  scale n = x / " << number(base.point.x) << "; efficiency E = S / n (ideal: S = n, E = "
@@ -470,17 +477,19 @@ std::string render_analysis(const ScalingAnalysis& a) {
   const auto fit_lines = [&](const SerialFractionFit& f) {
     out << "  serial fraction f = " << fmt("%.4g", f.serial_fraction) << " ("
         << fmt("%.3g %%", f.serial_fraction * 100) << " of the baseline's time)\n";
-    out << "  " << fmt("%.0f %%", f.confidence * 100) << " interval [" << fmt("%.4g", f.interval_low)
-        << ", " << fmt("%.4g", f.interval_high) << "] (Student's t = " << fmt("%.3f", f.t_quantile)
-        << ", " << f.degrees_of_freedom << " degree" << (f.degrees_of_freedom == 1 ? "" : "s")
-        << " of freedom)\n  fit error " << fmt("%.3gx", f.rms_residual) << " RMS on the speedup\n";
+    out << "  " << fmt("%.0f %%", f.confidence * 100) << " interval ["
+        << fmt("%.4g", f.interval_low) << ", " << fmt("%.4g", f.interval_high)
+        << "] (Student's t = " << fmt("%.3f", f.t_quantile) << ", " << f.degrees_of_freedom
+        << " degree" << (f.degrees_of_freedom == 1 ? "" : "s") << " of freedom)\n  fit error "
+        << fmt("%.3gx", f.rms_residual) << " RMS on the speedup\n";
   };
   const bool amdahl_first = a.kind != ScalingKind::kWeak;
   out << "\nAmdahl's law (Amdahl 1967), S(n) = 1 / (f + (1 - f) / n)"
       << (amdahl_first ? ", the model of strong scaling:" : ":") << "\n";
   fit_lines(a.amdahl);
   if (const auto limit = amdahl_limit(a.amdahl.serial_fraction))
-    out << "  speedup limit 1/f = " << fmt("%.4gx", *limit) << " the baseline, however far x grows: at "
+    out << "  speedup limit 1/f = " << fmt("%.4gx", *limit)
+        << " the baseline, however far x grows: at "
         << "most " << fmt("%.0f samples/s", *limit * base.point.samples_per_s) << "\n";
   else
     out << "  no speedup limit: the fitted f is not positive (scaling at or above ideal)\n";
@@ -489,9 +498,9 @@ std::string render_analysis(const ScalingAnalysis& a) {
   fit_lines(a.gustafson);
 
   out << "\nWhere the efficiency goes (percentage points lost against the baseline, by cause):\n";
-  std::snprintf(buf, sizeof buf, "  %14s %11s %9s %13s %9s %10s %9s%s\n", axis.substr(0, 14).c_str(),
-                "efficiency", "compute", "exposed comm", "bubble", "straggler", "other",
-                a.failures_modelled ? "  failures  with failures" : "");
+  std::snprintf(buf, sizeof buf, "  %14s %11s %9s %13s %9s %10s %9s%s\n",
+                axis.substr(0, 14).c_str(), "efficiency", "compute", "exposed comm", "bubble",
+                "straggler", "other", a.failures_modelled ? "  failures  with failures" : "");
   out << buf;
   for (const AnalyzedPoint& ap : a.points) {
     std::string failures;
@@ -565,8 +574,10 @@ json analysis_to_json(const ScalingAnalysis& a) {
   }
   json skipped = json::array();
   for (const SkippedRow& s : a.skipped)
-    skipped.push_back(
-        {{"config", s.config}, {"status", s.status}, {"exit_code", s.exit_code}, {"error", s.error}});
+    skipped.push_back({{"config", s.config},
+                       {"status", s.status},
+                       {"exit_code", s.exit_code},
+                       {"error", s.error}});
   json amdahl = fit_json(a.amdahl);
   const auto limit = amdahl_limit(a.amdahl.serial_fraction);
   amdahl["speedup_limit"] = limit ? json(*limit) : json();

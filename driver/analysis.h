@@ -42,15 +42,15 @@ inline constexpr int kMinimumPoints = 3;
 
 // What the analysis reads from one ok row.
 struct ScalingPoint {
-  std::string config;                 // the row's configuration id ("cluster.nodes=4")
-  double x = 0;                       // the value of the x key
-  double gpus = 0;                    // config.gpus (0 when absent)
+  std::string config;                       // the row's configuration id ("cluster.nodes=4")
+  double x = 0;                             // the value of the x key
+  double gpus = 0;                          // config.gpus (0 when absent)
   std::optional<double> global_batch_size;  // config.global_batch_size, samples
-  double samples_per_s = 0;           // throughput.samples_per_s
+  double samples_per_s = 0;                 // throughput.samples_per_s
   double step_time_s = 0;
   double compute_s = 0, exposed_communication_s = 0, pipeline_bubble_s = 0, straggler_wait_s = 0,
-         other_s = 0;                 // breakdown_s.*
-  std::optional<double> goodput;      // reliability.goodput, a fraction, when present
+         other_s = 0;             // breakdown_s.*
+  std::optional<double> goodput;  // reliability.goodput, a fraction, when present
 };
 
 enum class ScalingKind {
@@ -90,17 +90,16 @@ double student_t_quantile(double p, int degrees_of_freedom);
 
 // Efficiency lost relative to the baseline, by cause (fractions; see the contract).
 struct EfficiencyLoss {
-  double compute = 0, exposed_communication = 0, pipeline_bubble = 0, straggler_wait = 0,
-         other = 0;
+  double compute = 0, exposed_communication = 0, pipeline_bubble = 0, straggler_wait = 0, other = 0;
   double failures = 0;  // E - E_with_failures
 };
 
 struct AnalyzedPoint {
   ScalingPoint point;
-  double scale = 1;                   // n = x / x0
-  double speedup = 1;                 // S, x the baseline's throughput
-  double efficiency = 1;              // S / n, a fraction
-  std::optional<double> karp_flatt;   // e, a fraction; nullopt at the baseline
+  double scale = 1;                  // n = x / x0
+  double speedup = 1;                // S, x the baseline's throughput
+  double efficiency = 1;             // S / n, a fraction
+  std::optional<double> karp_flatt;  // e, a fraction; nullopt at the baseline
   EfficiencyLoss loss;
   double efficiency_with_failures = 1;  // E * goodput / goodput of the baseline
 };
@@ -113,14 +112,14 @@ struct SkippedRow {
 };
 
 struct ScalingAnalysis {
-  std::string file;                  // empty when analysed from points
+  std::string file;  // empty when analysed from points
   std::string x_key = "config.gpus";
   ScalingKind kind = ScalingKind::kUnknown;
-  std::string kind_evidence;         // "the global batch is 512 samples at every point"
+  std::string kind_evidence;          // "the global batch is 512 samples at every point"
   std::vector<AnalyzedPoint> points;  // by increasing x; points[0] is the baseline
   std::vector<SkippedRow> skipped;
   int dropped_partial_lines = 0;
-  bool failures_modelled = false;    // some point's goodput is below 1
+  bool failures_modelled = false;  // some point's goodput is below 1
   SerialFractionFit amdahl, gustafson;
 };
 

@@ -1,5 +1,6 @@
 #include "gui/plot/plot.h"
 
+#include <QBuffer>
 #include <QtCharts/QBarCategoryAxis>
 #include <QtCharts/QBarSet>
 #include <QtCharts/QLegend>
@@ -13,7 +14,6 @@
 #include <QtSvg/QSvgGenerator>
 #include <QtWidgets/QApplication>
 #include <QtWidgets/QGraphicsScene>
-#include <QBuffer>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -25,7 +25,9 @@
 namespace dtsim::plot {
 namespace {
 
-QString qs(const std::string& text) { return QString::fromStdString(text); }
+QString qs(const std::string& text) {
+  return QString::fromStdString(text);
+}
 
 // A tidy upper end for an axis: the data's maximum plus a margin, so the top point is not on the
 // frame.
@@ -78,8 +80,8 @@ QChart* line_chart(const LineChart& spec) {
   for (const Series& s : spec.series)
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
       if (std::isfinite(s.y[i]) && s.y[i] > 0) y_low = std::min(y_low, s.y[i]);
-  QAbstractAxis* x_axis = spec.log_x && x_min > 0 ? log_axis(x_min, x_max)
-                                                  : linear_axis(x_min, x_max, false);
+  QAbstractAxis* x_axis =
+      spec.log_x && x_min > 0 ? log_axis(x_min, x_max) : linear_axis(x_min, x_max, false);
   QAbstractAxis* y_axis = spec.log_y && std::isfinite(y_low) ? log_axis(y_low, y_max)
                                                              : linear_axis(spec.y_min, y_max, true);
   x_axis->setTitleText(qs(spec.x_label));
@@ -127,8 +129,8 @@ QChart* stacked_bar_chart(const StackedBarChart& spec) {
   for (const auto& layer : spec.layers) {
     auto* set = new QBarSet(qs(layer.name));
     for (size_t i = 0; i < spec.categories.size(); ++i) {
-      const double v = i < layer.values.size() && std::isfinite(layer.values[i]) ? layer.values[i]
-                                                                                 : 0;
+      const double v =
+          i < layer.values.size() && std::isfinite(layer.values[i]) ? layer.values[i] : 0;
       *set << v;
       totals[i] += v;
     }
@@ -204,8 +206,8 @@ std::string render_charts(const std::vector<Chart>& charts, ImageFormat format,
     QChart* chart = make_qchart(charts[i]);
     chart->setAnimationOptions(QChart::NoAnimation);
     scene.addItem(chart);
-    chart->setGeometry(QRectF(0, static_cast<double>(i) * page.chart_height_px, width,
-                              page.chart_height_px));
+    chart->setGeometry(
+        QRectF(0, static_cast<double>(i) * page.chart_height_px, width, page.chart_height_px));
   }
   // Lays the charts out (axes, legends) before they are painted; there is no event loop here.
   QCoreApplication::processEvents();

@@ -33,9 +33,11 @@ std::vector<Chart> scaling_charts(const driver::ScalingAnalysis& a) {
   }
   // The models as smooth curves: 64 points, evenly spaced on the axis as drawn.
   Series ideal{"ideal (S = n)", {}, {}, SeriesStyle::kDashedLine};
-  Series amdahl{"Amdahl, f = " + number(a.amdahl.serial_fraction, "%.3g"), {}, {},
-                SeriesStyle::kDashedLine};
-  Series gustafson{"Gustafson, f = " + number(a.gustafson.serial_fraction, "%.3g"), {}, {},
+  Series amdahl{
+      "Amdahl, f = " + number(a.amdahl.serial_fraction, "%.3g"), {}, {}, SeriesStyle::kDashedLine};
+  Series gustafson{"Gustafson, f = " + number(a.gustafson.serial_fraction, "%.3g"),
+                   {},
+                   {},
                    SeriesStyle::kDashedLine};
   constexpr int kSamples = 64;
   for (int i = 0; i <= kSamples; ++i) {
@@ -49,14 +51,14 @@ std::vector<Chart> scaling_charts(const driver::ScalingAnalysis& a) {
     gustafson.x.push_back(x);
     gustafson.y.push_back(driver::gustafson_speedup(n, a.gustafson.serial_fraction));
   }
-  LineChart speedup_chart{"Speedup (" + std::string(driver::scaling_kind_name(a.kind)) +
-                              " scaling)",
-                          axis,
-                          "speedup (x the throughput at " + base + ")",
-                          {ideal, amdahl, gustafson, measured},
-                          log_x,
-                          log_x,  // log-log: ideal scaling is the diagonal
-                          0};
+  LineChart speedup_chart{
+      "Speedup (" + std::string(driver::scaling_kind_name(a.kind)) + " scaling)",
+      axis,
+      "speedup (x the throughput at " + base + ")",
+      {ideal, amdahl, gustafson, measured},
+      log_x,
+      log_x,  // log-log: ideal scaling is the diagonal
+      0};
 
   Series full{"ideal (100 %)", {x0, x_last}, {100, 100}, SeriesStyle::kDashedLine};
   LineChart efficiency_chart{

@@ -17,7 +17,9 @@ namespace {
 const std::vector<double> kScales = {1, 2, 4, 8, 16, 32, 64};
 
 // Amdahl's law written out here, not through the code under test.
-double amdahl(double n, double f) { return 1 / (f + (1 - f) / n); }
+double amdahl(double n, double f) {
+  return 1 / (f + (1 - f) / n);
+}
 
 // A point whose throughput is `speedup` times 100 samples/s, at x = 8 * n GPUs.
 ScalingPoint point(double n, double speedup, double batch) {
@@ -104,7 +106,8 @@ TEST(GustafsonFit, RecoversSerialFractionFromExactData) {
 
 TEST(GustafsonSpeedup, EqualsItsFormula) {
   for (double n : {1.0, 2.0, 3.0, 16.0, 1000.0})
-    for (double f : {0.0, 0.1, 0.5, 1.0}) EXPECT_DOUBLE_EQ(gustafson_speedup(n, f), n - f * (n - 1));
+    for (double f : {0.0, 0.1, 0.5, 1.0})
+      EXPECT_DOUBLE_EQ(gustafson_speedup(n, f), n - f * (n - 1));
   EXPECT_DOUBLE_EQ(gustafson_speedup(1, 0.3), 1.0);  // the baseline is its own reference
 }
 
@@ -115,7 +118,7 @@ TEST(KarpFlatt, EqualsItsFormula) {
       ASSERT_TRUE(e.has_value());
       EXPECT_DOUBLE_EQ(*e, (1 / s - 1 / n) / (1 - 1 / n)) << "n " << n << " S " << s;
     }
-  EXPECT_DOUBLE_EQ(*karp_flatt(8, 8), 0.0);   // ideal scaling: no serial part
+  EXPECT_DOUBLE_EQ(*karp_flatt(8, 8), 0.0);    // ideal scaling: no serial part
   EXPECT_FALSE(karp_flatt(1, 1).has_value());  // 0/0 at the baseline
 }
 
@@ -180,11 +183,10 @@ TEST(AnalyzePoints, LossesByCauseAddUpToTheLostEfficiency) {
   EXPECT_TRUE(a.failures_modelled);
   for (const AnalyzedPoint& p : a.points) {
     const EfficiencyLoss& l = p.loss;
-    EXPECT_NEAR(l.compute + l.exposed_communication + l.pipeline_bubble + l.straggler_wait +
-                    l.other,
-                1 - p.efficiency, 1e-12);
-    EXPECT_NEAR(p.efficiency_with_failures, p.efficiency * p.point.goodput.value() / 0.99,
-                1e-12);
+    EXPECT_NEAR(
+        l.compute + l.exposed_communication + l.pipeline_bubble + l.straggler_wait + l.other,
+        1 - p.efficiency, 1e-12);
+    EXPECT_NEAR(p.efficiency_with_failures, p.efficiency * p.point.goodput.value() / 0.99, 1e-12);
     EXPECT_NEAR(l.failures, p.efficiency - p.efficiency_with_failures, 1e-12);
   }
   // Compute scales ideally here, so it costs no efficiency; communication costs the most.
@@ -217,9 +219,9 @@ TEST(RenderAnalysis, NamesUnitsAndExplainsItself) {
   std::vector<ScalingPoint> points;
   for (double n : {1.0, 2.0, 4.0}) points.push_back(point(n, amdahl(n, 0.1), 512));
   const std::string text = render_analysis(analyze_points(points, "config.gpus", "r.csv"));
-  for (const char* expected : {"Scaling: strong", "samples/s", "GPUs", " %", "Amdahl 1967",
-                               "Gustafson 1988", "speedup limit 1/f = 10x", "How to read this",
-                               "pp"})
+  for (const char* expected :
+       {"Scaling: strong", "samples/s", "GPUs", " %", "Amdahl 1967", "Gustafson 1988",
+        "speedup limit 1/f = 10x", "How to read this", "pp"})
     EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
   const nlohmann::json j = analysis_to_json(analyze_points(points, "config.gpus"));
   EXPECT_EQ(j["scaling"], "strong");
@@ -303,9 +305,9 @@ TEST(AnalyzeResults, RefusesANonNumericKey) {
 }
 
 TEST(AnalyzeResults, SaysHowManyOkRowsThereWereWhenTooFew) {
-  const std::string m = message_of(
-      results({row("1", 1), row("2", 2), row("4", 4, "error"), row("8", 8, "timeout")}),
-      "cluster.nodes");
+  const std::string m =
+      message_of(results({row("1", 1), row("2", 2), row("4", 4, "error"), row("8", 8, "timeout")}),
+                 "cluster.nodes");
   EXPECT_NE(m.find("at least 3 ok rows"), std::string::npos) << m;
   EXPECT_NE(m.find("2 ok of 4 rows"), std::string::npos) << m;
 }

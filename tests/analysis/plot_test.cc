@@ -44,7 +44,7 @@ TEST(Plot, ScalingChartsAreSpeedupEfficiencyAndBreakdown) {
   const std::vector<Chart> charts = scaling_charts(sample_analysis());
   ASSERT_EQ(charts.size(), 3u);
   const auto& speedup = std::get<LineChart>(charts[0]);
-  EXPECT_TRUE(speedup.log_x);  // 8 to 128 GPUs: a factor of 16
+  EXPECT_TRUE(speedup.log_x);            // 8 to 128 GPUs: a factor of 16
   ASSERT_EQ(speedup.series.size(), 4u);  // ideal, Amdahl, Gustafson, measured
   EXPECT_EQ(speedup.series[3].y.size(), 5u);
   EXPECT_NEAR(speedup.series[1].y.back(), 1 / (0.04 + 0.96 / 16), 1e-9);  // Amdahl at 128 GPUs
@@ -81,7 +81,8 @@ TEST(Plot, WritesPngOfTheDocumentedSizeThatIsNotBlank) {
   for (int chart = 0; chart < 3; ++chart) {
     int non_white = 0;
     for (int y = chart * page.chart_height_px; y < (chart + 1) * page.chart_height_px; y += 3)
-      for (int x = 0; x < image.width(); x += 3) non_white += image.pixel(x, y) != qRgb(255, 255, 255);
+      for (int x = 0; x < image.width(); x += 3)
+        non_white += image.pixel(x, y) != qRgb(255, 255, 255);
     EXPECT_GT(non_white, 1000) << "chart " << chart;
   }
 }
