@@ -369,7 +369,7 @@ ScalingAnalysis analyze_results(const ResultsFile& results, const std::string& x
     }
     ++ok_rows;
   }
-  if (!key_seen) {
+  if (!key_seen && !results.rows.empty()) {  // with no rows at all, "too few" says more
     std::vector<std::string> candidates = results.varied_keys;
     for (const auto& c : result_columns()) candidates.push_back(c);
     const std::string hint = did_you_mean(x_key, candidates);
@@ -500,18 +500,18 @@ std::string render_analysis(const ScalingAnalysis& a) {
   out << "\nWhere the efficiency goes (percentage points lost against the baseline, by cause):\n";
   std::snprintf(buf, sizeof buf, "  %14s %11s %9s %13s %9s %10s %9s%s\n",
                 axis.substr(0, 14).c_str(), "efficiency", "compute", "exposed comm", "bubble",
-                "straggler", "other", a.failures_modelled ? "  failures  with failures" : "");
+                "straggler", "other", a.failures_modelled ? "     failures   with failures" : "");
   out << buf;
   for (const AnalyzedPoint& ap : a.points) {
-    std::string failures;
+    char failures[64] = "";
     if (a.failures_modelled)
-      failures = fmt("%+10.1f pp", ap.loss.failures * 100) + "  " +
-                 fmt("%13.1f %%", ap.efficiency_with_failures * 100);
+      std::snprintf(failures, sizeof failures, " %12s %15s", points(ap.loss.failures).c_str(),
+                    percent(ap.efficiency_with_failures).c_str());
     std::snprintf(buf, sizeof buf, "  %14s %11s %9s %13s %9s %10s %9s%s\n",
                   number(ap.point.x).c_str(), percent(ap.efficiency).c_str(),
                   points(ap.loss.compute).c_str(), points(ap.loss.exposed_communication).c_str(),
                   points(ap.loss.pipeline_bubble).c_str(), points(ap.loss.straggler_wait).c_str(),
-                  points(ap.loss.other).c_str(), failures.c_str());
+                  points(ap.loss.other).c_str(), failures);
     out << buf;
   }
   if (!a.failures_modelled)
@@ -537,7 +537,9 @@ std::string render_analysis(const ScalingAnalysis& a) {
          "  - the loss columns add up to 100 % - efficiency: the extra time per sample each "
          "cause costs\n"
          "    compared with the baseline; a negative value means that cause is cheaper than at "
-         "the baseline.\n";
+         "the baseline.\n"
+         "  - failures (when modelled): efficiency with failures = efficiency x goodput / the "
+         "baseline's goodput.\n";
   return out.str();
 }
 

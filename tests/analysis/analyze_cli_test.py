@@ -147,6 +147,24 @@ def main():
         low, high = j["amdahl"]["interval"]
         check(low <= j["amdahl"]["serial_fraction"] <= high, "--json: f inside its interval")
 
+    # A results file written by dtsim sweep itself (analytic engine: a fraction of a second).
+    swept = os.path.join(work, "swept.csv")
+    p = run(dtsim, ["sweep", "scenarios/default.yaml", "--vary", "cluster.nodes=1,2,4",
+                    "--engine", "analytic", "-o", swept])
+    check(p.returncode == 0, f"dtsim sweep: exit {p.returncode}: {p.stderr}")
+    p = run(dtsim, ["analyze", swept, "--json"])
+    check(p.returncode == 0, f"analyze of a sweep's file: exit {p.returncode}: {p.stderr}")
+    if p.returncode == 0:
+        j = json.loads(p.stdout)
+        check([pt["gpus"] for pt in j["points"]] == [8, 16, 32],
+              f"analyze of a sweep's file: GPUs {[pt['gpus'] for pt in j['points']]}")
+    # Two keys varied at once: several rows share a GPU count, which is refused by name.
+    grid = os.path.join(work, "grid.jsonl")
+    p = run(dtsim, ["sweep", "scenarios/default.yaml", "--vary", "cluster.nodes=1,2,4",
+                    "--vary", "training.micro_batch_size=1,2", "--engine", "analytic", "-o", grid])
+    check(p.returncode == 0, f"dtsim sweep of a grid: exit {p.returncode}: {p.stderr}")
+    expect_bad_input(dtsim, "repeated x", [grid], "both have config.gpus = 8")
+
     # Weak scaling: the global batch grows with the node count.
     weak_rows = [row([("cluster.nodes", str(n)), ("training.global_batch_size", str(512 * n))],
                      simulate(dtsim, [("cluster.nodes", n),
