@@ -34,6 +34,9 @@ inline constexpr double kMaxChunkFlows = 20e6;    // about 3 GB of graph and ove
 struct SimGridOptions {
   std::string fidelity = "auto";  // auto | chunk | collective
   DType precision = DType::kBf16;
+  // Collectives alone on their links run as one activity of their schedule's time, timed once
+  // alone (core/exec/activity_graph.h); false keeps their flows. Exact either way.
+  bool alone_collectives = true;
 };
 
 class SimGridExecutor : public Executor {

@@ -54,13 +54,136 @@ struct CollectiveMemo {
   }
   std::map<Key, Seconds> times;
   std::map<Key, CollectiveSchedule> schedules;
+  std::map<Key, size_t> alone;  // index in ActivityGraph::alone
+
+  const CollectiveSchedule& schedule(const CollectiveOp& op, const Group& group,
+                                     const Cluster& cluster) {
+    const auto k = key(op);
+    auto it = schedules.find(k);
+    if (it == schedules.end())
+      it = schedules.emplace(k, decompose(op, group.ranks, cluster, Fidelity::kCollective)).first;
+    return it->second;
+  }
 };
 
-// Builds the body of a collective between `begin` and `end`.
+// Which groups' collectives run alone on their links (activity_graph.h), by GroupId.
+//
+// A flow's rate under max-min sharing depends only on the flows it shares a link with, so a
+// collective none of whose flows can ever share a link with another flow that runs at the same
+// time takes, wherever it starts, the time its schedule takes alone. The proof here:
+// - every member of the group is on one node, so its flows are transfers inside that node and
+//   cross only the fabric links of their ends (fabric_link_users); and
+// - every other flow that crosses one of those links belongs to an op X (a collective, or the
+//   sends and receives between two ranks) that cannot run at the same time as any of the
+//   group's collectives: some simulated rank issues both X's ops and the group's collectives on
+//   one stream, and nowhere else. A collective starts after each simulated member's previous op
+//   on that stream and ends before its next one, so the stream orders them. The group itself is
+//   such an X too (two of its own collectives never overlap).
+// The test is on groups, not op instances: conservative (a group with one collective on another
+// stream keeps its flows) and cheap (a few entries per rank, one schedule per distinct
+// collective).
+std::vector<char> alone_groups(const Job& job, const Cluster& cluster, CollectiveMemo& memo) {
+  std::vector<char> alone(job.groups.size(), 0);
+  // The stream on which each simulated rank issues an op class: a group's collectives (id >= 0)
+  // or its sends and receives with one peer (id -1 - peer); kSeveral when on more than one.
+  constexpr StreamId kSeveral = -2;
+  std::map<std::pair<Rank, int64_t>, StreamId> stream_of;
+  std::map<GroupId, std::map<CollectiveMemo::Key, const CollectiveOp*>> collectives;
+  auto note = [&](Rank r, int64_t id, StreamId s) {
+    auto [it, inserted] = stream_of.emplace(std::make_pair(r, id), s);
+    if (!inserted && it->second != s) it->second = kSeveral;
+  };
+  for (const auto& p : job.programs)
+    for (size_t s = 0; s < p.streams.size(); ++s)
+      for (const Op& op : p.streams[s].ops) {
+        const auto stream = static_cast<StreamId>(s);
+        if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
+          note(p.rank, c->group, stream);
+          collectives[c->group].emplace(CollectiveMemo::key(*c), c);
+        } else if (const auto* x = std::get_if<SendOp>(&op.body)) {
+          note(p.rank, -1 - static_cast<int64_t>(x->peer), stream);
+        } else if (const auto* x = std::get_if<RecvOp>(&op.body)) {
+          note(p.rank, -1 - static_cast<int64_t>(x->peer), stream);
+        }
+      }
+  // The op classes whose flows cross each GPU's fabric link, and the GPUs each group's flows use.
+  std::map<Rank, std::vector<int64_t>> crossing;  // p2p classes as -1 - (a * world + b), a < b
+  std::map<GroupId, std::vector<Rank>> links_of;
+  for (const auto& [group, ops] : collectives) {
+    std::vector<Rank> gpus;
+    for (const auto& [key, op] : ops)
+      for (const Flow& f : memo.schedule(*op, job.group(group), cluster).flows)
+        if (!f.is_delay())
+          for (Rank r : fabric_link_users(f.transfer(), cluster)) gpus.push_back(r);
+    std::sort(gpus.begin(), gpus.end());
+    gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+    for (Rank r : gpus) crossing[r].push_back(group);
+    links_of[group] = std::move(gpus);
+  }
+  const auto world = static_cast<int64_t>(job.world_size);
+  for (const auto& [use, stream] : stream_of) {
+    if (use.second >= 0) continue;
+    const Rank a = use.first, b = static_cast<Rank>(-1 - use.second);
+    if (a > b && stream_of.count({b, -1 - static_cast<int64_t>(a)})) continue;  // counted at b
+    const int64_t pair = -1 - (std::min(a, b) * world + std::max(a, b));
+    for (Rank r :
+         fabric_link_users(Transfer{Endpoint::gpu(a), Endpoint::gpu(b), Bytes(0)}, cluster))
+      crossing[r].push_back(pair);
+  }
+  // Some simulated rank issues both the group's collectives and X's ops on one stream only.
+  auto ordered = [&](GroupId group, int64_t x) {
+    std::vector<std::pair<Rank, int64_t>> sides;  // (rank, its id for X)
+    if (x >= 0) {  // the group's own members (one node's worth) that also issue X
+      for (Rank r : job.group(group).ranks) sides.emplace_back(r, x);
+    } else {
+      const int64_t pair = -1 - x;
+      const auto a = static_cast<Rank>(pair / world), b = static_cast<Rank>(pair % world);
+      sides = {{a, -1 - static_cast<int64_t>(b)}, {b, -1 - static_cast<int64_t>(a)}};
+    }
+    for (const auto& [r, id] : sides) {
+      auto mine = stream_of.find({r, group});
+      auto theirs = stream_of.find({r, id});
+      if (mine != stream_of.end() && theirs != stream_of.end() && mine->second != kSeveral &&
+          mine->second == theirs->second)
+        return true;
+    }
+    return false;
+  };
+  for (const auto& [group, gpus] : links_of) {
+    const auto& ranks = job.group(group).ranks;
+    if (gpus.empty()) continue;
+    bool one_node = true;
+    for (Rank r : ranks) one_node = one_node && cluster.node_of(r) == cluster.node_of(ranks[0]);
+    if (!one_node) continue;
+    bool ok = true;
+    for (Rank r : gpus) {
+      for (int64_t x : crossing[r]) {
+        ok = ordered(group, x);
+        if (!ok) break;
+      }
+      if (!ok) break;
+    }
+    alone[static_cast<size_t>(group)] = ok ? 1 : 0;
+  }
+  return alone;
+}
+
+// Builds the body of a collective between `begin` and `end`; `alone`: it is alone on its links.
 void collective_body(ActivityGraph& g, const CollectiveOp& op, const Group& group,
                      const Cluster& cluster, CollectiveBody body, int32_t begin, int32_t end,
-                     CollectiveMemo& memo) {
+                     CollectiveMemo& memo, bool alone) {
   const auto key = CollectiveMemo::key(op);
+  if (alone && body == CollectiveBody::kCollectiveFlows) {
+    auto it = memo.alone.find(key);
+    if (it == memo.alone.end()) {
+      it = memo.alone.emplace(key, g.alone.size()).first;
+      g.alone.push_back(memo.schedule(op, group, cluster));
+    }
+    int32_t d = g.add(GraphNode::alone(it->second));
+    g.edge(begin, d);
+    g.edge(d, end);
+    return;
+  }
   if (body == CollectiveBody::kClosedForm) {
     auto it = memo.times.find(key);
     if (it == memo.times.end())
@@ -74,11 +197,7 @@ void collective_body(ActivityGraph& g, const CollectiveOp& op, const Group& grou
     add_schedule(g, decompose(op, group.ranks, cluster, Fidelity::kChunk), begin, end);
     return;
   }
-  auto it = memo.schedules.find(key);
-  if (it == memo.schedules.end())
-    it = memo.schedules.emplace(key, decompose(op, group.ranks, cluster, Fidelity::kCollective))
-             .first;
-  add_schedule(g, it->second, begin, end);
+  add_schedule(g, memo.schedule(op, group, cluster), begin, end);
 }
 
 }  // namespace
@@ -114,7 +233,7 @@ void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, 
 
 ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, CollectiveBody body,
                     const TransientSlowdowns* transient, bool track_waits,
-                    const DegradedNics* degraded) {
+                    const DegradedNics* degraded, bool alone_collectives) {
   if (degraded && degraded->empty()) degraded = nullptr;
   if (transient && transient->empty()) transient = nullptr;
   // Compute kernels each rank has run so far, over the whole run (per-op random draws).
@@ -123,6 +242,20 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
   CollectiveMemo memo;
   g.iterations = iterations;
   g.tracks_waits = track_waits;
+  const std::vector<char> alone = alone_collectives && body == CollectiveBody::kCollectiveFlows
+                                      ? alone_groups(job, cluster, memo)
+                                      : std::vector<char>(job.groups.size(), 0);
+  for (const auto& p : job.programs) {
+    int compute_stream = -1;
+    for (size_t s = 0; s < p.streams.size(); ++s)
+      for (const Op& op : p.streams[s].ops)
+        if (std::holds_alternative<ComputeOp>(op.body)) {
+          if (compute_stream >= 0 && compute_stream != static_cast<int>(s))
+            g.one_compute_stream = false;
+          compute_stream = static_cast<int>(s);
+          break;
+        }
+  }
   std::map<Rank, bool> simulated;
   for (const auto& p : job.programs) simulated[p.rank] = true;
   // The end node of the last op of each (rank, stream), carried across iterations.
@@ -168,7 +301,7 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
                         op_name(p, static_cast<StreamId>(s), i)};
               const double slowest = degraded ? degraded->slowest(group.ranks) : 1;
               collective_body(g, *c, group, slowest < 1 ? degraded->at(slowest) : cluster, body,
-                              sh.begin, sh.end, memo);
+                              sh.begin, sh.end, memo, alone[static_cast<size_t>(c->group)] != 0);
               found = collectives.emplace(key, sh).first;
             }
             ++found->second.arrived;
@@ -255,8 +388,27 @@ TransientSlowdowns transient_slowdowns(const Job& job, const Cluster& cluster,
   return TransientSlowdowns(options, cluster.world_size(), step);
 }
 
+std::vector<Rank> fabric_link_users(const Transfer& t, const Cluster& cluster) {
+  std::vector<Rank> users;
+  const bool inside = cluster.node_of(t.src) == cluster.node_of(t.dst);
+  if (!inside && !cluster.gpus_on_pcie()) return users;
+  for (Endpoint e : {t.src, t.dst})
+    if (e.is_gpu()) users.push_back(e.rank());
+  return users;
+}
+
+Seconds schedule_time_without_contention(const CollectiveSchedule& s, const Cluster& cluster) {
+  ActivityGraph g;
+  const int32_t begin = g.add(join()), end = g.add(join());
+  add_schedule(g, s, begin, end);
+  return Seconds(finish_times_without_contention(g, cluster)[static_cast<size_t>(end)]);
+}
+
 std::vector<double> finish_times_without_contention(const ActivityGraph& g,
                                                     const Cluster& cluster) {
+  std::vector<double> alone_time;
+  for (const auto& s : g.alone)
+    alone_time.push_back(schedule_time_without_contention(s, cluster).value());
   const size_t n = g.nodes.size();
   std::vector<double> start(n, 0.0), finish(n, 0.0);
   std::vector<int32_t> waiting(n);
@@ -280,6 +432,9 @@ std::vector<double> finish_times_without_contention(const ActivityGraph& g,
         break;
       case GraphNode::Kind::kFlow:
         duration = point_to_point_time(Bytes(node.amount), node.src, node.dst, cluster).value();
+        break;
+      case GraphNode::Kind::kAlone:
+        duration = alone_time[node.alone_schedule()];
         break;
     }
     finish[static_cast<size_t>(v)] = start[static_cast<size_t>(v)] + duration;
