@@ -46,9 +46,7 @@ class LazyRunner {
         maestro_(maestro),
         alone_seconds_(std::move(alone_seconds)),
         waiting_(g.nodes.size()),
-        finish_(g.nodes.size(), -1.0),
-        holder_(g.nodes.size()),
-        adopted_(g.nodes.size(), maestro.none()) {
+        finish_(g.nodes.size(), -1.0) {
     for (size_t i = 0; i < g.nodes.size(); ++i) waiting_[i] = g.nodes[i].predecessors;
   }
 
@@ -154,18 +152,18 @@ class LazyRunner {
   void launch(int32_t v) {
     ++launched_;
     const GraphNode& node = g_.nodes[static_cast<size_t>(v)];
-    auto& held = holder_[static_cast<size_t>(v)];
+    Live& held = live_[v];
     if (node.kind == GraphNode::Kind::kFlow) {
       const auto [src, dst] = hosts_for(p_, node.src, node.dst, cluster_);
       auto c = sg4::Comm::sendto_init(src, dst);
-      adopted_[static_cast<size_t>(v)] = maestro_.adopt(*c);
+      held.adopted = maestro_.adopt(*c);
       c->set_payload_size(static_cast<uint64_t>(std::llround(node.amount)));
       tag(*c, v);
-      held = c;
+      held.activity = c;
       c->start();
     } else {
       auto e = sg4::Exec::init();
-      adopted_[static_cast<size_t>(v)] = maestro_.adopt(*e);
+      held.adopted = maestro_.adopt(*e);
       if (node.kind == GraphNode::Kind::kCompute || node.kind == GraphNode::Kind::kAlone) {
         Rank gpu = -1;
         std::vector<int32_t> run = fixed_run(v, &gpu);
@@ -181,7 +179,7 @@ class LazyRunner {
       } else
         e->set_flops_amount(node.amount)->set_host(p_.timer);
       tag(*e, v);
-      held = e;
+      held.activity = e;
       e->start();
     }
   }
@@ -196,12 +194,13 @@ class LazyRunner {
     const auto tagged = reinterpret_cast<intptr_t>(a.get_data<void>());
     if (tagged == 0) return;
     const auto v = static_cast<int32_t>(tagged - 1);
-    if (holder_[static_cast<size_t>(v)].get() != &a) return;
-    maestro_.release(adopted_[static_cast<size_t>(v)]);
-    adopted_[static_cast<size_t>(v)] = maestro_.none();
+    auto held = live_.find(v);
+    if (held == live_.end() || held->second.activity.get() != &a) return;
+    maestro_.release(held->second.adopted);
     // Drop our reference later: SimGrid is still using the activity inside this callback.
     graveyard_.clear();
-    graveyard_.push_back(std::move(holder_[static_cast<size_t>(v)]));
+    graveyard_.push_back(std::move(held->second.activity));
+    live_.erase(held);
     const double now = sg4::Engine::get_clock();
     int32_t last = v;
     if (auto run = runs_.find(v); run != runs_.end()) {
@@ -243,9 +242,14 @@ class LazyRunner {
   size_t launched_ = 0;
   std::vector<int32_t> waiting_;
   std::vector<double> finish_;
-  std::vector<sg4::ActivityPtr> holder_;
+  // The activities in flight, by node: a few thousand at a time against millions of nodes, so a
+  // map rather than a slot per node (whose pages alone cost more than the lookups).
+  struct Live {
+    sg4::ActivityPtr activity;
+    MaestroActivities::Handle adopted;  // its entry in maestro_
+  };
+  std::unordered_map<int32_t, Live> live_;
   std::vector<sg4::ActivityPtr> graveyard_;
-  std::vector<MaestroActivities::Handle> adopted_;  // by node: its entry in maestro_, or none()
 };
 
 // The simulation proper; runs in the child process.

@@ -31,12 +31,17 @@ std::string op_name(const Program& p, StreamId s, size_t i) {
          "', op '" + p.streams[static_cast<size_t>(s)].ops[i].label.name + "'";
 }
 
+// A collective or transfer that several op instances share; `first` names the op that made it
+// (for errors: building the name for every instance cost a string each).
 struct Shared {
-  int32_t begin;
-  int32_t end;
-  int arrived;
-  int expected;
-  std::string first_op;
+  int32_t begin = -1;
+  int32_t end = -1;
+  int arrived = 0;
+  int expected = 0;
+  const Program* first = nullptr;
+  StreamId stream = 0;
+  size_t op_index = 0;
+  std::string first_op() const { return op_name(*first, stream, op_index); }
 };
 
 // Collectives a job repeats (hundreds of equal gradient buckets, every iteration) are timed or
@@ -236,8 +241,8 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
                     const DegradedNics* degraded, bool alone_collectives) {
   if (degraded && degraded->empty()) degraded = nullptr;
   if (transient && transient->empty()) transient = nullptr;
-  // Compute kernels each rank has run so far, over the whole run (per-op random draws).
-  std::map<Rank, uint64_t> compute_ops;
+  // Compute kernels each program's rank has run so far, over the whole run (per-op random draws).
+  std::vector<uint64_t> compute_ops(job.programs.size(), 0);
   ActivityGraph g;
   CollectiveMemo memo;
   g.iterations = iterations;
@@ -256,25 +261,47 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
           break;
         }
   }
-  std::map<Rank, bool> simulated;
-  for (const auto& p : job.programs) simulated[p.rank] = true;
-  // The end node of the last op of each (rank, stream), carried across iterations.
-  std::map<std::pair<Rank, StreamId>, int32_t> stream_tail;
+  // Lookups by rank, group, program and event are vectors: lowering touches them once per op
+  // instance (millions), where maps cost a tree walk each.
+  std::vector<char> simulated(static_cast<size_t>(job.world_size), 0);
+  for (const auto& p : job.programs)
+    if (p.rank >= 0 && p.rank < job.world_size) simulated[static_cast<size_t>(p.rank)] = 1;
+  auto is_simulated = [&](Rank r) {
+    return r >= 0 && r < job.world_size && simulated[static_cast<size_t>(r)] != 0;
+  };
+  std::vector<int> expected_members(job.groups.size(), -1);  // simulated members, by group
+  // The end node of the last op of each program's streams, carried across iterations.
+  std::vector<std::vector<int32_t>> stream_tail(job.programs.size());
+  for (size_t k = 0; k < job.programs.size(); ++k)
+    stream_tail[k].assign(job.programs[k].streams.size(), -1);
+  // Every op instance, and about two nodes each (compute: a join and the kernel): reserved, so
+  // that millions of nodes are not copied as the vectors grow (untouched capacity costs no page).
+  double instances = 0;
+  for (const auto& p : job.programs) instances += static_cast<double>(p.op_count());
+  instances *= iterations;
+  g.ops.reserve(static_cast<size_t>(instances));
+  g.nodes.reserve(static_cast<size_t>(2 * instances));
+  std::vector<int> coll_seq(job.groups.size(), 0);  // by group, within one program
+  std::vector<GroupId> touched;                     // the groups whose coll_seq to reset
 
   for (int it = 0; it < iterations; ++it) {
-    std::map<std::pair<GroupId, int>, Shared> collectives;
+    // By group, then by the collective's position in each member's order on that group.
+    std::vector<std::vector<Shared>> collectives(job.groups.size());
     std::map<std::tuple<Rank, Rank, int, int>, Shared> p2p;  // (src, dst, tag, seq)
     // Pass 1: nodes for every op instance; remember where events are recorded.
     struct Pending {
       size_t instance;
-      const Program* program;
+      size_t program;
       StreamId stream;
       size_t op_index;
     };
     std::vector<Pending> pending;
-    std::map<std::pair<Rank, EventId>, int32_t> event_end;
-    for (const auto& p : job.programs) {
-      std::map<GroupId, int> coll_seq;
+    std::vector<std::vector<int32_t>> event_end(job.programs.size());  // by program, event
+    for (size_t k = 0; k < job.programs.size(); ++k) {
+      const Program& p = job.programs[k];
+      event_end[k].assign(static_cast<size_t>(std::max(p.num_events, 0)), -1);
+      for (GroupId t : touched) coll_seq[static_cast<size_t>(t)] = 0;
+      touched.clear();
       std::map<std::tuple<Rank, int, bool>, int> p2p_seq;
       for (size_t s = 0; s < p.streams.size(); ++s) {
         const auto& ops = p.streams[s].ops;
@@ -283,8 +310,7 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
           OpInstance inst{p.rank, static_cast<StreamId>(s), it, static_cast<uint32_t>(i), -1, -1};
           if (const auto* c = std::get_if<ComputeOp>(&op.body)) {
             Seconds duration = compute_time(*c, cluster.gpu) / cluster.speed_scale(p.rank);
-            if (transient)
-              duration = duration * transient->factor(p.rank, it, compute_ops[p.rank]++);
+            if (transient) duration = duration * transient->factor(p.rank, it, compute_ops[k]++);
             inst.begin = g.add(join());
             inst.end = g.add(GraphNode::compute(p.rank, duration));
             g.edge(inst.begin, inst.end);
@@ -292,21 +318,31 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
             inst.begin = inst.end = g.add(join());
           } else if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
             const Group& group = job.group(c->group);
-            auto key = std::make_pair(c->group, coll_seq[c->group]++);
-            auto found = collectives.find(key);
-            if (found == collectives.end()) {
-              int expected = 0;
-              for (Rank r : group.ranks) expected += simulated.count(r) ? 1 : 0;
-              Shared sh{g.add(join()), g.add(join()), 0, expected,
-                        op_name(p, static_cast<StreamId>(s), i)};
+            const auto gi = static_cast<size_t>(c->group);
+            if (coll_seq[gi] == 0) touched.push_back(c->group);
+            const auto seq = static_cast<size_t>(coll_seq[gi]++);
+            auto& shared = collectives[gi];
+            if (seq == shared.size()) {
+              if (expected_members[gi] < 0) {
+                expected_members[gi] = 0;
+                for (Rank r : group.ranks) expected_members[gi] += is_simulated(r) ? 1 : 0;
+              }
+              Shared sh;
+              sh.begin = g.add(join());
+              sh.end = g.add(join());
+              sh.expected = expected_members[gi];
+              sh.first = &p;
+              sh.stream = static_cast<StreamId>(s);
+              sh.op_index = i;
               const double slowest = degraded ? degraded->slowest(group.ranks) : 1;
               collective_body(g, *c, group, slowest < 1 ? degraded->at(slowest) : cluster, body,
-                              sh.begin, sh.end, memo, alone[static_cast<size_t>(c->group)] != 0);
-              found = collectives.emplace(key, sh).first;
+                              sh.begin, sh.end, memo, alone[gi] != 0);
+              shared.push_back(sh);
             }
-            ++found->second.arrived;
-            inst.begin = found->second.begin;
-            inst.end = found->second.end;
+            Shared& found = shared[seq];
+            ++found.arrived;
+            inst.begin = found.begin;
+            inst.end = found.end;
           } else {
             const bool is_send = std::holds_alternative<SendOp>(op.body);
             const Rank peer =
@@ -319,8 +355,12 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
             auto key = std::make_tuple(src, dst, tag, seq);
             auto found = p2p.find(key);
             if (found == p2p.end()) {
-              Shared sh{g.add(join()), -1, 0, simulated.count(peer) ? 2 : 1,
-                        op_name(p, static_cast<StreamId>(s), i)};
+              Shared sh;
+              sh.begin = g.add(join());
+              sh.expected = is_simulated(peer) ? 2 : 1;
+              sh.first = &p;
+              sh.stream = static_cast<StreamId>(s);
+              sh.op_index = i;
               const Endpoint from = Endpoint::gpu(src), to = Endpoint::gpu(dst);
               const double slowest = degraded ? degraded->slowest({src, dst}) : 1;
               if (body == CollectiveBody::kClosedForm)
@@ -335,42 +375,49 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
             inst.begin = found->second.begin;
             inst.end = found->second.end;
           }
-          if (op.record) event_end[{p.rank, *op.record}] = inst.end;
-          pending.push_back(Pending{g.ops.size(), &p, static_cast<StreamId>(s), i});
+          if (op.record) {
+            const auto e = static_cast<size_t>(*op.record);
+            if (e >= event_end[k].size()) event_end[k].resize(e + 1, -1);
+            event_end[k][e] = inst.end;
+          }
+          pending.push_back(Pending{g.ops.size(), k, static_cast<StreamId>(s), i});
           g.ops.push_back(inst);
         }
       }
     }
-    for (const auto& [key, sh] : collectives)
-      if (sh.arrived != sh.expected)
-        throw RuntimeError("the program cannot finish: a collective is reached by " +
-                           std::to_string(sh.arrived) + " of its " + std::to_string(sh.expected) +
-                           " simulated members (first: " + sh.first_op + ")");
+    for (const auto& shared : collectives)
+      for (const Shared& sh : shared)
+        if (sh.arrived != sh.expected)
+          throw RuntimeError("the program cannot finish: a collective is reached by " +
+                             std::to_string(sh.arrived) + " of its " + std::to_string(sh.expected) +
+                             " simulated members (first: " + sh.first_op() + ")");
     for (const auto& [key, sh] : p2p)
       if (sh.arrived != sh.expected)
-        throw RuntimeError("the program cannot finish: " + sh.first_op +
+        throw RuntimeError("the program cannot finish: " + sh.first_op() +
                            " has no matching send or receive");
     // Pass 2: stream order and event waits.
     for (const auto& pd : pending) {
       const OpInstance& inst = g.ops[pd.instance];
-      const Op& op = pd.program->streams[static_cast<size_t>(pd.stream)].ops[pd.op_index];
+      const Program& program = job.programs[pd.program];
+      const Op& op = program.streams[static_cast<size_t>(pd.stream)].ops[pd.op_index];
       const int32_t entry = inst.begin;
       const bool tracked = track_waits && std::holds_alternative<CollectiveOp>(op.body);
       const auto instance = static_cast<uint32_t>(pd.instance);
-      auto tail = stream_tail.find({inst.rank, inst.stream});
-      if (tail != stream_tail.end()) {
-        g.edge(tail->second, entry);
-        if (tracked) g.member_predecessors.emplace_back(instance, tail->second);
+      int32_t& tail = stream_tail[pd.program][static_cast<size_t>(pd.stream)];
+      if (tail >= 0) {
+        g.edge(tail, entry);
+        if (tracked) g.member_predecessors.emplace_back(instance, tail);
       }
-      stream_tail[{inst.rank, inst.stream}] = inst.end;
+      tail = inst.end;
+      const auto& recorded = event_end[pd.program];
       for (EventId e : op.waits) {
-        auto producer = event_end.find({inst.rank, e});
-        if (producer == event_end.end())
+        const auto ei = static_cast<size_t>(e);
+        if (e < 0 || ei >= recorded.size() || recorded[ei] < 0)
           throw RuntimeError(
-              "the program cannot finish: " + op_name(*pd.program, pd.stream, pd.op_index) +
+              "the program cannot finish: " + op_name(program, pd.stream, pd.op_index) +
               " waits for event " + std::to_string(e) + ", which no op records");
-        g.edge(producer->second, entry);
-        if (tracked) g.member_predecessors.emplace_back(instance, producer->second);
+        g.edge(recorded[ei], entry);
+        if (tracked) g.member_predecessors.emplace_back(instance, recorded[ei]);
       }
     }
   }
@@ -470,9 +517,11 @@ Trace trace_from_times(const ActivityGraph& g, const Job& job, const std::vector
     for (const auto& [instance, node] : g.member_predecessors)
       arrived[instance] = std::max(arrived[instance], finish[static_cast<size_t>(node)]);
   }
+  t.spans.reserve(g.ops.size());
+  const Program* p = nullptr;  // the program of the previous instance: instances come by program
   for (size_t k = 0; k < g.ops.size(); ++k) {
     const OpInstance& inst = g.ops[k];
-    const Program* p = job.program_for(inst.rank);
+    if (p == nullptr || p->rank != inst.rank) p = job.program_for(inst.rank);
     const Op& op = p->streams[static_cast<size_t>(inst.stream)].ops[inst.op_index];
     const double start = finish[static_cast<size_t>(inst.begin)];
     const double end = finish[static_cast<size_t>(inst.end)];
