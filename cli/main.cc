@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/analyze_command.h"
 #include "cli/commands.h"
 #include "cli/plan_command.h"
 #include "cli/sweep_command.h"
@@ -308,6 +309,9 @@ int main(int argc, char** argv) {
                    "configuration); runs nothing")
       ->expected(1, 100000);
 
+  AnalyzeOptions ana;
+  auto* analyze = add_analyze_command(app, ana);
+
   PlanOptions pl;
   auto* plan = app.add_subcommand(
       "plan",
@@ -341,14 +345,14 @@ int main(int argc, char** argv) {
   if (argc > 1 && argv[1][0] != '-') {
     const std::vector<std::string> verbs = {"simulate", "validate", "collective", "catalog",
                                             "compare",  "real",     "calibrate",  "sweep",
-                                            "plan"};
+                                            "analyze",  "plan"};
     if (std::find(verbs.begin(), verbs.end(), argv[1]) == verbs.end()) {
       std::string hint = dtsim::did_you_mean(argv[1], verbs);
       std::cerr
           << "error: unknown command '" << argv[1] << "'"
           << (hint.empty() ? "" : "; did you mean '" + hint + "'?")
-          << " Commands: simulate, validate, collective, catalog, compare, real, calibrate, sweep, plan. "
-             "Run "
+          << " Commands: simulate, validate, collective, catalog, compare, real, calibrate, sweep, "
+             "analyze, plan. Run "
              "'dtsim --help'.\n";
       return kExitBadInput;
     }
@@ -370,6 +374,7 @@ int main(int argc, char** argv) {
     if (compare->parsed()) return run_compare(cmp, std::cout);
     if (real->parsed()) return run_real(rl, std::cout);
     if (sweep->parsed()) return run_sweep(std::move(sw), std::cout);
+    if (analyze->parsed()) return run_analyze(ana, std::cout);
     if (plan->parsed()) return run_plan(pl, std::cout);
     if (calibrate->parsed()) {
       for (int i = 0; i < argc; ++i) cal.command += (i ? " " : "") + std::string(argv[i]);

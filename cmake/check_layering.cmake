@@ -17,10 +17,12 @@ set(_models ${_ir} models)
 set(_sim ${_exec} sim)
 set(_real ${_exec} real)
 set(_driver ${_report} models sim real driver)
-set(_cli ${_driver} cli)
+# gui/plot draws from the driver's analyses; the CLI's analyze verb draws with it.
+set(_plot ${_driver} gui/plot)
+set(_cli ${_driver} gui/plot cli)
 
 set(stages core/base core/reliability core/hardware core/scenario core/ir core/strategy core/collectives core/exec
-  core/report models sim real driver cli)
+  core/report models sim real driver gui/plot cli)
 if(NOT SOURCE_DIR)
   message(FATAL_ERROR "check_layering: pass -DSOURCE_DIR=<repository root>")
 endif()

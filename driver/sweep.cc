@@ -278,10 +278,7 @@ ResultsFile existing_rows(const std::string& path, const std::vector<std::string
   }
   if (file.dropped_partial_lines) {
     // Cut the partial line off, so the next row starts on a line of its own.
-    std::ifstream in(path, std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const size_t keep = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
-    if (::truncate(path.c_str(), static_cast<off_t>(keep)) != 0)
+    if (::truncate(path.c_str(), static_cast<off_t>(file.complete_bytes)) != 0)
       throw RuntimeError("cannot repair " + path + ": " + std::string(std::strerror(errno)));
   }
   return file;

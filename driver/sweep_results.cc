@@ -302,6 +302,7 @@ ResultsFile parse_results(const std::string& text, const std::string& path, Resu
   size_t complete = text.rfind('\n');
   complete = complete == std::string::npos ? 0 : complete + 1;
   if (complete < text.size()) file.dropped_partial_lines = 1;
+  size_t record_start = 0;  // where the CSV record being joined began
   std::vector<std::string> lines;
   std::vector<int> line_numbers;
   {
@@ -311,13 +312,17 @@ ResultsFile parse_results(const std::string& text, const std::string& path, Resu
     int record_line = 0;
     while (start < complete) {
       const size_t end = text.find('\n', start);
+      const size_t line_start = start;
       std::string line = text.substr(start, end - start);
       if (!line.empty() && line.back() == '\r') line.pop_back();
       ++number;
       start = end + 1;
       if (file.format == ResultsFormat::kCsv) {
         // A quoted cell may hold newlines: join until the quotes balance.
-        if (record.empty()) record_line = number;
+        if (record.empty()) {
+          record_line = number;
+          record_start = line_start;
+        }
         record += (record.empty() && record_line == number ? "" : "\n") + line;
         if (!quotes_balanced(record)) continue;
         lines.push_back(std::move(record));
@@ -328,7 +333,11 @@ ResultsFile parse_results(const std::string& text, const std::string& path, Resu
         line_numbers.push_back(number);
       }
     }
-    if (!record.empty()) throw bad_file(path, record_line, "a quoted cell is never closed");
+    // A record whose quoted cell never closes was cut off mid-write (rows are written whole).
+    if (!record.empty()) {
+      file.dropped_partial_lines = 1;
+      complete = record_start;
+    }
   }
   if (file.format == ResultsFormat::kJsonl) {
     for (size_t i = 0; i < lines.size(); ++i) {
@@ -342,8 +351,10 @@ ResultsFile parse_results(const std::string& text, const std::string& path, Resu
           file.varied_keys.push_back(k);
       file.rows.push_back(std::move(row));
     }
+    file.complete_bytes = complete;
     return file;
   }
+  file.complete_bytes = complete;
   if (lines.empty()) return file;  // an empty file: no header yet
   std::vector<std::string> header;
   if (!split_csv(lines[0], header) || header.empty() || header[0] != kConfigColumn)

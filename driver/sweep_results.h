@@ -77,6 +77,7 @@ struct ResultsFile {
   std::vector<std::string> varied_keys;  // in the file's column order
   std::vector<SweepRow> rows;
   int dropped_partial_lines = 0;  // an unterminated last line, dropped
+  size_t complete_bytes = 0;      // the length of the whole rows before it
 };
 // Reads a file written by dtsim sweep (either format).
 ResultsFile read_results(const std::string& path);

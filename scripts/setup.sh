@@ -28,7 +28,11 @@ packages=(build-essential cmake ninja-build pkg-config
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libeigen3-dev libsimgrid-dev python3 python3-jsonschema
-  libopenmpi-dev openmpi-bin)
+  libopenmpi-dev openmpi-bin
+  # Qt 6 for the plotting module (gui/plot: dtsim analyze --plot) and the GUI. Qt Charts' CMake
+  # package needs Qt OpenGL's, which apt leaves out without recommends; the offscreen platform
+  # that draws without a display comes with qt6-base-dev (libqt6gui6) and needs one font.
+  qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev fonts-dejavu-core)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -55,7 +59,9 @@ configure() {  # dir, extra cmake args... (warnings are errors here and in CI: D
   fi
 }
 
-configure "$build"
+# DTSIM_ENABLE_GUI=ON: the packages above are installed, so a Qt that is not found is an error
+# here rather than plotting tests that silently go missing.
+configure "$build" -DDTSIM_ENABLE_GUI=ON
 if [[ $mode == run ]]; then
   # Running needs only the dtsim command, not the test suite.
   echo "setup: building dtsim in $build with $jobs jobs"
@@ -79,10 +85,14 @@ cmake --build "$release" --parallel "$jobs" --target dtsim
 if [[ ${DTSIM_SKIP_SANITIZE:-0} != 1 ]]; then
   # The bad-input corpus again, with AddressSanitizer and UBSan on every dtsim code path it hits.
   san=${build}-sanitize
-  configure "$san" -DCMAKE_BUILD_TYPE=Debug -DDTSIM_SANITIZE=address,undefined -DDTSIM_ENABLE_CUDA=OFF
+  # Built without Qt (DTSIM_ENABLE_GUI=OFF), so CI also compiles the build without plotting and
+  # checks that `dtsim analyze --plot` refuses there (the analyze_cli test).
+  configure "$san" -DCMAKE_BUILD_TYPE=Debug -DDTSIM_SANITIZE=address,undefined -DDTSIM_ENABLE_CUDA=OFF \
+    -DDTSIM_ENABLE_GUI=OFF
   echo "setup: building the sanitizer configuration in $san"
   cmake --build "$san" --parallel "$jobs" --target dtsim bad_input_test
   (cd "$san" && ctest --output-on-failure --parallel "$jobs" --label-regex badinput)
+  (cd "$san" && ctest --output-on-failure --tests-regex '^analyze_cli$')
   # The fuzzers on a fixed budget under the sanitizers: mutated YAML, and boundary values on
   # every numeric key (tests/fuzz/; longer runs are recorded in bench/results/property-fuzz.md).
   echo "setup: fuzzing the sanitizer build (fixed seeds)"

@@ -1,0 +1,130 @@
+#include "cli/analyze_command.h"
+
+#include <algorithm>
+#include <cctype>
+#include <memory>
+#include <optional>
+
+#include "core/base/error.h"
+#include "core/base/text.h"
+#include "driver/analysis.h"
+#include "driver/output_file.h"
+#include "driver/sweep_results.h"
+#if DTSIM_HAVE_PLOT
+#include "gui/plot/plot.h"
+#include "gui/plot/scaling_plots.h"
+#endif
+
+namespace dtsim::cli {
+namespace {
+
+InputError plot_error(const std::string& why) {
+  return InputError(Diagnostic{SourceLocation{}, "--plot", why});
+}
+
+// The plot's format from its extension (any case).
+bool has_extension(const std::string& path, const std::string& extension) {
+  if (path.size() < extension.size()) return false;
+  std::string tail = path.substr(path.size() - extension.size());
+  std::transform(tail.begin(), tail.end(), tail.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return tail == extension;
+}
+
+}  // namespace
+
+bool plotting_available() {
+  return DTSIM_HAVE_PLOT != 0;
+}
+
+CLI::App* add_analyze_command(CLI::App& app, AnalyzeOptions& o) {
+  auto* analyze = app.add_subcommand(
+      "analyze",
+      "Scaling analysis of a results file of dtsim sweep: speedup and efficiency against the GPU "
+      "count (or any varied key), Amdahl and Gustafson fits of the serial fraction with a 95 % "
+      "interval, the Karp-Flatt serial fraction per point, and where the efficiency goes "
+      "(exposed communication, pipeline bubble, straggler wait, failures).\n"
+      "  dtsim sweep scenarios/default.yaml --vary cluster.nodes=1,2,4,8 -o scaling.csv\n"
+      "  dtsim analyze scaling.csv --plot scaling.svg\n"
+      "What the report shows:\n"
+      "  scaling     strong (global batch fixed) or weak (batch grows with the scale n = x / "
+      "smallest x)\n"
+      "  speedup     S = throughput / throughput at the smallest x: the time ratio for strong "
+      "scaling, Gustafson's scaled speedup for weak scaling\n"
+      "  efficiency  E = S / n (100 % is ideal)\n"
+      "  Amdahl      f in S = 1 / (f + (1 - f) / n), a fraction of the smallest run's time; the "
+      "speedup can never exceed 1/f\n"
+      "  Gustafson   f in S = n - f (n - 1)\n"
+      "  Karp-Flatt  e = (1/S - 1/n) / (1 - 1/n) per point: a constant e means a fixed serial "
+      "part, a growing e overhead that grows with the job\n"
+      "  efficiency loss  percentage points lost against the smallest x, by cause; they add up "
+      "to 100 % - E\n"
+      "Only rows with status ok count; the others are listed as skipped. Exit 2 for a corrupt "
+      "results file, an unknown or non-numeric --x, or fewer than 3 ok rows.");
+  analyze->add_option("results", o.results, "results file of dtsim sweep (.csv or .jsonl)")
+      ->required();
+  analyze->add_option("--x", o.x_key,
+                      "the key to scale along: a varied key (cluster.nodes) or a numeric result "
+                      "key; default config.gpus");
+  analyze->add_option(
+      "--plot", o.plot,
+      "write the three charts (speedup with the ideal, Amdahl and Gustafson "
+      "curves; efficiency; stacked step-time breakdown) one above the other into "
+      "one file, OUT.svg or OUT.png (960 px wide, 520 px per chart); needs a "
+      "build with Qt 6 Charts" +
+          std::string(plotting_available() ? ""
+                                           : " (this build has none: install qt6-base-dev "
+                                             "qt6-charts-dev qt6-svg-dev and rebuild)"));
+  analyze->add_flag("--json", o.json,
+                    "print the analysis as JSON: per point scale, speedup, efficiency, "
+                    "karp_flatt_serial_fraction and efficiency_loss (fractions), and the amdahl "
+                    "and gustafson fits");
+  return analyze;
+}
+
+int run_analyze(const AnalyzeOptions& o, std::ostream& out) {
+  std::unique_ptr<driver::OutputFile> plot_file;
+#if DTSIM_HAVE_PLOT
+  std::optional<plot::ImageFormat> format;
+#endif
+  if (!o.plot.empty()) {
+    if (!plotting_available())
+      throw plot_error(
+          "this dtsim was built without Qt 6 Charts, so it cannot plot; install qt6-base-dev "
+          "qt6-charts-dev qt6-svg-dev (scripts/setup.sh installs them) and rebuild with "
+          "-DDTSIM_ENABLE_GUI=AUTO or ON. The report and --json need no Qt");
+    const bool svg = has_extension(o.plot, ".svg"), png = has_extension(o.plot, ".png");
+    if (!svg && !png)
+      throw plot_error("expected a file ending in .svg or .png, found '" + printable(o.plot, 200) +
+                       "'");
+#if DTSIM_HAVE_PLOT
+    format = svg ? plot::ImageFormat::kSvg : plot::ImageFormat::kPng;
+#endif
+    // Checked before the file is read, so a bad path costs nothing.
+    plot_file =
+        std::make_unique<driver::OutputFile>(o.plot, "--plot", std::vector<std::string>{o.results},
+                                             std::vector<const driver::OutputFile*>{});
+  }
+  const driver::ResultsFile results = driver::read_results(o.results);
+  const driver::ScalingAnalysis analysis = driver::analyze_results(results, o.x_key);
+
+  if (plot_file) {
+#if DTSIM_HAVE_PLOT
+    plot_file->commit(plot::render_charts(plot::scaling_charts(analysis), *format));
+#endif
+  }
+  if (o.json) {
+    nlohmann::json j = driver::analysis_to_json(analysis);
+    j["plot_file"] = plot_file ? nlohmann::json(o.plot) : nlohmann::json();
+    out << j.dump(2) << "\n";
+    return 0;
+  }
+  out << driver::render_analysis(analysis);
+  if (plot_file)
+    out << "\nPlots: " << printable(o.plot, 200)
+        << ": speedup, efficiency and step-time breakdown against " << driver::x_axis_name(o.x_key)
+        << ", one above the other\n";
+  return 0;
+}
+
+}  // namespace dtsim::cli
