@@ -190,7 +190,8 @@ nlohmann::json report_json(const driver::PlanReport& rep) {
           {"ranked", ranked}};
 }
 
-void render(const driver::PlanReport& rep, const std::string& scenario, std::ostream& out) {
+void render(const driver::PlanReport& rep, const std::string& scenario,
+            const std::vector<std::string>& overrides, std::ostream& out) {
   out << "dtsim plan: " << printable(rep.scenario_name, 200) << " (" << rep.gpus << " x " << rep.gpu
       << ", global batch " << rep.global_batch_size << ")\n";
   out << "  searched     " << rep.enumerated << " configurations in "
@@ -263,6 +264,7 @@ void render(const driver::PlanReport& rep, const std::string& scenario, std::ost
     const auto& best = rep.ranked.front();
     out << "\nbest: " << best.config.describe() << "\n  dtsim simulate "
         << printable(scenario, 200);
+    for (const auto& o : overrides) out << " --set " << printable(o, 200);
     for (const auto& o : best.config.overrides()) out << " --set " << o;
     out << "\n";
   }
@@ -296,7 +298,7 @@ int run_plan(const PlanOptions& o, std::ostream& out) {
   if (o.json)
     out << report_json(rep).dump(2) << "\n";
   else
-    render(rep, o.scenario, out);
+    render(rep, o.scenario, o.overrides, out);
   return 0;
 }
 
