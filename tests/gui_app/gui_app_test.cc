@@ -363,8 +363,8 @@ void GuiAppTest::headless_screenshot() {
 void GuiAppTest::committed_screenshots_are_not_blank() {
   // scripts/gui-screenshots.sh writes these; README.md and docs/user-guide.md show them.
   const QDir images(kSource + "/docs/images");
-  for (const QString& scenario : {"default", "gpt3-175b-3d"})
-    for (const QString& tab : {"editor", "summary", "timeline", "memory", "scaling"}) {
+  for (const char* scenario : {"default", "gpt3-175b-3d"})
+    for (const char* tab : {"editor", "summary", "timeline", "memory", "scaling"}) {
       const QString name = QString("gui-%1-%2.png").arg(scenario, tab);
       const QImage image(images.filePath(name));
       QVERIFY2(!image.isNull(), qPrintable(name + " is missing or not a PNG"));
