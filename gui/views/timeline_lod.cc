@@ -52,9 +52,10 @@ void lane_rects(const TraceLane& lane, double start_us, double us_per_px, int wi
   auto it = std::lower_bound(lane.spans.begin(), lane.spans.end(), start_us - lane.longest_us,
                              [](const TraceSpan& s, double t) { return s.start_us < t; });
   MergedRun run;
-  for (; it != lane.spans.end() && it->start_us <= end_us; ++it) {
+  for (; it != lane.spans.end() && it->start_us < end_us; ++it) {
     const TraceSpan& s = *it;
-    if (s.end_us() < start_us) continue;
+    // A span that ends where the range starts is not in it (zero-length spans at the start are).
+    if (s.end_us() < start_us || (s.duration_us > 0 && s.end_us() == start_us)) continue;
     const double x0 = std::max(0.0, (s.start_us - start_us) / us_per_px);
     const double x1 = std::min(width, (s.end_us() - start_us) / us_per_px);
     const int index = static_cast<int>(it - lane.spans.begin());

@@ -195,6 +195,8 @@ std::shared_ptr<const TraceModel> TraceModel::from_json(const nlohmann::json& tr
   }
   if (pending.empty())
     fail(source, "no spans: expected complete events (\"ph\": \"X\") in traceEvents");
+  // A named thread is a lane even without spans: a stream that had nothing to do is worth seeing.
+  for (const auto& [key, name] : thread_names) lane_of.try_emplace(key, 0);
 
   // Lanes in (pid, tid) order.
   for (auto& [key, lane_index] : lane_of) {

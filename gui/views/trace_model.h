@@ -7,7 +7,9 @@
 //   with a "traceEvents" array, or a bare array of events) or holds no complete events.
 // - A lane is one (pid, tid) pair of the trace: with dtsim, one stream of one rank on one node,
 //   named "node 0 / rank 3 compute" from the process_name and thread_name metadata events
-//   ("node P / thread T" when the trace names neither). Lanes are ordered by pid, then tid
+//   ("node P / thread T" when the trace names neither). A named thread without spans is a lane
+//   too (a pipeline stream with nothing to send), so a dtsim trace has ranks x streams lanes.
+//   Lanes are ordered by pid, then tid
 //   (dtsim's tid is rank x 64 + stream, so a rank's streams stay together).
 // - Complete events ("ph": "X") become spans; times are microseconds, as in the file. Other
 //   phases (metadata, instants) carry no duration and are not spans.
