@@ -29,35 +29,15 @@
 #include "gui/app/scenario_editor.h"
 #include "gui/app/summary_view.h"
 #include "gui/app/yaml_edit.h"
-#ifdef DTSIM_HAVE_VIEWS
 #include "gui/views/compare_view.h"
 #include "gui/views/export.h"
 #include "gui/views/memory_view.h"
 #include "gui/views/scaling_view.h"
 #include "gui/views/timeline_view.h"
 #include "gui/views/trace_model.h"
-#endif
 
 namespace dtsim::gui {
 
-#ifndef DTSIM_HAVE_VIEWS
-class TimelineView : public QLabel {
- public:
-  using QLabel::QLabel;
-};
-class MemoryView : public QLabel {
- public:
-  using QLabel::QLabel;
-};
-class ScalingView : public QLabel {
- public:
-  using QLabel::QLabel;
-};
-class CompareView : public QLabel {
- public:
-  using QLabel::QLabel;
-};
-#endif
 
 namespace {
 
@@ -89,18 +69,11 @@ MainWindow::MainWindow(const Options& options, QWidget* parent)
     : QMainWindow(parent), options_(options) {
   editor_ = new ScenarioEditor(this);
   summary_ = new SummaryView(this);
-#ifdef DTSIM_HAVE_VIEWS
   timeline_ = new TimelineView(this);
   memory_ = new MemoryView(this);
   scaling_ = new ScalingView(this);
   scaling_->set_dtsim(options_.dtsim);
   compare_ = new CompareView(this);
-#else
-  timeline_ = new TimelineView("The timeline of the last run will show here.", this);
-  memory_ = new MemoryView("Memory per GPU of the last run will show here.", this);
-  scaling_ = new ScalingView("The scaling of the scenario will show here.", this);
-  compare_ = new CompareView("Two runs side by side will show here.", this);
-#endif
   tabs_ = new QTabWidget(this);
   tabs_->addTab(editor_, "Editor");
   tabs_->addTab(summary_, "Summary");
@@ -293,12 +266,7 @@ void MainWindow::do_export() {
 }
 
 void MainWindow::export_view(const QString& path) {
-#ifdef DTSIM_HAVE_VIEWS
   export_widget(tabs_->currentWidget(), path);
-#else
-  if (!tabs_->currentWidget()->grab().save(path))
-    throw RuntimeError(path.toStdString() + ": cannot write the image");
-#endif
 }
 
 bool MainWindow::confirm_discard() {
@@ -381,9 +349,7 @@ bool MainWindow::run_simulation(QString* why) {
       // The loader accepted the text, so it parses; nothing to add.
     }
   }
-#ifdef DTSIM_HAVE_VIEWS
   scaling_->set_scenario(request.scenario_file, request.overrides);
-#endif
   if (run_) run_->deleteLater();
   run_ = new SimulationRun(this);
   connect(run_, &SimulationRun::progress, this, [this](const QString& line) {
@@ -459,7 +425,6 @@ void MainWindow::show_run(const RunRecord& record) {
       record.result,
       QString("%1 (run %2, %3 engine)").arg(record.label).arg(record.id).arg(record.engine));
   if (tabs_->currentWidget() == editor_) tabs_->setCurrentWidget(summary_);
-#ifdef DTSIM_HAVE_VIEWS
   memory_->set_result(record.result);
   // A trace of a large run is tens of MB of JSON: read it off the UI thread.
   const QString trace_file = record.trace_file;
@@ -485,9 +450,6 @@ void MainWindow::show_run(const RunRecord& record) {
   connect(loader, &QThread::finished, loader, &QObject::deleteLater);
   loaders_.emplace_back(loader);
   loader->start();
-#else
-  emit run_shown(record.id, false);
-#endif
 }
 
 void MainWindow::compare_runs(int first_id, int second_id) {
@@ -501,9 +463,7 @@ void MainWindow::compare_runs(int first_id, int second_id) {
     statusBar()->showMessage("Compare needs two runs that finished.");
     return;
   }
-#ifdef DTSIM_HAVE_VIEWS
   compare_->set_files(a->result_file, b->result_file, a->trace_file, b->trace_file);
-#endif
   tabs_->setCurrentWidget(compare_);
 }
 

@@ -24,10 +24,8 @@
 #include "gui/app/scenario_editor.h"
 #include "gui/app/scenario_form.h"
 #include "gui/app/summary_view.h"
-#ifdef DTSIM_HAVE_VIEWS
 #include "gui/views/timeline_view.h"
 #include "gui/views/trace_model.h"
-#endif
 
 using namespace dtsim;
 using namespace dtsim::gui;
@@ -257,7 +255,6 @@ void GuiAppTest::simulation_runs_end_to_end() {
 }
 
 void GuiAppTest::timeline_builds_lanes_from_trace() {
-#ifdef DTSIM_HAVE_VIEWS
   MainWindow window(options("analytic"));
   window.show();
   QString error;
@@ -268,9 +265,6 @@ void GuiAppTest::timeline_builds_lanes_from_trace() {
   const auto expected = TraceModel::load(r.trace_file);
   QCOMPARE(window.timeline()->trace()->lanes().size(), expected->lanes().size());
   QVERIFY(!window.timeline()->trace()->lanes().empty());
-#else
-  QFAIL("the views library (gui/views) is not in this build");
-#endif
 }
 
 void GuiAppTest::cancel_leaves_no_process() {
