@@ -10,6 +10,9 @@
 #include "core/base/error.h"
 #include "gui/app/main_window.h"
 #include "gui/app/scenario_editor.h"
+#include "gui/app/scenario_form.h"
+#include "gui/app/yaml_edit.h"
+#include "gui/views/scaling_view.h"
 
 namespace dtsim::gui {
 namespace {
@@ -51,7 +54,51 @@ int exit_code_of(const RunRecord& r) {
   return r.status == RunRecord::Status::kBadInput ? kExitBadInput : kExitRuntime;
 }
 
+// Runs the scaling tab's sweep and waits for its charts.
+int sweep_and_wait(MainWindow& window, const HeadlessRequest& request) {
+  QString key = "cluster.nodes";
+  QString values;
+  if (!request.vary.isEmpty()) {
+    key = request.vary.section('=', 0, 0);
+    values = request.vary.section('=', 1);
+  } else {
+    int nodes = 1;
+    try {
+      const auto entries = yaml_entries(window.editor()->text().toStdString());
+      if (auto it = entries.find("cluster.nodes"); it != entries.end())
+        nodes = std::stoi(it->second.text);
+    } catch (const std::exception&) {
+      nodes = 1;  // the loader accepted the file; a missing count is the default, 1
+    }
+    values = default_node_sweep(nodes);
+  }
+  window.scaling()->set_scenario(request.scenario, {});
+  QEventLoop loop;
+  bool ok = false, ended = false;
+  QObject::connect(window.scaling(), &ScalingView::sweep_finished, &loop, [&](bool result) {
+    ok = result;
+    ended = true;
+    loop.quit();
+  });
+  window.scaling()->start_sweep(key, values, request.engine);
+  if (!ended && !window.scaling()->sweep_running() && !window.scaling()->error().isEmpty()) {
+    error_line(window.scaling()->error());
+    return kExitBadInput;
+  }
+  if (!ended) loop.exec();
+  if (!ok) {
+    error_line(window.scaling()->error());
+    return kExitRuntime;
+  }
+  return kExitOk;
+}
+
 }  // namespace
+
+QString default_node_sweep(int nodes) {
+  if (nodes < 8) return "1,2,4,8";
+  return QString("%1,%2,%3,%4").arg(nodes / 8).arg(nodes / 4).arg(nodes / 2).arg(nodes);
+}
 
 bool tab_needs_run(const QString& tab) {
   return tab == "summary" || tab == "timeline" || tab == "memory" || tab == "compare";
@@ -86,7 +133,12 @@ int take_screenshot(const HeadlessRequest& request) {
       window.compare_runs(first.id, second.id);
     }
   }
+  if (request.tab == "scaling")
+    if (const int code = sweep_and_wait(window, request); code != kExitOk) return code;
   window.select_tab(request.tab);
+  // The editor's picture shows the cluster's fields beside the YAML (the first section holds
+  // only the name and description).
+  if (request.tab == "editor") window.editor()->form()->setCurrentIndex(1);
   // Let layouts, deferred loads and repaints settle before the picture is taken.
   for (int i = 0; i < 5; ++i) {
     QApplication::processEvents();

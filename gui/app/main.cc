@@ -50,12 +50,15 @@ Options:
   --tab NAME           tab for --screenshot: editor | summary | timeline | memory | scaling |
                        compare (default summary; compare runs the other engine beside E)
   --size WxH           window size in pixels for --screenshot (default 1280x800)
+  --vary KEY=VALUES    the sweep of --tab scaling (default: cluster.nodes at the scenario's
+                       count and three halvings, or 1,2,4,8), e.g. parallelism.tensor=1,2,4,8
   -h, --help           this help
   --version            the version
 
 Examples:
   dtsim-gui scenarios/default.yaml
   dtsim-gui scenarios/default.yaml --screenshot summary.png --tab summary
+  dtsim-gui scenarios/default.yaml --screenshot scaling.png --tab scaling --engine analytic
   dtsim-gui scenarios/gpt3-175b-tp8-pp8-interleaved-1024-a100.yaml --engine analytic \
       --screenshot timeline.png --tab timeline
 Without a display, --screenshot draws offscreen (QT_QPA_PLATFORM=offscreen); under Xvfb
@@ -69,6 +72,13 @@ std::string help_text() {
   const std::string marker = "%ENGINES%";
   text.replace(text.find(marker), marker.size(), engines);
   return text;
+}
+
+// Qt's own messages, marked as such; the offscreen platform's notice that it cannot resize a
+// native window (it has none) says nothing to a user and is dropped.
+void qt_message(QtMsgType, const QMessageLogContext&, const QString& message) {
+  if (message.contains("propagateSizeHints")) return;
+  std::cerr << "dtsim-gui: Qt: " << message.toStdString() << "\n";
 }
 
 int bad_input(const std::string& message) {
@@ -91,7 +101,8 @@ int main(int argc, char** argv) {
   const QCommandLineOption screenshot("screenshot", "image", "FILE");
   const QCommandLineOption tab("tab", "tab", "NAME", "summary");
   const QCommandLineOption size("size", "size", "WxH", "1280x800");
-  parser.addOptions({help, version, engine, dtsim, screenshot, tab, size});
+  const QCommandLineOption vary("vary", "vary", "KEY=VALUES");
+  parser.addOptions({help, version, engine, dtsim, screenshot, tab, size, vary});
   parser.addPositionalArgument("scenario", "scenario");
   if (!parser.parse(args)) return bad_input(parser.errorText().toStdString());
   if (parser.isSet(help)) {
@@ -126,6 +137,9 @@ int main(int argc, char** argv) {
                      ": expected WIDTHxHEIGHT in pixels, from 320x240 to 8192x8192");
   const bool headless = parser.isSet(screenshot);
   if (headless && scenario.isEmpty()) return bad_input("--screenshot needs a SCENARIO to show");
+  if (parser.isSet(vary) && !parser.value(vary).contains('='))
+    return bad_input("--vary " + parser.value(vary).toStdString() +
+                     ": expected KEY=VALUES, e.g. cluster.nodes=1,2,4,8");
 
   const bool has_display = !qEnvironmentVariableIsEmpty("DISPLAY") ||
                            !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") ||
@@ -147,6 +161,7 @@ int main(int argc, char** argv) {
     qputenv("XDG_RUNTIME_DIR", dir.toLocal8Bit());
   }
 
+  qInstallMessageHandler(qt_message);
   QApplication app(argc, argv);
   QApplication::setOrganizationName("dtsim");
   QApplication::setApplicationName("dtsim-gui");
@@ -161,6 +176,7 @@ int main(int argc, char** argv) {
     request.engine = engine_name;
     request.dtsim = program;
     request.size = window_size;
+    request.vary = parser.value(vary);
     return dtsim::gui::take_screenshot(request);
   }
 

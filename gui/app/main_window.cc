@@ -38,7 +38,6 @@
 
 namespace dtsim::gui {
 
-
 namespace {
 
 const QStringList kTabNames{"editor", "summary", "timeline", "memory", "scaling", "compare"};
@@ -86,6 +85,10 @@ MainWindow::MainWindow(const Options& options, QWidget* parent)
   build_menus();
   connect(editor_, &ScenarioEditor::modified_changed, this, &MainWindow::update_title);
   connect(editor_, &ScenarioEditor::file_changed, this, &MainWindow::update_title);
+  // The Scaling tab sweeps the file as saved; a run updates it to what was run.
+  connect(editor_, &ScenarioEditor::file_changed, this, [this](const QString& path) {
+    if (!path.isEmpty()) scaling_->set_scenario(path, {});
+  });
   connect(editor_, &ScenarioEditor::validated, this, [this](bool ok) {
     const auto n = editor_->diagnostics().size();
     statusBar()->showMessage(

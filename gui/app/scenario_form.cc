@@ -47,7 +47,8 @@ FieldEditor::FieldEditor(const nlohmann::json& node, const QStringList& extra_ch
   const QString type = str(node, "type");
   const QString doc = str(node, "doc");
   const QString def = str(node, "default");
-  const QString hint = str(node, "description");
+  QString hint = str(node, "description");
+  if (hint == "text") hint = str(node, "doc");  // free text: its doc says more than its type
   QStringList choices;
   if (node.contains("choices"))
     for (const auto& c : node.at("choices"))
@@ -210,13 +211,29 @@ void ScenarioForm::add_node(const nlohmann::json& node, QFormLayout* layout) {
   }
   auto* box = new QGroupBox(title, layout->parentWidget());
   box->setToolTip(str(node, "doc"));
-  auto* inner = new QFormLayout(box);
+  auto* box_layout = new QVBoxLayout(box);
+  auto* contents = new QWidget(box);
+  box_layout->addWidget(contents);
+  auto* inner = new QFormLayout(contents);
+  inner->setContentsMargins(0, 0, 0, 0);
   inner->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
   for (const auto& child : node.at("children")) add_node(child, inner);
+  if (type == "name-or-map") {
+    // Folded until wanted: most scenarios name a catalog entry and never write an inline spec.
+    box->setCheckable(true);
+    box->setChecked(false);
+    contents->hide();
+    connect(box, &QGroupBox::toggled, contents, &QWidget::setVisible);
+    inline_boxes_[path] = box;
+  }
   layout->addRow(box);
 }
 
 void ScenarioForm::set_values(const std::map<std::string, YamlEntry>& entries) {
+  for (auto& [path, box] : inline_boxes_) {
+    auto it = entries.find(path.toStdString());
+    if (it != entries.end() && !it->second.scalar) box->setChecked(true);
+  }
   for (auto& [path, field] : fields_) {
     auto it = entries.find(path.toStdString());
     if (it == entries.end()) {

@@ -12,6 +12,8 @@
 // - A user's edit emits edited(path, value, raw_yaml) once per committed change (Enter, focus
 //   leaving the field, a pick); an empty value means "leave the key out". set_values() shows the
 //   YAML's values and emits nothing.
+// - A catalog name's inline spec (cluster.gpu, cluster.intra_node) is a box folded until it is
+//   ticked or the YAML holds a map there.
 // - set_errors() shows each loader message at the field of its key (or of the nearest ancestor
 //   that has a field), and clears the others.
 #pragma once
@@ -28,6 +30,7 @@ class QComboBox;
 class QLabel;
 class QLineEdit;
 class QFormLayout;
+class QGroupBox;
 
 namespace dtsim::gui {
 
@@ -88,6 +91,7 @@ class ScenarioForm : public QTabWidget {
   void add_node(const nlohmann::json& node, QFormLayout* layout);
 
   std::map<QString, FieldEditor*> fields_;
+  std::map<QString, QGroupBox*> inline_boxes_;
   QStringList name_or_map_;
   QStringList model_presets_;
 };
