@@ -26,6 +26,10 @@
 // - Compute hosts run at the GPU's dense peak for the training precision; a kernel is an Exec of
 //   (roofline seconds x peak) FLOPs, so its duration is exactly the roofline time.
 // - One `timer` host with a million cores times delays and zero-time joins without sharing.
+// - Which GPU links a flow crosses (both GPUs' own links inside a node; between nodes only NIC
+//   and uplink links, plus the GPU's own link on PCIe nodes) is also stated by
+//   fabric_link_users() in core/exec/activity_graph.h, whose proof that a collective is alone on
+//   its links relies on it: change both together.
 #pragma once
 
 #include <simgrid/s4u.hpp>

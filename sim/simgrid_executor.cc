@@ -32,37 +32,56 @@ namespace {
 // of 40k activities runs 4x slower than one of 20k), so the graph is walked here instead: joins
 // resolve without SimGrid, and each finished activity's completion callback launches its ready
 // successors. Measured: 200k dependent comms in 0.7 s this way, against minutes pre-built.
+//
+// Several runners may run one after another in one engine (the alone collectives' schedules are
+// timed first, then the graph): one completion callback serves the runner that is running.
 class LazyRunner {
  public:
+  // `alone_seconds`: the duration of each of g.alone's schedules (kAlone nodes).
   LazyRunner(const ActivityGraph& g, const Cluster& cluster, const Platform& p,
-             MaestroActivities& maestro)
+             MaestroActivities& maestro, std::vector<double> alone_seconds = {})
       : g_(g),
         cluster_(cluster),
         p_(p),
         maestro_(maestro),
+        alone_seconds_(std::move(alone_seconds)),
         waiting_(g.nodes.size()),
-        finish_(g.nodes.size(), -1.0),
-        holder_(g.nodes.size()),
-        adopted_(g.nodes.size(), maestro.none()) {
+        finish_(g.nodes.size(), -1.0) {
     for (size_t i = 0; i < g.nodes.size(); ++i) waiting_[i] = g.nodes[i].predecessors;
   }
 
+  // Starts the graph at the engine's current time, which becomes its time zero.
   void start() {
-    sg4::Activity::on_completion_cb([this](sg4::Activity const& a) { on_completion(a); });
+    static bool registered = false;
+    if (!registered)
+      sg4::Activity::on_completion_cb([](sg4::Activity const& a) {
+        if (running_) running_->on_completion(a);
+      });
+    registered = true;
+    running_ = this;
+    origin_ = sg4::Engine::get_clock();
     std::vector<int32_t> roots;
     for (size_t i = 0; i < g_.nodes.size(); ++i)
       if (waiting_[i] == 0) roots.push_back(static_cast<int32_t>(i));
-    for (int32_t v : roots) ready(v, 0.0);
+    for (int32_t v : roots) ready(v, origin_);
   }
 
+  // Finish times from the start (s). Runs that started later than time zero (after the alone
+  // collectives were timed) are shifted back: the only change is the clock's rounding there.
   std::vector<double> finish_times() const {
     size_t unfinished = 0;
     for (double f : finish_) unfinished += f < 0 ? 1 : 0;
     if (unfinished > 0)
       throw RuntimeError(std::to_string(unfinished) + " of " + std::to_string(finish_.size()) +
                          " activities never ran: the program's ops wait on each other in a cycle");
-    return finish_;
+    std::vector<double> shifted = finish_;
+    if (origin_ != 0)
+      for (double& f : shifted) f -= origin_;
+    return shifted;
   }
+
+  // SimGrid activities this runner started.
+  size_t activities() const { return launched_; }
 
  private:
   // Marks v ready at time `now`: joins finish at once, the rest are launched.
@@ -81,13 +100,28 @@ class LazyRunner {
     }
   }
 
-  // The compute nodes that follow v on its GPU through joins that nothing else waits for or on
-  // (consecutive kernels of one stream with no event in between), with those joins: the run
-  // v ... last, in order. Such a run is one Exec of their summed work; it is exact because a
-  // GPU host runs one stream's kernels back to back and nothing can start in between.
-  std::vector<int32_t> compute_run(int32_t v) const {
+  // A node with a fixed duration that runs on one stream: a kernel, or a collective alone on its
+  // links (kAlone; only where a GPU runs one stream's kernels, so a run holding it is never
+  // slowed by another kernel on its GPU).
+  bool in_runs(const GraphNode& n) const {
+    return n.kind == GraphNode::Kind::kCompute ||
+           (n.kind == GraphNode::Kind::kAlone && g_.one_compute_stream);
+  }
+  // Its duration (s).
+  double seconds(const GraphNode& n) const {
+    return n.kind == GraphNode::Kind::kAlone ? alone_seconds_[n.alone_schedule()] : n.amount;
+  }
+
+  // The kernels and alone collectives that follow v on its stream through joins that nothing
+  // else waits for or on (no event in between), with those joins: the run v ... last, in order,
+  // and the GPU of its kernels (-1: none). Such a run is one Exec of their summed time on that
+  // GPU (or on the timer); it is exact because a GPU host runs one stream's kernels back to back,
+  // nothing can start in between, and an alone collective's time depends on nothing else.
+  std::vector<int32_t> fixed_run(int32_t v, Rank* gpu) const {
     std::vector<int32_t> run{v};
-    const Rank gpu = g_.nodes[static_cast<size_t>(v)].gpu();
+    const GraphNode& first = g_.nodes[static_cast<size_t>(v)];
+    *gpu = first.kind == GraphNode::Kind::kCompute ? first.gpu() : -1;
+    if (!in_runs(first)) return run;
     int32_t cur = v;
     while (true) {
       const GraphNode& c = g_.nodes[static_cast<size_t>(cur)];
@@ -101,9 +135,13 @@ class LazyRunner {
         next = j.successors[0];
       }
       const GraphNode& n = g_.nodes[static_cast<size_t>(next)];
-      if (n.kind != GraphNode::Kind::kCompute || n.predecessors != 1 || n.gpu() != gpu ||
-          joins.empty() || g_.nodes[static_cast<size_t>(joins.back())].successors[0] != next)
+      if (!in_runs(n) || n.predecessors != 1 || joins.empty() ||
+          g_.nodes[static_cast<size_t>(joins.back())].successors[0] != next)
         break;
+      if (n.kind == GraphNode::Kind::kCompute) {
+        if (*gpu >= 0 && n.gpu() != *gpu) break;
+        *gpu = n.gpu();
+      }
       run.insert(run.end(), joins.begin(), joins.end());
       run.push_back(next);
       cur = next;
@@ -112,32 +150,36 @@ class LazyRunner {
   }
 
   void launch(int32_t v) {
+    ++launched_;
     const GraphNode& node = g_.nodes[static_cast<size_t>(v)];
-    auto& held = holder_[static_cast<size_t>(v)];
+    Live& held = live_[v];
     if (node.kind == GraphNode::Kind::kFlow) {
       const auto [src, dst] = hosts_for(p_, node.src, node.dst, cluster_);
       auto c = sg4::Comm::sendto_init(src, dst);
-      adopted_[static_cast<size_t>(v)] = maestro_.adopt(*c);
+      held.adopted = maestro_.adopt(*c);
       c->set_payload_size(static_cast<uint64_t>(std::llround(node.amount)));
       tag(*c, v);
-      held = c;
+      held.activity = c;
       c->start();
     } else {
       auto e = sg4::Exec::init();
-      adopted_[static_cast<size_t>(v)] = maestro_.adopt(*e);
-      if (node.kind == GraphNode::Kind::kCompute) {
-        std::vector<int32_t> run = compute_run(v);
-        double seconds = 0;
+      held.adopted = maestro_.adopt(*e);
+      if (node.kind == GraphNode::Kind::kCompute || node.kind == GraphNode::Kind::kAlone) {
+        Rank gpu = -1;
+        std::vector<int32_t> run = fixed_run(v, &gpu);
+        double total = 0;
         for (int32_t u : run)
-          if (g_.nodes[static_cast<size_t>(u)].kind == GraphNode::Kind::kCompute)
-            seconds += g_.nodes[static_cast<size_t>(u)].amount;
+          if (g_.nodes[static_cast<size_t>(u)].kind != GraphNode::Kind::kJoin)
+            total += seconds(g_.nodes[static_cast<size_t>(u)]);
         if (run.size() > 1) runs_[v] = Run{sg4::Engine::get_clock(), std::move(run)};
-        e->set_flops_amount(seconds * p_.gpu_speed)
-            ->set_host(p_.gpu[static_cast<size_t>(node.gpu())]);
+        if (gpu >= 0)
+          e->set_flops_amount(total * p_.gpu_speed)->set_host(p_.gpu[static_cast<size_t>(gpu)]);
+        else
+          e->set_flops_amount(total)->set_host(p_.timer);  // the timer runs at 1 FLOP/s
       } else
         e->set_flops_amount(node.amount)->set_host(p_.timer);
       tag(*e, v);
-      held = e;
+      held.activity = e;
       e->start();
     }
   }
@@ -152,25 +194,26 @@ class LazyRunner {
     const auto tagged = reinterpret_cast<intptr_t>(a.get_data<void>());
     if (tagged == 0) return;
     const auto v = static_cast<int32_t>(tagged - 1);
-    if (holder_[static_cast<size_t>(v)].get() != &a) return;
-    maestro_.release(adopted_[static_cast<size_t>(v)]);
-    adopted_[static_cast<size_t>(v)] = maestro_.none();
+    auto held = live_.find(v);
+    if (held == live_.end() || held->second.activity.get() != &a) return;
+    maestro_.release(held->second.adopted);
     // Drop our reference later: SimGrid is still using the activity inside this callback.
     graveyard_.clear();
-    graveyard_.push_back(std::move(holder_[static_cast<size_t>(v)]));
+    graveyard_.push_back(std::move(held->second.activity));
+    live_.erase(held);
     const double now = sg4::Engine::get_clock();
     int32_t last = v;
     if (auto run = runs_.find(v); run != runs_.end()) {
       // Spread the run's time over its kernels in proportion to their work.
       double total = 0;
       for (int32_t u : run->second.nodes)
-        if (g_.nodes[static_cast<size_t>(u)].kind == GraphNode::Kind::kCompute)
-          total += g_.nodes[static_cast<size_t>(u)].amount;
+        if (g_.nodes[static_cast<size_t>(u)].kind != GraphNode::Kind::kJoin)
+          total += seconds(g_.nodes[static_cast<size_t>(u)]);
       const double scale = total > 0 ? (now - run->second.start) / total : 0;
       double t = run->second.start;
       for (int32_t u : run->second.nodes) {
         const GraphNode& n = g_.nodes[static_cast<size_t>(u)];
-        if (n.kind == GraphNode::Kind::kCompute) t += n.amount * scale;
+        if (n.kind != GraphNode::Kind::kJoin) t += seconds(n) * scale;
         finish_[static_cast<size_t>(u)] = t;
         waiting_[static_cast<size_t>(u)] = 0;
       }
@@ -188,15 +231,25 @@ class LazyRunner {
   };
   std::unordered_map<int32_t, Run> runs_;  // by the node whose activity runs them
 
+  static inline LazyRunner* running_ = nullptr;  // the runner the completion callback serves
+
   const ActivityGraph& g_;
   const Cluster& cluster_;
   const Platform& p_;
   MaestroActivities& maestro_;
+  std::vector<double> alone_seconds_;
+  double origin_ = 0;  // the engine's clock when the graph started (s)
+  size_t launched_ = 0;
   std::vector<int32_t> waiting_;
   std::vector<double> finish_;
-  std::vector<sg4::ActivityPtr> holder_;
+  // The activities in flight, by node: a few thousand at a time against millions of nodes, so a
+  // map rather than a slot per node (whose pages alone cost more than the lookups).
+  struct Live {
+    sg4::ActivityPtr activity;
+    MaestroActivities::Handle adopted;  // its entry in maestro_
+  };
+  std::unordered_map<int32_t, Live> live_;
   std::vector<sg4::ActivityPtr> graveyard_;
-  std::vector<MaestroActivities::Handle> adopted_;  // by node: its entry in maestro_, or none()
 };
 
 // The simulation proper; runs in the child process.
@@ -216,9 +269,27 @@ std::vector<double> simulate_in_this_process(const ActivityGraph& g, const Clust
   const char* bypass = std::getenv("DTSIM_SIMGRID_BYPASS");
   MaestroActivities maestro(bypass == nullptr || std::strcmp(bypass, "0") != 0);
   const Platform p = build_platform(cluster, precision, degraded);
-  LazyRunner runner(g, cluster, p, maestro);
+  // Each alone collective's schedule, timed alone on the idle platform, one after another.
+  std::vector<double> alone_seconds;
+  for (const CollectiveSchedule& s : g.alone) {
+    ActivityGraph one;
+    const int32_t begin = one.add(GraphNode{}), end = one.add(GraphNode{});
+    add_schedule(one, s, begin, end);
+    LazyRunner probe(one, cluster, p, maestro);
+    probe.start();
+    engine.run();
+    alone_seconds.push_back(probe.finish_times()[static_cast<size_t>(end)]);
+  }
+  LazyRunner runner(g, cluster, p, maestro, std::move(alone_seconds));
   runner.start();
   engine.run();
+  // DTSIM_SIMGRID_STATS=FILE appends what SimGrid ran, to measure the engine (bench/).
+  if (const char* stats = std::getenv("DTSIM_SIMGRID_STATS"); stats && *stats)
+    if (FILE* f = std::fopen(stats, "a")) {
+      std::fprintf(f, "activities %zu nodes %zu alone_schedules %zu\n", runner.activities(),
+                   g.nodes.size(), g.alone.size());
+      std::fclose(f);
+    }
   return runner.finish_times();
 }
 
@@ -361,8 +432,14 @@ Trace SimGridExecutor::run(const Job& job, const Cluster& nominal, const RunOpti
   const Cluster cluster = apply_perturbations(nominal, options);
   const int iterations = options.iterations;
   const TransientSlowdowns transient = transient_slowdowns(job, cluster, options);
-  const ActivityGraph graph = lower(job, cluster, iterations, body_for(job, cluster, iterations),
-                                    &transient, !options.perturbations.empty());
+  // DTSIM_SIMGRID_ALONE=0 keeps every collective's flows, to measure the alone collectives and
+  // to check that they change no result.
+  const char* alone = std::getenv("DTSIM_SIMGRID_ALONE");
+  const bool alone_collectives =
+      options_.alone_collectives && (alone == nullptr || std::strcmp(alone, "0") != 0);
+  const ActivityGraph graph =
+      lower(job, cluster, iterations, body_for(job, cluster, iterations), &transient,
+            !options.perturbations.empty(), nullptr, alone_collectives);
   return trace_from_times(graph, job,
                           simulate_graph(graph, cluster, options_.precision, options.perturbations),
                           name());

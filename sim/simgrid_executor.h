@@ -11,6 +11,11 @@
 // - Network model: CM02 with cross-traffic off and TCP-gamma 0 (no window cap), so one flow alone
 //   takes exactly latency + bytes / bandwidth (docs/simgrid-platform.md has the evidence), while
 //   concurrent flows share links max-min fairly.
+// - Collectives alone on their links (SimGridOptions::alone_collectives, collective-level flows):
+//   each distinct schedule is first timed alone on the idle platform, then the graph starts and
+//   such a collective takes that time; kernels and alone collectives that follow each other on
+//   one stream run as one Exec. Exact (core/exec/activity_graph.h); the graph's times are shifted
+//   back by the clock the probes used, which changes them by rounding only.
 // - Fidelity: chunk (every ring step is a flow), collective (one bulk flow per ring edge) or auto
 //   (chunk while the whole run has at most kAutoChunkFlows chunk-level flows, a few seconds of
 //   simulation; collective beyond). Chunk fidelity beyond kMaxChunkFlows is refused with an
@@ -34,6 +39,9 @@ inline constexpr double kMaxChunkFlows = 20e6;    // about 3 GB of graph and ove
 struct SimGridOptions {
   std::string fidelity = "auto";  // auto | chunk | collective
   DType precision = DType::kBf16;
+  // Collectives alone on their links run as one activity of their schedule's time, timed once
+  // alone (core/exec/activity_graph.h); false keeps their flows. Exact either way.
+  bool alone_collectives = true;
 };
 
 class SimGridExecutor : public Executor {

@@ -31,12 +31,17 @@ std::string op_name(const Program& p, StreamId s, size_t i) {
          "', op '" + p.streams[static_cast<size_t>(s)].ops[i].label.name + "'";
 }
 
+// A collective or transfer that several op instances share; `first` names the op that made it
+// (for errors: building the name for every instance cost a string each).
 struct Shared {
-  int32_t begin;
-  int32_t end;
-  int arrived;
-  int expected;
-  std::string first_op;
+  int32_t begin = -1;
+  int32_t end = -1;
+  int arrived = 0;
+  int expected = 0;
+  const Program* first = nullptr;
+  StreamId stream = 0;
+  size_t op_index = 0;
+  std::string first_op() const { return op_name(*first, stream, op_index); }
 };
 
 // Collectives a job repeats (hundreds of equal gradient buckets, every iteration) are timed or
@@ -54,13 +59,136 @@ struct CollectiveMemo {
   }
   std::map<Key, Seconds> times;
   std::map<Key, CollectiveSchedule> schedules;
+  std::map<Key, size_t> alone;  // index in ActivityGraph::alone
+
+  const CollectiveSchedule& schedule(const CollectiveOp& op, const Group& group,
+                                     const Cluster& cluster) {
+    const auto k = key(op);
+    auto it = schedules.find(k);
+    if (it == schedules.end())
+      it = schedules.emplace(k, decompose(op, group.ranks, cluster, Fidelity::kCollective)).first;
+    return it->second;
+  }
 };
 
-// Builds the body of a collective between `begin` and `end`.
+// Which groups' collectives run alone on their links (activity_graph.h), by GroupId.
+//
+// A flow's rate under max-min sharing depends only on the flows it shares a link with, so a
+// collective none of whose flows can ever share a link with another flow that runs at the same
+// time takes, wherever it starts, the time its schedule takes alone. The proof here:
+// - every member of the group is on one node, so its flows are transfers inside that node and
+//   cross only the fabric links of their ends (fabric_link_users); and
+// - every other flow that crosses one of those links belongs to an op X (a collective, or the
+//   sends and receives between two ranks) that cannot run at the same time as any of the
+//   group's collectives: some simulated rank issues both X's ops and the group's collectives on
+//   one stream, and nowhere else. A collective starts after each simulated member's previous op
+//   on that stream and ends before its next one, so the stream orders them. The group itself is
+//   such an X too (two of its own collectives never overlap).
+// The test is on groups, not op instances: conservative (a group with one collective on another
+// stream keeps its flows) and cheap (a few entries per rank, one schedule per distinct
+// collective).
+std::vector<char> alone_groups(const Job& job, const Cluster& cluster, CollectiveMemo& memo) {
+  std::vector<char> alone(job.groups.size(), 0);
+  // The stream on which each simulated rank issues an op class: a group's collectives (id >= 0)
+  // or its sends and receives with one peer (id -1 - peer); kSeveral when on more than one.
+  constexpr StreamId kSeveral = -2;
+  std::map<std::pair<Rank, int64_t>, StreamId> stream_of;
+  std::map<GroupId, std::map<CollectiveMemo::Key, const CollectiveOp*>> collectives;
+  auto note = [&](Rank r, int64_t id, StreamId s) {
+    auto [it, inserted] = stream_of.emplace(std::make_pair(r, id), s);
+    if (!inserted && it->second != s) it->second = kSeveral;
+  };
+  for (const auto& p : job.programs)
+    for (size_t s = 0; s < p.streams.size(); ++s)
+      for (const Op& op : p.streams[s].ops) {
+        const auto stream = static_cast<StreamId>(s);
+        if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
+          note(p.rank, c->group, stream);
+          collectives[c->group].emplace(CollectiveMemo::key(*c), c);
+        } else if (const auto* x = std::get_if<SendOp>(&op.body)) {
+          note(p.rank, -1 - static_cast<int64_t>(x->peer), stream);
+        } else if (const auto* x = std::get_if<RecvOp>(&op.body)) {
+          note(p.rank, -1 - static_cast<int64_t>(x->peer), stream);
+        }
+      }
+  // The op classes whose flows cross each GPU's fabric link, and the GPUs each group's flows use.
+  std::map<Rank, std::vector<int64_t>> crossing;  // p2p classes as -1 - (a * world + b), a < b
+  std::map<GroupId, std::vector<Rank>> links_of;
+  for (const auto& [group, ops] : collectives) {
+    std::vector<Rank> gpus;
+    for (const auto& [key, op] : ops)
+      for (const Flow& f : memo.schedule(*op, job.group(group), cluster).flows)
+        if (!f.is_delay())
+          for (Rank r : fabric_link_users(f.transfer(), cluster)) gpus.push_back(r);
+    std::sort(gpus.begin(), gpus.end());
+    gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+    for (Rank r : gpus) crossing[r].push_back(group);
+    links_of[group] = std::move(gpus);
+  }
+  const auto world = static_cast<int64_t>(job.world_size);
+  for (const auto& [use, stream] : stream_of) {
+    if (use.second >= 0) continue;
+    const Rank a = use.first, b = static_cast<Rank>(-1 - use.second);
+    if (a > b && stream_of.count({b, -1 - static_cast<int64_t>(a)})) continue;  // counted at b
+    const int64_t pair = -1 - (std::min(a, b) * world + std::max(a, b));
+    for (Rank r :
+         fabric_link_users(Transfer{Endpoint::gpu(a), Endpoint::gpu(b), Bytes(0)}, cluster))
+      crossing[r].push_back(pair);
+  }
+  // Some simulated rank issues both the group's collectives and X's ops on one stream only.
+  auto ordered = [&](GroupId group, int64_t x) {
+    std::vector<std::pair<Rank, int64_t>> sides;  // (rank, its id for X)
+    if (x >= 0) {  // the group's own members (one node's worth) that also issue X
+      for (Rank r : job.group(group).ranks) sides.emplace_back(r, x);
+    } else {
+      const int64_t pair = -1 - x;
+      const auto a = static_cast<Rank>(pair / world), b = static_cast<Rank>(pair % world);
+      sides = {{a, -1 - static_cast<int64_t>(b)}, {b, -1 - static_cast<int64_t>(a)}};
+    }
+    for (const auto& [r, id] : sides) {
+      auto mine = stream_of.find({r, group});
+      auto theirs = stream_of.find({r, id});
+      if (mine != stream_of.end() && theirs != stream_of.end() && mine->second != kSeveral &&
+          mine->second == theirs->second)
+        return true;
+    }
+    return false;
+  };
+  for (const auto& [group, gpus] : links_of) {
+    const auto& ranks = job.group(group).ranks;
+    if (gpus.empty()) continue;
+    bool one_node = true;
+    for (Rank r : ranks) one_node = one_node && cluster.node_of(r) == cluster.node_of(ranks[0]);
+    if (!one_node) continue;
+    bool ok = true;
+    for (Rank r : gpus) {
+      for (int64_t x : crossing[r]) {
+        ok = ordered(group, x);
+        if (!ok) break;
+      }
+      if (!ok) break;
+    }
+    alone[static_cast<size_t>(group)] = ok ? 1 : 0;
+  }
+  return alone;
+}
+
+// Builds the body of a collective between `begin` and `end`; `alone`: it is alone on its links.
 void collective_body(ActivityGraph& g, const CollectiveOp& op, const Group& group,
                      const Cluster& cluster, CollectiveBody body, int32_t begin, int32_t end,
-                     CollectiveMemo& memo) {
+                     CollectiveMemo& memo, bool alone) {
   const auto key = CollectiveMemo::key(op);
+  if (alone && body == CollectiveBody::kCollectiveFlows) {
+    auto it = memo.alone.find(key);
+    if (it == memo.alone.end()) {
+      it = memo.alone.emplace(key, g.alone.size()).first;
+      g.alone.push_back(memo.schedule(op, group, cluster));
+    }
+    int32_t d = g.add(GraphNode::alone(it->second));
+    g.edge(begin, d);
+    g.edge(d, end);
+    return;
+  }
   if (body == CollectiveBody::kClosedForm) {
     auto it = memo.times.find(key);
     if (it == memo.times.end())
@@ -74,11 +202,7 @@ void collective_body(ActivityGraph& g, const CollectiveOp& op, const Group& grou
     add_schedule(g, decompose(op, group.ranks, cluster, Fidelity::kChunk), begin, end);
     return;
   }
-  auto it = memo.schedules.find(key);
-  if (it == memo.schedules.end())
-    it = memo.schedules.emplace(key, decompose(op, group.ranks, cluster, Fidelity::kCollective))
-             .first;
-  add_schedule(g, it->second, begin, end);
+  add_schedule(g, memo.schedule(op, group, cluster), begin, end);
 }
 
 }  // namespace
@@ -114,34 +238,70 @@ void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, 
 
 ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, CollectiveBody body,
                     const TransientSlowdowns* transient, bool track_waits,
-                    const DegradedNics* degraded) {
+                    const DegradedNics* degraded, bool alone_collectives) {
   if (degraded && degraded->empty()) degraded = nullptr;
   if (transient && transient->empty()) transient = nullptr;
-  // Compute kernels each rank has run so far, over the whole run (per-op random draws).
-  std::map<Rank, uint64_t> compute_ops;
+  // Compute kernels each program's rank has run so far, over the whole run (per-op random draws).
+  std::vector<uint64_t> compute_ops(job.programs.size(), 0);
   ActivityGraph g;
   CollectiveMemo memo;
   g.iterations = iterations;
   g.tracks_waits = track_waits;
-  std::map<Rank, bool> simulated;
-  for (const auto& p : job.programs) simulated[p.rank] = true;
-  // The end node of the last op of each (rank, stream), carried across iterations.
-  std::map<std::pair<Rank, StreamId>, int32_t> stream_tail;
+  const std::vector<char> alone = alone_collectives && body == CollectiveBody::kCollectiveFlows
+                                      ? alone_groups(job, cluster, memo)
+                                      : std::vector<char>(job.groups.size(), 0);
+  for (const auto& p : job.programs) {
+    int compute_stream = -1;
+    for (size_t s = 0; s < p.streams.size(); ++s)
+      for (const Op& op : p.streams[s].ops)
+        if (std::holds_alternative<ComputeOp>(op.body)) {
+          if (compute_stream >= 0 && compute_stream != static_cast<int>(s))
+            g.one_compute_stream = false;
+          compute_stream = static_cast<int>(s);
+          break;
+        }
+  }
+  // Lookups by rank, group, program and event are vectors: lowering touches them once per op
+  // instance (millions), where maps cost a tree walk each.
+  std::vector<char> simulated(static_cast<size_t>(job.world_size), 0);
+  for (const auto& p : job.programs)
+    if (p.rank >= 0 && p.rank < job.world_size) simulated[static_cast<size_t>(p.rank)] = 1;
+  auto is_simulated = [&](Rank r) {
+    return r >= 0 && r < job.world_size && simulated[static_cast<size_t>(r)] != 0;
+  };
+  std::vector<int> expected_members(job.groups.size(), -1);  // simulated members, by group
+  // The end node of the last op of each program's streams, carried across iterations.
+  std::vector<std::vector<int32_t>> stream_tail(job.programs.size());
+  for (size_t k = 0; k < job.programs.size(); ++k)
+    stream_tail[k].assign(job.programs[k].streams.size(), -1);
+  // Every op instance, and about two nodes each (compute: a join and the kernel): reserved, so
+  // that millions of nodes are not copied as the vectors grow (untouched capacity costs no page).
+  double instances = 0;
+  for (const auto& p : job.programs) instances += static_cast<double>(p.op_count());
+  instances *= iterations;
+  g.ops.reserve(static_cast<size_t>(instances));
+  g.nodes.reserve(static_cast<size_t>(2 * instances));
+  std::vector<int> coll_seq(job.groups.size(), 0);  // by group, within one program
+  std::vector<GroupId> touched;                     // the groups whose coll_seq to reset
 
   for (int it = 0; it < iterations; ++it) {
-    std::map<std::pair<GroupId, int>, Shared> collectives;
+    // By group, then by the collective's position in each member's order on that group.
+    std::vector<std::vector<Shared>> collectives(job.groups.size());
     std::map<std::tuple<Rank, Rank, int, int>, Shared> p2p;  // (src, dst, tag, seq)
     // Pass 1: nodes for every op instance; remember where events are recorded.
     struct Pending {
       size_t instance;
-      const Program* program;
+      size_t program;
       StreamId stream;
       size_t op_index;
     };
     std::vector<Pending> pending;
-    std::map<std::pair<Rank, EventId>, int32_t> event_end;
-    for (const auto& p : job.programs) {
-      std::map<GroupId, int> coll_seq;
+    std::vector<std::vector<int32_t>> event_end(job.programs.size());  // by program, event
+    for (size_t k = 0; k < job.programs.size(); ++k) {
+      const Program& p = job.programs[k];
+      event_end[k].assign(static_cast<size_t>(std::max(p.num_events, 0)), -1);
+      for (GroupId t : touched) coll_seq[static_cast<size_t>(t)] = 0;
+      touched.clear();
       std::map<std::tuple<Rank, int, bool>, int> p2p_seq;
       for (size_t s = 0; s < p.streams.size(); ++s) {
         const auto& ops = p.streams[s].ops;
@@ -150,8 +310,7 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
           OpInstance inst{p.rank, static_cast<StreamId>(s), it, static_cast<uint32_t>(i), -1, -1};
           if (const auto* c = std::get_if<ComputeOp>(&op.body)) {
             Seconds duration = compute_time(*c, cluster.gpu) / cluster.speed_scale(p.rank);
-            if (transient)
-              duration = duration * transient->factor(p.rank, it, compute_ops[p.rank]++);
+            if (transient) duration = duration * transient->factor(p.rank, it, compute_ops[k]++);
             inst.begin = g.add(join());
             inst.end = g.add(GraphNode::compute(p.rank, duration));
             g.edge(inst.begin, inst.end);
@@ -159,21 +318,31 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
             inst.begin = inst.end = g.add(join());
           } else if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
             const Group& group = job.group(c->group);
-            auto key = std::make_pair(c->group, coll_seq[c->group]++);
-            auto found = collectives.find(key);
-            if (found == collectives.end()) {
-              int expected = 0;
-              for (Rank r : group.ranks) expected += simulated.count(r) ? 1 : 0;
-              Shared sh{g.add(join()), g.add(join()), 0, expected,
-                        op_name(p, static_cast<StreamId>(s), i)};
+            const auto gi = static_cast<size_t>(c->group);
+            if (coll_seq[gi] == 0) touched.push_back(c->group);
+            const auto seq = static_cast<size_t>(coll_seq[gi]++);
+            auto& shared = collectives[gi];
+            if (seq == shared.size()) {
+              if (expected_members[gi] < 0) {
+                expected_members[gi] = 0;
+                for (Rank r : group.ranks) expected_members[gi] += is_simulated(r) ? 1 : 0;
+              }
+              Shared sh;
+              sh.begin = g.add(join());
+              sh.end = g.add(join());
+              sh.expected = expected_members[gi];
+              sh.first = &p;
+              sh.stream = static_cast<StreamId>(s);
+              sh.op_index = i;
               const double slowest = degraded ? degraded->slowest(group.ranks) : 1;
               collective_body(g, *c, group, slowest < 1 ? degraded->at(slowest) : cluster, body,
-                              sh.begin, sh.end, memo);
-              found = collectives.emplace(key, sh).first;
+                              sh.begin, sh.end, memo, alone[gi] != 0);
+              shared.push_back(sh);
             }
-            ++found->second.arrived;
-            inst.begin = found->second.begin;
-            inst.end = found->second.end;
+            Shared& found = shared[seq];
+            ++found.arrived;
+            inst.begin = found.begin;
+            inst.end = found.end;
           } else {
             const bool is_send = std::holds_alternative<SendOp>(op.body);
             const Rank peer =
@@ -186,8 +355,12 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
             auto key = std::make_tuple(src, dst, tag, seq);
             auto found = p2p.find(key);
             if (found == p2p.end()) {
-              Shared sh{g.add(join()), -1, 0, simulated.count(peer) ? 2 : 1,
-                        op_name(p, static_cast<StreamId>(s), i)};
+              Shared sh;
+              sh.begin = g.add(join());
+              sh.expected = is_simulated(peer) ? 2 : 1;
+              sh.first = &p;
+              sh.stream = static_cast<StreamId>(s);
+              sh.op_index = i;
               const Endpoint from = Endpoint::gpu(src), to = Endpoint::gpu(dst);
               const double slowest = degraded ? degraded->slowest({src, dst}) : 1;
               if (body == CollectiveBody::kClosedForm)
@@ -202,42 +375,49 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
             inst.begin = found->second.begin;
             inst.end = found->second.end;
           }
-          if (op.record) event_end[{p.rank, *op.record}] = inst.end;
-          pending.push_back(Pending{g.ops.size(), &p, static_cast<StreamId>(s), i});
+          if (op.record) {
+            const auto e = static_cast<size_t>(*op.record);
+            if (e >= event_end[k].size()) event_end[k].resize(e + 1, -1);
+            event_end[k][e] = inst.end;
+          }
+          pending.push_back(Pending{g.ops.size(), k, static_cast<StreamId>(s), i});
           g.ops.push_back(inst);
         }
       }
     }
-    for (const auto& [key, sh] : collectives)
-      if (sh.arrived != sh.expected)
-        throw RuntimeError("the program cannot finish: a collective is reached by " +
-                           std::to_string(sh.arrived) + " of its " + std::to_string(sh.expected) +
-                           " simulated members (first: " + sh.first_op + ")");
+    for (const auto& shared : collectives)
+      for (const Shared& sh : shared)
+        if (sh.arrived != sh.expected)
+          throw RuntimeError("the program cannot finish: a collective is reached by " +
+                             std::to_string(sh.arrived) + " of its " + std::to_string(sh.expected) +
+                             " simulated members (first: " + sh.first_op() + ")");
     for (const auto& [key, sh] : p2p)
       if (sh.arrived != sh.expected)
-        throw RuntimeError("the program cannot finish: " + sh.first_op +
+        throw RuntimeError("the program cannot finish: " + sh.first_op() +
                            " has no matching send or receive");
     // Pass 2: stream order and event waits.
     for (const auto& pd : pending) {
       const OpInstance& inst = g.ops[pd.instance];
-      const Op& op = pd.program->streams[static_cast<size_t>(pd.stream)].ops[pd.op_index];
+      const Program& program = job.programs[pd.program];
+      const Op& op = program.streams[static_cast<size_t>(pd.stream)].ops[pd.op_index];
       const int32_t entry = inst.begin;
       const bool tracked = track_waits && std::holds_alternative<CollectiveOp>(op.body);
       const auto instance = static_cast<uint32_t>(pd.instance);
-      auto tail = stream_tail.find({inst.rank, inst.stream});
-      if (tail != stream_tail.end()) {
-        g.edge(tail->second, entry);
-        if (tracked) g.member_predecessors.emplace_back(instance, tail->second);
+      int32_t& tail = stream_tail[pd.program][static_cast<size_t>(pd.stream)];
+      if (tail >= 0) {
+        g.edge(tail, entry);
+        if (tracked) g.member_predecessors.emplace_back(instance, tail);
       }
-      stream_tail[{inst.rank, inst.stream}] = inst.end;
+      tail = inst.end;
+      const auto& recorded = event_end[pd.program];
       for (EventId e : op.waits) {
-        auto producer = event_end.find({inst.rank, e});
-        if (producer == event_end.end())
+        const auto ei = static_cast<size_t>(e);
+        if (e < 0 || ei >= recorded.size() || recorded[ei] < 0)
           throw RuntimeError(
-              "the program cannot finish: " + op_name(*pd.program, pd.stream, pd.op_index) +
+              "the program cannot finish: " + op_name(program, pd.stream, pd.op_index) +
               " waits for event " + std::to_string(e) + ", which no op records");
-        g.edge(producer->second, entry);
-        if (tracked) g.member_predecessors.emplace_back(instance, producer->second);
+        g.edge(recorded[ei], entry);
+        if (tracked) g.member_predecessors.emplace_back(instance, recorded[ei]);
       }
     }
   }
@@ -255,8 +435,27 @@ TransientSlowdowns transient_slowdowns(const Job& job, const Cluster& cluster,
   return TransientSlowdowns(options, cluster.world_size(), step);
 }
 
+std::vector<Rank> fabric_link_users(const Transfer& t, const Cluster& cluster) {
+  std::vector<Rank> users;
+  const bool inside = cluster.node_of(t.src) == cluster.node_of(t.dst);
+  if (!inside && !cluster.gpus_on_pcie()) return users;
+  for (Endpoint e : {t.src, t.dst})
+    if (e.is_gpu()) users.push_back(e.rank());
+  return users;
+}
+
+Seconds schedule_time_without_contention(const CollectiveSchedule& s, const Cluster& cluster) {
+  ActivityGraph g;
+  const int32_t begin = g.add(join()), end = g.add(join());
+  add_schedule(g, s, begin, end);
+  return Seconds(finish_times_without_contention(g, cluster)[static_cast<size_t>(end)]);
+}
+
 std::vector<double> finish_times_without_contention(const ActivityGraph& g,
                                                     const Cluster& cluster) {
+  std::vector<double> alone_time;
+  for (const auto& s : g.alone)
+    alone_time.push_back(schedule_time_without_contention(s, cluster).value());
   const size_t n = g.nodes.size();
   std::vector<double> start(n, 0.0), finish(n, 0.0);
   std::vector<int32_t> waiting(n);
@@ -280,6 +479,9 @@ std::vector<double> finish_times_without_contention(const ActivityGraph& g,
         break;
       case GraphNode::Kind::kFlow:
         duration = point_to_point_time(Bytes(node.amount), node.src, node.dst, cluster).value();
+        break;
+      case GraphNode::Kind::kAlone:
+        duration = alone_time[node.alone_schedule()];
         break;
     }
     finish[static_cast<size_t>(v)] = start[static_cast<size_t>(v)] + duration;
@@ -315,9 +517,11 @@ Trace trace_from_times(const ActivityGraph& g, const Job& job, const std::vector
     for (const auto& [instance, node] : g.member_predecessors)
       arrived[instance] = std::max(arrived[instance], finish[static_cast<size_t>(node)]);
   }
+  t.spans.reserve(g.ops.size());
+  const Program* p = nullptr;  // the program of the previous instance: instances come by program
   for (size_t k = 0; k < g.ops.size(); ++k) {
     const OpInstance& inst = g.ops[k];
-    const Program* p = job.program_for(inst.rank);
+    if (p == nullptr || p->rank != inst.rank) p = job.program_for(inst.rank);
     const Op& op = p->streams[static_cast<size_t>(inst.stream)].ops[inst.op_index];
     const double start = finish[static_cast<size_t>(inst.begin)];
     const double end = finish[static_cast<size_t>(inst.end)];

@@ -12,6 +12,14 @@
 //   engine); send/recv -> a Flow between the pair, shared by both sides (rendezvous). Flow nodes
 //   name their ends as typed endpoints (core/hardware/endpoint.h): GPUs, or a node's switch for
 //   NVLS.
+// - Collectives alone on their links (`alone_collectives`, collective-level flows only): a
+//   collective whose flows can never share a link with a flow that runs at the same time is one
+//   kAlone node instead of its flows, and the engine times its schedule (ActivityGraph::alone)
+//   once, alone. That is exact under a link-sharing model in which a flow's rate depends only on
+//   the flows it shares a link with (max-min sharing, as SimGrid's). The proof is per group and
+//   conservative (alone_groups() in activity_graph.cc): every member is on one node, and every
+//   other collective or transfer that crosses a fabric link the group's flows use is ordered
+//   after or before each of its collectives by one simulated rank's stream.
 // - Engines assign start and finish times to nodes; trace_from_times() turns them into the
 //   Trace, including each rank's memory timeline (of the first step: later steps reuse its memory).
 // - Problems in the Job (an event nobody records, a collective some members never reach, a
@@ -33,12 +41,13 @@ namespace dtsim {
 enum class CollectiveBody { kClosedForm, kChunkFlows, kCollectiveFlows };
 
 struct GraphNode {
-  enum class Kind : uint8_t { kJoin, kCompute, kFlow, kDelay };
+  enum class Kind : uint8_t { kJoin, kCompute, kFlow, kDelay, kAlone };
   Kind kind = Kind::kJoin;
   int32_t predecessors = 0;
-  Endpoint src;       // compute: its GPU; flow: the source (a GPU or, for NVLS, a node's switch)
-  Endpoint dst;       // flow: the destination
-  double amount = 0;  // compute and delay: seconds; flow: bytes
+  Endpoint src;  // compute: its GPU; flow: the source (a GPU or, for NVLS, a node's switch)
+  Endpoint dst;  // flow: the destination
+  double amount =
+      0;  // compute and delay: seconds; flow: bytes; alone: index in ActivityGraph::alone
   std::vector<int32_t> successors;
 
   static GraphNode compute(Rank gpu, Seconds duration) {
@@ -50,6 +59,11 @@ struct GraphNode {
   static GraphNode delay(Seconds duration) {
     return GraphNode{Kind::kDelay, 0, {}, {}, duration.value(), {}};
   }
+  // A collective alone on its links: the schedule ActivityGraph::alone[schedule] takes its time.
+  static GraphNode alone(size_t schedule) {
+    return GraphNode{Kind::kAlone, 0, {}, {}, static_cast<double>(schedule), {}};
+  }
+  size_t alone_schedule() const { return static_cast<size_t>(amount); }
   // The GPU a compute node runs on.
   Rank gpu() const { return src.rank(); }
 };
@@ -73,6 +87,11 @@ struct ActivityGraph {
   // graph, not as join nodes, so that tracking adds no work to an engine.
   bool tracks_waits = false;
   std::vector<std::pair<uint32_t, int32_t>> member_predecessors;
+  // The schedules of kAlone nodes, one per distinct collective (group, kind, bytes, ...).
+  std::vector<CollectiveSchedule> alone;
+  // Every simulated rank's compute nodes come from one stream, so its GPU never runs two kernels
+  // at once: a run of its kernels and alone collectives may be timed as one span of its GPU.
+  bool one_compute_stream = true;
 
   int32_t add(GraphNode n);
   void edge(int32_t from, int32_t to);
@@ -88,12 +107,24 @@ void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, 
 // Neither changes the graph's nodes or times when absent.
 // `degraded` (optional, closed-form bodies only): collectives and transfers through a degraded
 // NIC take the slowest edge's time (DegradedNics).
+// `alone_collectives` (kCollectiveFlows only): collectives proven alone on their links become
+// kAlone nodes (see the contract above).
 ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, CollectiveBody body,
                     const TransientSlowdowns* transient = nullptr, bool track_waits = false,
-                    const DegradedNics* degraded = nullptr);
+                    const DegradedNics* degraded = nullptr, bool alone_collectives = false);
+
+// The GPUs whose own fabric link a transfer crosses (the platform's routes, sim/platform.h):
+// both ends inside one node (a switch end is no GPU), and on PCIe nodes the GPU ends of a
+// transfer between nodes too, whose route to the NIC starts with the GPU's link.
+std::vector<Rank> fabric_link_users(const Transfer& t, const Cluster& cluster);
+
+// The time of a schedule with no other traffic, where each transfer takes alpha + bytes / beta of
+// its pair (point_to_point_time) and flows wait only for their `after` flows.
+Seconds schedule_time_without_contention(const CollectiveSchedule& s, const Cluster& cluster);
 
 // Start-free longest-path times for a graph whose every node has a fixed duration (compute and
-// delay: amount; flow: alpha + bytes / beta of its pair; join: 0). Returns finish times.
+// delay: amount; flow: alpha + bytes / beta of its pair; alone: its schedule's
+// schedule_time_without_contention; join: 0). Returns finish times.
 std::vector<double> finish_times_without_contention(const ActivityGraph& g, const Cluster& cluster);
 
 // The run's transient slowdowns; with throttling, the unthrottled step time its phases are read
