@@ -194,8 +194,8 @@ int main(int argc, char** argv) {
   }
   view.set_time_range(model->start_us(), model->start_us() + total / 10);
   rows.push_back({"pan at zoom 10x: 60 frames, 8 px apart", measure(view, image, 60, -8)});
-  view.set_time_range(model->start_us(), model->end_us());
-  rows.push_back({"pan at zoom 1x (whole trace): 60 frames", measure(view, image, 60, -8)});
+  view.set_time_range(model->start_us(), model->start_us() + total / 2);
+  rows.push_back({"pan at zoom 2x: 60 frames, 8 px apart", measure(view, image, 60, -8)});
 
   bool ok = load_s < kLoadTarget_s;
   for (const Row& r : rows) ok &= r.stats.max_ms < kFrameTarget_ms;

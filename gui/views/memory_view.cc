@@ -123,7 +123,7 @@ class MemoryChart : public QWidget {
       QPen pen(QColor(196, 78, 82), 2, Qt::DashLine);
       p.setPen(pen);
       p.drawLine(plot.left(), y, plot.right(), y);
-      p.drawText(plot.right() - 220, y - 4, 216, 16, Qt::AlignRight,
+      p.drawText(plot.right() - 220, y - 19, 216, 16, Qt::AlignRight | Qt::AlignBottom,
                  "capacity " + gib(view_.capacity_bytes()));
     }
 

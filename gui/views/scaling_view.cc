@@ -114,7 +114,7 @@ ScalingView::ScalingView(QWidget* parent) : QWidget(parent) {
   progress_ = new QProgressBar(this);
   progress_->setRange(0, 1);
   progress_->setValue(0);
-  progress_->setFormat("%v of %m runs");
+  progress_->setFormat("no sweep running");
   status_ =
       new QLabel("Choose a key and its values, then run the sweep, or open a results file", this);
   status_->setWordWrap(true);
@@ -240,6 +240,7 @@ void ScalingView::start_sweep(const QString& key, const QString& values, const Q
   finish_reported_ = false;
   error_.clear();
   progress_->setRange(0, 0);  // busy until the first "sweep: N/M" line gives the count
+  progress_->setFormat("%v of %m runs");
   status_->setStyleSheet({});
   status_->setText(QString("Running: dtsim sweep --vary %1=%2%3")
                        .arg(key, values, engine.isEmpty() ? "" : " --engine " + engine));

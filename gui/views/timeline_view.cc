@@ -19,6 +19,7 @@ constexpr int kAxisHeight = 24;    // time ticks
 constexpr int kLaneHeight = 18;    // one lane, with a pixel of space above and below its spans
 constexpr int kLegendHeight = 26;  // the kinds' colours
 constexpr double kZoomStep = 1.25;
+constexpr double kSeparatedWidth = 4;       // px: spans this wide show a gap to their neighbour
 constexpr double kShortestRange_us = 0.01;  // 10 ns across the view: below any kernel
 constexpr double kMargin = 0.05;            // users may pan this far past either end
 
@@ -220,9 +221,12 @@ void TimelineView::paint_lanes(QPainter& painter) {
     lane_scratch_.clear();
     lane_rects(lanes[static_cast<size_t>(i)], range_start_us_, us_per_px, plot_w, lane_scratch_);
     drawn += lane_scratch_.size();
-    for (const LaneRect& r : lane_scratch_)
-      rects_by_kind_[static_cast<size_t>(r.kind)].emplace_back(left + r.x0_px, y + 2,
-                                                               r.x1_px - r.x0_px, kLaneHeight - 4);
+    for (const LaneRect& r : lane_scratch_) {
+      // A hairline of background between wide neighbours, so back-to-back kernels read apart.
+      const double w = r.x1_px - r.x0_px;
+      rects_by_kind_[static_cast<size_t>(r.kind)].emplace_back(
+          left + r.x0_px, y + 2, w >= kSeparatedWidth ? w - 1 : w, kLaneHeight - 4);
+    }
   }
   // One brush change per kind, and one call for all of its rectangles.
   painter.setPen(Qt::NoPen);

@@ -313,6 +313,23 @@ TEST(MemoryView, ShowsTheCategoriesOfAResultAgainstTheCapacity) {
   EXPECT_GT(distinct_colors(paint(view)), 5);
 }
 
+TEST(MemoryView, DrawsABarPerPipelineStageOfARealResult) {
+  PipelinedRun run;
+  const nlohmann::json r = read_json(run.result);
+  const auto& stages = r["memory"]["per_stage"];
+  ASSERT_EQ(stages.size(), 2u);
+  MemoryView view;
+  view.set_result(r);
+  ASSERT_EQ(view.bars().size(), 3u);  // the job's peak, then each stage
+  for (size_t s = 0; s < 2; ++s) {
+    const MemoryView::Bar& bar = view.bars()[s + 1];
+    EXPECT_EQ(bar.label, QString("stage %1 (rank %2)").arg(s).arg(stages[s]["rank"].get<int>()));
+    EXPECT_DOUBLE_EQ(bar.peak_bytes, stages[s]["peak_bytes"].get<double>());
+    EXPECT_DOUBLE_EQ(bar.bytes[3], stages[s]["per_category_bytes"]["activations"].get<double>());
+  }
+  EXPECT_EQ(view.table()->columnCount(), 3);
+}
+
 TEST(MemoryView, SaysWhenAJobDoesNotFitAndShowsStages) {
   nlohmann::json r;
   const double gib = 1 << 30;
