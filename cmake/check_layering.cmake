@@ -19,10 +19,14 @@ set(_real ${_exec} real)
 set(_driver ${_report} models sim real driver)
 # gui/plot draws from the driver's analyses; the CLI's analyze verb draws with it.
 set(_plot ${_driver} gui/plot)
+# gui/views, the GUI's data views, draw with gui/plot and read the driver's results.
+set(_views ${_driver} gui/plot gui/views)
 set(_cli ${_driver} gui/plot cli)
+# The desktop application sits beside the CLI: the driver, the plotting module and the views.
+set(_app ${_driver} gui/plot gui/views gui/app)
 
 set(stages core/base core/reliability core/hardware core/scenario core/ir core/strategy core/collectives core/exec
-  core/report models sim real driver gui/plot cli)
+  core/report models sim real driver gui/plot gui/views gui/app cli)
 if(NOT SOURCE_DIR)
   message(FATAL_ERROR "check_layering: pass -DSOURCE_DIR=<repository root>")
 endif()

@@ -32,6 +32,11 @@ inline constexpr double kDefaultMaxMemoryBytes = 8.0 * 1024 * 1024 * 1024;  // -
 
 // load_scenario with the models' cross-checks; `overrides` are --set texts.
 Scenario load(const std::string& path, const std::vector<std::string>& overrides = {});
+// load() on YAML text that is not (or not yet) a file, such as the GUI editor's buffer: the same
+// checks and messages, located at `name` (the file the text will be saved as, so that a relative
+// cluster.profile resolves from its directory).
+Scenario load_text(const std::string& yaml_text, const std::string& name,
+                   const std::vector<std::string>& overrides = {});
 // The cluster and simulate sections alone, for front ends that need no training run (dtsim
 // collective); a file with only `cluster:` is enough.
 Scenario load_cluster(const std::string& path, const std::vector<std::string>& overrides = {});

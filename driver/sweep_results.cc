@@ -21,7 +21,7 @@ const std::vector<std::string> kRunColumns = {"status", "exit_code", "wall_s", "
 // Result keys kept as one JSON cell: lists, and maps whose keys vary from run to run.
 bool is_json_cell(const std::string& key) {
   return key == "time_by_kind_s" || key == "notes" || key == "communication.per_group" ||
-         key == "model.other_layers";
+         key == "model.other_layers" || key == "memory.per_stage";
 }
 
 void flatten(const nlohmann::json& j, const std::string& prefix,

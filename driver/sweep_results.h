@@ -17,7 +17,8 @@
 //   "wall_s", "error", "result": {...}}, with the result nested as simulate prints it.
 // - CSV (RFC 4180 quoting): a header line, then one line per row. The result is flattened to
 //   dotted columns ("breakdown_s.compute"); its lists and its per-kind map (time_by_kind_s,
-//   notes, communication.per_group, model.other_layers) are one cell each, as JSON. The header's
+//   notes, communication.per_group, model.other_layers, memory.per_stage) are one cell each, as
+//   JSON. The header's
 //   result columns are every scalar key a result can have (result_columns()), so one header
 //   serves every row; a key a row lacks is an empty cell.
 // - The first line of both identifies the file: the CSV header starts with "config," and every

@@ -32,7 +32,9 @@ packages=(build-essential cmake ninja-build pkg-config
   # Qt 6 for the plotting module (gui/plot: dtsim analyze --plot) and the GUI. Qt Charts' CMake
   # package needs Qt OpenGL's, which apt leaves out without recommends; the offscreen platform
   # that draws without a display comes with qt6-base-dev (libqt6gui6) and needs one font.
-  qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev fonts-dejavu-core)
+  qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev fonts-dejavu-core
+  # dtsim-gui's screenshots (scripts/gui-screenshots.sh) run it under a virtual X display.
+  xvfb xauth imagemagick)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -63,11 +65,12 @@ configure() {  # dir, extra cmake args... (warnings are errors here and in CI: D
 # here rather than plotting tests that silently go missing.
 configure "$build" -DDTSIM_ENABLE_GUI=ON
 if [[ $mode == run ]]; then
-  # Running needs only the dtsim command, not the test suite.
-  echo "setup: building dtsim in $build with $jobs jobs"
-  cmake --build "$build" --parallel "$jobs" --target dtsim
+  # Running needs only the dtsim command and the desktop application, not the test suite.
+  echo "setup: building dtsim and dtsim-gui in $build with $jobs jobs"
+  cmake --build "$build" --parallel "$jobs" --target dtsim dtsim-gui
   echo "setup: running dtsim simulate scenarios/default.yaml"
   "$build/cli/dtsim" simulate scenarios/default.yaml
+  echo "setup: start the GUI: $build/gui/app/dtsim-gui scenarios/default.yaml"
   exit 0
 fi
 

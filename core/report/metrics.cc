@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "core/strategy/layout.h"
+
 namespace dtsim {
 namespace {
 
@@ -347,6 +349,21 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
       for (size_t c = 0; c < m.at_peak.size(); ++c) r.per_category_bytes[c] = m.at_peak[c].value();
     }
   }
+  // Per pipeline stage: the worst simulated rank of each (StageMemory), a rank's stage from the
+  // placement (core/strategy/layout.h).
+  const RankLayout layout = layout_from_scenario(sc);
+  std::map<int, StageMemory> stages;
+  for (const auto& m : trace.memory) {
+    const int stage = layout.coordinates(m.rank)[static_cast<size_t>(ParallelDim::kPipeline)];
+    const auto [entry, added] = stages.try_emplace(stage);
+    if (!added && m.peak.value() < entry->second.peak_bytes) continue;
+    entry->second.stage = stage;
+    entry->second.rank = m.rank;
+    entry->second.peak_bytes = m.peak.value();
+    for (size_t c = 0; c < m.at_peak.size(); ++c)
+      entry->second.per_category_bytes[c] = m.at_peak[c].value();
+  }
+  for (const auto& [stage, memory] : stages) r.memory_per_stage.push_back(memory);
   r.capacity_bytes = sc.cluster.gpu.memory.value();
   r.fits = r.peak_bytes_per_gpu <= r.capacity_bytes;
   return r;

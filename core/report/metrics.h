@@ -88,6 +88,17 @@ LayerCounts count_layers(const ModelGraph& model);
 // The index of layer `index` among the graph's blocks, or -1 when it is not a block.
 int block_index(const ModelGraph& model, int index);
 
+// The memory of one pipeline stage: its simulated rank with the highest peak. A rank's stage is
+// its pipeline coordinate in the placement (core/strategy/layout.h; 0 without a pipeline). Stages
+// differ: the first holds activations for more micro-batches in flight under 1F1B, the first and
+// the last hold the embedding and the head.
+struct StageMemory {
+  int stage = 0;
+  Rank rank = 0;
+  double peak_bytes = 0;
+  std::array<double, kMemoryCategories> per_category_bytes{};  // at that rank's peak
+};
+
 struct Results {
   std::string engine;
   std::string source = "predicted";  // "measured" for real mode (design.md section 5)
@@ -104,6 +115,7 @@ struct Results {
   double capacity_bytes = 0;
   bool fits = true;
   std::array<double, kMemoryCategories> per_category_bytes{};
+  std::vector<StageMemory> memory_per_stage;  // by stage; only the stages simulated
   double parameters = 0;
   double model_flops_per_step = 0;
   double hardware_flops_per_step = 0;

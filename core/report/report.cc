@@ -127,6 +127,18 @@ nlohmann::json results_to_json(const Results& r) {
                  {"capacity_bytes", r.capacity_bytes},
                  {"fits", r.fits},
                  {"per_category_bytes", per_category}};
+  json per_stage = json::array();
+  for (const StageMemory& stage : r.memory_per_stage) {
+    json categories;
+    for (int c = 0; c < kMemoryCategories; ++c)
+      categories[std::string(to_string(static_cast<MemoryCategory>(c)))] =
+          stage.per_category_bytes[static_cast<size_t>(c)];
+    per_stage.push_back({{"stage", stage.stage},
+                         {"rank", stage.rank},
+                         {"peak_bytes", stage.peak_bytes},
+                         {"per_category_bytes", categories}});
+  }
+  j["memory"]["per_stage"] = per_stage;
   json other_layers = json::array();
   for (const auto& l : r.layers.other)
     other_layers.push_back({{"name", l.name}, {"kind", l.kind}, {"parameters", l.parameters}});

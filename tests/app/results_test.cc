@@ -243,6 +243,44 @@ TEST(Results, ConfigHoldsEveryResolvedParallelSettingAsIntegers) {
   EXPECT_EQ(c["sequence_parallel"], true);
 }
 
+// memory.per_stage: a pipeline's stages each with their worst simulated rank, whose categories
+// add up to its peak, and the job's peak among them; without a pipeline, one stage 0 that is the
+// job's peak.
+void expect_stages_consistent(const nlohmann::json& memory, int pipeline) {
+  ASSERT_TRUE(memory.contains("per_stage"));
+  const nlohmann::json& stages = memory["per_stage"];
+  ASSERT_TRUE(stages.is_array());
+  ASSERT_FALSE(stages.empty());
+  double highest = 0;
+  int previous = -1;
+  for (const auto& s : stages) {
+    const int stage = s["stage"].get<int>();
+    EXPECT_GT(stage, previous);
+    EXPECT_LT(stage, pipeline);
+    previous = stage;
+    double sum = 0;
+    for (const auto& [category, bytes] : s["per_category_bytes"].items())
+      sum += bytes.get<double>();
+    EXPECT_NEAR(sum, s["peak_bytes"].get<double>(), 1e-6 * s["peak_bytes"].get<double>());
+    highest = std::max(highest, s["peak_bytes"].get<double>());
+  }
+  EXPECT_DOUBLE_EQ(highest, memory["peak_bytes_per_gpu"].get<double>());
+}
+
+TEST(Results, MemoryPerStageHoldsEachPipelineStage) {
+  const nlohmann::json flat = simulate_json({"simulate.engine=analytic"})["memory"];
+  expect_stages_consistent(flat, 1);
+  EXPECT_EQ(flat["per_stage"].size(), 1u);
+  const nlohmann::json piped =
+      simulate_json({"simulate.engine=analytic", "parallelism.tensor=2", "parallelism.pipeline=2",
+                     "training.global_batch_size=64"})["memory"];
+  expect_stages_consistent(piped, 2);
+  ASSERT_EQ(piped["per_stage"].size(), 2u);
+  // 1F1B: the first stage stashes activations for more micro-batches in flight than the last.
+  EXPECT_GT(piped["per_stage"][0]["per_category_bytes"]["activations"].get<double>(),
+            piped["per_stage"][1]["per_category_bytes"]["activations"].get<double>());
+}
+
 TEST(Results, FloatNoiseIsZeroAndWholeNumbersAreIntegers) {
   Results r;
   r.step_time_s = 2.5;

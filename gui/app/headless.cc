@@ -1,0 +1,168 @@
+#include "gui/app/headless.h"
+
+#include <QApplication>
+#include <QComboBox>
+#include <QEventLoop>
+#include <QFileInfo>
+#include <QTimer>
+#include <iostream>
+
+#include "core/base/error.h"
+#include "gui/app/main_window.h"
+#include "gui/app/scenario_editor.h"
+#include "gui/app/scenario_form.h"
+#include "gui/app/yaml_edit.h"
+#include "gui/views/scaling_view.h"
+
+namespace dtsim::gui {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitRuntime = 1;
+constexpr int kExitBadInput = 2;
+
+void error_line(const QString& text) {
+  std::cerr << "error: " << text.toStdString() << "\n";
+}
+
+// Runs one simulation in `window` and waits (in an event loop) until it is on screen. Returns
+// the finished record.
+RunRecord run_and_wait(MainWindow& window, const QString& engine) {
+  window.engine_choice()->setCurrentIndex(std::max(0, window.engine_choice()->findData(engine)));
+  RunRecord last;
+  QEventLoop loop;
+  bool shown = false;
+  QObject::connect(&window, &MainWindow::run_finished, &loop,
+                   [&](const RunRecord& r) { last = r; });
+  QObject::connect(&window, &MainWindow::run_shown, &loop, [&](int, bool) {
+    shown = true;
+    loop.quit();
+  });
+  QString why;
+  if (!window.run_simulation(&why)) {
+    last.status = RunRecord::Status::kFailed;
+    last.message = why;
+    return last;
+  }
+  if (!shown) loop.exec();
+  return last;
+}
+
+int exit_code_of(const RunRecord& r) {
+  if (r.status == RunRecord::Status::kOk) return kExitOk;
+  error_line(r.message.isEmpty() ? "the simulation did not finish" : r.message);
+  return r.status == RunRecord::Status::kBadInput ? kExitBadInput : kExitRuntime;
+}
+
+// Runs the scaling tab's sweep and waits for its charts.
+int sweep_and_wait(MainWindow& window, const HeadlessRequest& request) {
+  QString key = "cluster.nodes";
+  QString values;
+  if (!request.vary.isEmpty()) {
+    key = request.vary.section('=', 0, 0);
+    values = request.vary.section('=', 1);
+  } else {
+    int nodes = 1;
+    try {
+      const auto entries = yaml_entries(window.editor()->text().toStdString());
+      if (auto it = entries.find("cluster.nodes"); it != entries.end())
+        nodes = std::stoi(it->second.text);
+    } catch (const std::exception&) {
+      nodes = 1;  // the loader accepted the file; a missing count is the default, 1
+    }
+    values = default_node_sweep(nodes);
+  }
+  window.scaling()->set_scenario(request.scenario, {});
+  QEventLoop loop;
+  bool ok = false, ended = false;
+  QObject::connect(window.scaling(), &ScalingView::sweep_finished, &loop, [&](bool result) {
+    ok = result;
+    ended = true;
+    loop.quit();
+  });
+  window.scaling()->start_sweep(key, values, request.engine);
+  if (!ended && !window.scaling()->sweep_running() && !window.scaling()->error().isEmpty()) {
+    error_line(window.scaling()->error());
+    return kExitBadInput;
+  }
+  if (!ended) loop.exec();
+  if (!ok) {
+    error_line(window.scaling()->error());
+    return kExitRuntime;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+QString default_node_sweep(int nodes) {
+  if (nodes < 8) return "1,2,4,8";
+  return QString("%1,%2,%3,%4").arg(nodes / 8).arg(nodes / 4).arg(nodes / 2).arg(nodes);
+}
+
+bool tab_needs_run(const QString& tab) {
+  return tab == "summary" || tab == "timeline" || tab == "memory" || tab == "compare";
+}
+
+int take_screenshot(const HeadlessRequest& request) {
+  const QString suffix = QFileInfo(request.output).suffix().toLower();
+  if (suffix != "png" && suffix != "svg") {
+    error_line(request.output + ": --screenshot writes .png or .svg");
+    return kExitBadInput;
+  }
+  MainWindow window(MainWindow::Options{request.dtsim, request.engine});
+  QString error;
+  if (!window.open_scenario(request.scenario, &error)) {
+    error_line(error);
+    return kExitBadInput;
+  }
+  if (!window.editor()->valid()) {
+    for (const Diagnostic& d : window.editor()->diagnostics()) std::cerr << d.render() << "\n";
+    return kExitBadInput;
+  }
+  window.resize(request.size);
+  window.show();
+  if (tab_needs_run(request.tab)) {
+    const RunRecord first = run_and_wait(window, request.engine);
+    if (const int code = exit_code_of(first); code != kExitOk) return code;
+    if (request.tab == "compare") {
+      // The scenario against itself under the other engine: where contention matters.
+      const QString other = first.engine == "analytic" ? "simgrid" : "analytic";
+      const RunRecord second = run_and_wait(window, other);
+      if (const int code = exit_code_of(second); code != kExitOk) return code;
+      window.compare_runs(first.id, second.id);
+    }
+  }
+  if (request.tab == "scaling")
+    if (const int code = sweep_and_wait(window, request); code != kExitOk) return code;
+  window.select_tab(request.tab);
+  // The editor's picture shows the cluster's fields beside the YAML (the first section holds
+  // only the name and description).
+  if (request.tab == "editor") window.editor()->form()->setCurrentIndex(1);
+  // Let layouts, deferred loads and repaints settle before the picture is taken.
+  for (int i = 0; i < 5; ++i) {
+    QApplication::processEvents();
+    QEventLoop wait;
+    QTimer::singleShot(50, &wait, &QEventLoop::quit);
+    wait.exec();
+  }
+  try {
+    if (suffix == "png") {
+      if (!window.grab().save(request.output, "PNG")) {
+        error_line(request.output + ": cannot write the image");
+        return kExitRuntime;
+      }
+    } else {
+      window.export_view(request.output);
+    }
+  } catch (const std::exception& e) {
+    error_line(QString::fromStdString(e.what()));
+    return kExitRuntime;
+  }
+  std::cerr << "dtsim-gui: wrote " << request.output.toStdString() << " ("
+            << request.tab.toStdString() << ", " << request.size.width() << "x"
+            << request.size.height() << " px)\n";
+  return kExitOk;
+}
+
+}  // namespace dtsim::gui
