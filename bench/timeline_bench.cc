@@ -135,7 +135,12 @@ std::string machine() {
       cpu = line.substr(line.find(':') + 2);
       break;
     }
-  return cpu + ", " + std::to_string(QThread::idealThreadCount()) + " logical CPUs, " +
+  // The machine's load when the run began: other work on shared cores slows every figure.
+  std::string load;
+  std::ifstream loadavg("/proc/loadavg");
+  loadavg >> load;
+  return cpu + ", " + std::to_string(QThread::idealThreadCount()) + " logical CPUs (load average " +
+         (load.empty() ? std::string("unknown") : load) + " at the start), " +
          QSysInfo::prettyProductName().toStdString() + ", Qt " + qVersion() +
          ", QT_QPA_PLATFORM=offscreen (raster)";
 }

@@ -15,6 +15,16 @@
 #include "core/base/units.h"
 
 namespace dtsim::gui {
+
+// One event of a trace, with the fields the model reads (see EventReader and from_json).
+struct RawTraceEvent {
+  size_t index = 0;  // 1-based, in the file's order, for messages
+  std::string ph, name, cat;
+  double pid = 0, tid = 0, ts = NAN, dur = NAN;
+  std::string args_name, group, phase, layer_name;
+  double layer = -1, micro_batch = -1, bytes = 0, flops = 0;
+};
+
 namespace {
 
 struct KindName {
@@ -50,12 +60,6 @@ double number_of(const nlohmann::json& object, const char* key, double fallback)
   return it->get<double>();
 }
 
-int int_of(const nlohmann::json& object, const char* key) {
-  const auto it = object.find(key);
-  if (it == object.end() || !it->is_number()) return -1;
-  return static_cast<int>(it->get<double>());
-}
-
 // Interns strings so that a span holds an index, not a copy: 100k spans share a few hundred
 // names.
 class NameTable {
@@ -85,6 +89,121 @@ void parse_thread_name(const QString& thread, TraceLane& lane) {
     }
   }
 }
+
+// Reads the events of a trace straight from the text (nlohmann's SAX interface) into
+// RawTraceEvents, keeping only the fields the model uses: a 100k-span trace would otherwise
+// become a document of a million small JSON values first, which doubles the load time.
+class EventReader : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  std::vector<RawTraceEvent> events;
+  bool found_events = false;  // a "traceEvents" array, or a bare array of events
+  std::string error;
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t v) override { return number(static_cast<double>(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return number(static_cast<double>(v)); }
+  bool number_float(number_float_t v, const string_t&) override { return number(v); }
+  bool binary(binary_t&) override { return true; }
+  bool string(string_t& v) override {
+    if (in_args_ && depth_ == events_depth_ + 2) {
+      if (args_key_ == "name")
+        event_.args_name = std::move(v);
+      else if (args_key_ == "group")
+        event_.group = std::move(v);
+      else if (args_key_ == "phase")
+        event_.phase = std::move(v);
+      else if (args_key_ == "layer_name")
+        event_.layer_name = std::move(v);
+    } else if (in_event_ && depth_ == events_depth_ + 1) {
+      if (event_key_ == "ph")
+        event_.ph = std::move(v);
+      else if (event_key_ == "name")
+        event_.name = std::move(v);
+      else if (event_key_ == "cat")
+        event_.cat = std::move(v);
+    }
+    return true;
+  }
+  bool start_object(std::size_t) override {
+    ++depth_;
+    if (events_depth_ > 0 && depth_ == events_depth_ + 1) {
+      event_ = RawTraceEvent{};
+      event_.index = ++count_;
+      in_event_ = true;
+    } else if (in_event_ && depth_ == events_depth_ + 2 && event_key_ == "args") {
+      in_args_ = true;
+    }
+    return true;
+  }
+  bool key(string_t& k) override {
+    if (depth_ == 1) top_key_ = k;
+    if (in_args_ && depth_ == events_depth_ + 2)
+      args_key_ = k;
+    else if (in_event_ && depth_ == events_depth_ + 1)
+      event_key_ = k;
+    return true;
+  }
+  bool end_object() override {
+    if (in_args_ && depth_ == events_depth_ + 2) {
+      in_args_ = false;
+    } else if (in_event_ && depth_ == events_depth_ + 1) {
+      in_event_ = false;
+      if (event_.ph == "X" || event_.ph == "M") events.push_back(std::move(event_));
+    }
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    ++depth_;
+    if (!found_events && (depth_ == 1 || (depth_ == 2 && top_key_ == "traceEvents"))) {
+      events_depth_ = depth_;
+      found_events = true;
+    } else if (events_depth_ > 0 && depth_ == events_depth_ + 1) {
+      ++count_;  // an event that is not an object: counted, not read
+    }
+    return true;
+  }
+  bool end_array() override {
+    if (depth_ == events_depth_) events_depth_ = -1;
+    --depth_;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    error = e.what();
+    return false;
+  }
+
+ private:
+  bool number(double v) {
+    if (in_args_ && depth_ == events_depth_ + 2) {
+      if (args_key_ == "layer")
+        event_.layer = v;
+      else if (args_key_ == "micro_batch")
+        event_.micro_batch = v;
+      else if (args_key_ == "bytes")
+        event_.bytes = v;
+      else if (args_key_ == "flops")
+        event_.flops = v;
+    } else if (in_event_ && depth_ == events_depth_ + 1) {
+      if (event_key_ == "pid")
+        event_.pid = v;
+      else if (event_key_ == "tid")
+        event_.tid = v;
+      else if (event_key_ == "ts")
+        event_.ts = v;
+      else if (event_key_ == "dur")
+        event_.dur = v;
+    }
+    return true;
+  }
+
+  int depth_ = 0, events_depth_ = -1;
+  size_t count_ = 0;
+  bool in_event_ = false, in_args_ = false;
+  std::string top_key_, event_key_, args_key_;
+  RawTraceEvent event_;
+};
 
 }  // namespace
 
@@ -117,12 +236,16 @@ std::shared_ptr<const TraceModel> TraceModel::load(const QString& path) {
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) fail(path, "cannot read the trace file");
-  nlohmann::json trace = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (trace.is_discarded())
+  EventReader reader;
+  const std::string& bytes = text.str();
+  if (!nlohmann::json::sax_parse(bytes, &reader))
     fail(path,
-         "not a trace: the file is not JSON (expected the Chrome trace-event file of "
-         "dtsim simulate --trace or dtsim real --trace)");
-  return from_json(trace, path);
+         "not a trace: the file is not JSON (" + reader.error +
+             "); expected the Chrome trace-event file of dtsim simulate --trace or dtsim real "
+             "--trace");
+  if (!reader.found_events)
+    fail(path, "not a trace: expected an object with a \"traceEvents\" array");
+  return build(reader.events, path);
 }
 
 std::shared_ptr<const TraceModel> TraceModel::from_json(const nlohmann::json& trace,
@@ -136,7 +259,40 @@ std::shared_ptr<const TraceModel> TraceModel::from_json(const nlohmann::json& tr
   } else {
     fail(source, "not a trace: expected an object with a \"traceEvents\" array");
   }
+  std::vector<RawTraceEvent> raw;
+  raw.reserve(events->size());
+  size_t index = 0;
+  for (const auto& e : *events) {
+    ++index;
+    if (!e.is_object()) continue;
+    RawTraceEvent r;
+    r.index = index;
+    r.ph = text_of(e, "ph");
+    if (r.ph != "X" && r.ph != "M") continue;
+    r.name = text_of(e, "name");
+    r.cat = text_of(e, "cat");
+    r.pid = number_of(e, "pid", 0);
+    r.tid = number_of(e, "tid", 0);
+    r.ts = number_of(e, "ts", NAN);
+    r.dur = number_of(e, "dur", NAN);
+    const auto args = e.find("args");
+    if (args != e.end() && args->is_object()) {
+      r.args_name = text_of(*args, "name");
+      r.group = text_of(*args, "group");
+      r.phase = text_of(*args, "phase");
+      r.layer_name = text_of(*args, "layer_name");
+      r.layer = number_of(*args, "layer", -1);
+      r.micro_batch = number_of(*args, "micro_batch", -1);
+      r.bytes = number_of(*args, "bytes", 0);
+      r.flops = number_of(*args, "flops", 0);
+    }
+    raw.push_back(std::move(r));
+  }
+  return build(raw, source);
+}
 
+std::shared_ptr<const TraceModel> TraceModel::build(std::vector<RawTraceEvent>& events,
+                                                    const QString& source) {
   std::shared_ptr<TraceModel> model(new TraceModel());
   model->source_ = source;
   NameTable names(model->names_);
@@ -150,49 +306,36 @@ std::shared_ptr<const TraceModel> TraceModel::from_json(const nlohmann::json& tr
     TraceSpan span;
   };
   std::vector<Pending> pending;
-  pending.reserve(events->size());
-  size_t index = 0;
-  for (const auto& e : *events) {
-    ++index;
-    if (!e.is_object()) continue;
-    const std::string ph = text_of(e, "ph");
-    const int pid = static_cast<int>(number_of(e, "pid", 0));
-    const int tid = static_cast<int>(number_of(e, "tid", 0));
-    if (ph == "M") {
-      const auto args = e.find("args");
-      if (args == e.end() || !args->is_object()) continue;
-      const std::string what = text_of(e, "name"), name = text_of(*args, "name");
-      if (what == "process_name") process_names[pid] = name;
-      if (what == "thread_name") thread_names[{pid, tid}] = name;
+  pending.reserve(events.size());
+  for (RawTraceEvent& e : events) {
+    const int pid = static_cast<int>(e.pid), tid = static_cast<int>(e.tid);
+    if (e.ph == "M") {
+      if (e.name == "process_name") process_names[pid] = e.args_name;
+      if (e.name == "thread_name") thread_names[{pid, tid}] = e.args_name;
       continue;
     }
-    if (ph != "X") continue;
-    const double ts = number_of(e, "ts", NAN), dur = number_of(e, "dur", NAN);
-    if (!std::isfinite(ts) || !std::isfinite(dur) || dur < 0)
-      fail(source, "event " + std::to_string(index) +
+    if (e.ph != "X") continue;
+    if (!std::isfinite(e.ts) || !std::isfinite(e.dur) || e.dur < 0)
+      fail(source, "event " + std::to_string(e.index) +
                        " (a complete event, \"ph\": \"X\"): expected numbers ts and dur >= 0 "
                        "(microseconds)");
     TraceSpan span;
-    span.start_us = ts;
-    span.duration_us = dur;
-    span.name = names.intern(text_of(e, "name"));
-    std::string group, phase;
-    const auto args = e.find("args");
-    if (args != e.end() && args->is_object()) {
-      group = text_of(*args, "group");
-      phase = text_of(*args, "phase");
-      span.layer = int_of(*args, "layer");
-      span.micro_batch = int_of(*args, "micro_batch");
-      span.bytes = number_of(*args, "bytes", 0);
-      span.flops = number_of(*args, "flops", 0);
-      span.layer_name = names.intern(text_of(*args, "layer_name"));
-      span.phase = names.intern(phase);
-      span.group = names.intern(group);
-    }
-    span.kind = classify_span(text_of(e, "cat"), group, phase);
+    span.start_us = e.ts;
+    span.duration_us = e.dur;
+    span.name = names.intern(e.name);
+    span.layer = static_cast<int>(e.layer);
+    span.micro_batch = static_cast<int>(e.micro_batch);
+    span.bytes = e.bytes;
+    span.flops = e.flops;
+    span.layer_name = names.intern(e.layer_name);
+    span.phase = names.intern(e.phase);
+    span.group = names.intern(e.group);
+    span.kind = classify_span(e.cat, e.group, e.phase);
     pending.push_back({{pid, tid}, span});
     lane_of.try_emplace({pid, tid}, 0);
   }
+  events.clear();
+  events.shrink_to_fit();
   if (pending.empty())
     fail(source, "no spans: expected complete events (\"ph\": \"X\") in traceEvents");
   // A named thread is a lane even without spans: a stream that had nothing to do is worth seeing.

@@ -2,7 +2,8 @@
 // spans, for the GUI's timeline (gui/views/timeline_view.h).
 //
 // Contract:
-// - load() reads the file whole and returns an immutable model; it throws InputError naming the
+// - load() reads the file whole (events straight from the text, with no JSON document in
+//   between) and returns an immutable model; it throws InputError naming the
 //   file and the reason for a file that cannot be read, is not JSON, is not a trace (an object
 //   with a "traceEvents" array, or a bare array of events) or holds no complete events.
 // - A lane is one (pid, tid) pair of the trace: with dtsim, one stream of one rank on one node,
@@ -36,6 +37,8 @@
 #include <nlohmann/json_fwd.hpp>
 
 namespace dtsim::gui {
+
+struct RawTraceEvent;  // trace_model.cc: an event as read from the file
 
 enum class SpanKind {
   kCompute,
@@ -109,6 +112,9 @@ class TraceModel {
 
  private:
   TraceModel() = default;
+  // The model from the events of a file (load) or a document (from_json); consumes `events`.
+  static std::shared_ptr<const TraceModel> build(std::vector<RawTraceEvent>& events,
+                                                 const QString& source);
 
   QString source_;
   std::vector<TraceLane> lanes_;

@@ -194,6 +194,38 @@ TEST(TraceModel, RefusesWhatIsNotATraceNamingTheFile) {
   }
 }
 
+TEST(TraceModel, ReadingAFileGivesTheModelOfItsDocument) {
+  nlohmann::json trace = synthetic_trace(2, 50, 3.0);
+  trace["traceEvents"][5]["args"]["group"] = "tp";
+  trace["traceEvents"][5]["cat"] = "all-reduce";
+  trace["traceEvents"][7]["args"]["nested"] = {{"layer", 99}, {"list", {1, 2}}};
+  trace["traceEvents"].push_back(42);  // not an event: skipped by both
+  nlohmann::json file = {{"otherData", {{"ts", 1}}}, {"traceEvents", trace["traceEvents"]}};
+  QTemporaryDir dir;
+  const QString path = dir.filePath("t.json");
+  std::ofstream(path.toStdString()) << file.dump();
+  const auto from_file = TraceModel::load(path);
+  const auto from_document = TraceModel::from_json(file, path);
+  ASSERT_EQ(from_file->lanes().size(), from_document->lanes().size());
+  ASSERT_EQ(from_file->span_count(), from_document->span_count());
+  EXPECT_EQ(from_file->count(SpanKind::kTensorParallel), 1u);
+  EXPECT_EQ(from_file->names(), from_document->names());
+  for (size_t l = 0; l < from_file->lanes().size(); ++l) {
+    EXPECT_EQ(from_file->lanes()[l].name, from_document->lanes()[l].name);
+    for (size_t i = 0; i < from_file->lanes()[l].spans.size(); ++i) {
+      const TraceSpan& a = from_file->lanes()[l].spans[i];
+      const TraceSpan& b = from_document->lanes()[l].spans[i];
+      EXPECT_EQ(a.start_us, b.start_us);
+      EXPECT_EQ(a.duration_us, b.duration_us);
+      EXPECT_EQ(a.kind, b.kind);
+      EXPECT_EQ(a.name, b.name);
+      EXPECT_EQ(a.layer, b.layer);
+      EXPECT_EQ(a.bytes, b.bytes);
+      EXPECT_EQ(a.flops, b.flops);
+    }
+  }
+}
+
 TEST(TraceModel, FindsAndDescribesTheSpanUnderAPoint) {
   const auto model = TraceModel::from_json(synthetic_trace(1, 4, 10), "synthetic");
   EXPECT_EQ(model->span_at(0, 15, 0), 1);
