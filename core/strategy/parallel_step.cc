@@ -1004,23 +1004,20 @@ class StepBuilder {
     if (compression_.method != Compression::kPowerSgd) return;
     const double rank = compression_.rank;
     layer_matrices_.resize(model_.layers.size());
+    std::pair<double, std::string> widest{0, ""};  // the largest min(rows, cols), and its layer
     for (size_t i = 0; i < model_.layers.size(); ++i) {
       const Layer& l = model_.layers[i];
       LayerMatrices& m = layer_matrices_[i];
       m.parameters = l.parameters;
+      double claimed = 0;  // elements of the layer's parameters taken by its matrices so far
       auto add = [&](double rows, double cols, double count) {
-        if (rows < 1 || cols < 1 || m.matrix_elements + rows * cols * count > l.parameters + 0.5)
-          return;
-        if (std::min(rows, cols) < rank)
-          throw InputError(Diagnostic{
-              compression_.rank_where.known() ? compression_.rank_where : compression_.where,
-              "training.powersgd_rank",
-              "PowerSGD rank " + std::to_string(compression_.rank) + " is above the size of " +
-                  l.name + "'s " + format_number("%.0f", rows) + " x " +
-                  format_number("%.0f", cols) +
-                  " weight matrix (a rank-r approximation needs r <= min(rows, cols)); use a "
-                  "rank of at most " +
-                  format_number("%.0f", std::min(rows, cols))});
+        if (rows < 1 || cols < 1 || claimed + rows * cols * count > l.parameters + 0.5) return;
+        claimed += rows * cols * count;
+        if (std::min(rows, cols) > widest.first) widest = {std::min(rows, cols), l.name};
+        // PyTorch's powerSGD_hook sends a matrix uncompressed unless its compression rate
+        // rows·cols / ((rows + cols)·r) reaches min_compression_rate, 2 by default
+        // (torch/distributed/algorithms/ddp_comm_hooks/powerSGD_hook.py, PowerSGDState).
+        if (rows * cols < 2 * (rows + cols) * rank) return;
         m.matrix_elements += rows * cols * count;
         m.p_elements += rows * rank * count;
         m.q_elements += cols * rank * count;
@@ -1034,6 +1031,16 @@ class StepBuilder {
         if (k.kind == KernelKind::kGemm && k.shape.known())
           add(k.shape.k, k.shape.n, std::max(1.0, k.shape.batch));
     }
+    // A rank above every matrix's smaller side leaves nothing to compress.
+    if (widest.first > 0 && rank > widest.first)
+      throw InputError(Diagnostic{
+          compression_.rank_where.known() ? compression_.rank_where : compression_.where,
+          "training.powersgd_rank",
+          "PowerSGD rank " + std::to_string(compression_.rank) +
+              " is above the size of every weight matrix (the largest, in " + widest.second +
+              ", has a smaller side of " + format_number("%.0f", widest.first) +
+              "; a rank-r approximation needs r <= min(rows, cols)); use a rank of at most " +
+              format_number("%.0f", widest.first)});
   }
 
   static Label bucket_label(const Part& part, int chunk, size_t k, const GradientBucket& b,
