@@ -499,6 +499,9 @@ bool FastAnalyticModel::covers(const Scenario& sc) const {
   return par.zero_stage <= 2 && par.expert.value == 1 && !par.tp_comm_overlap &&
          !par.pipeline_scatter_gather && sc.training.precision != DType::kFp8 &&
          sc.stragglers.entries.empty() && sc.simulate.iterations == 1 &&
+         // PipeDream's schedules and gradient compression build steps the step-level model
+         // does not mirror (core/strategy/parallel_step.cc); the analytic engine times them.
+         !is_pipedream(par.schedule) && sc.training.compression.method == Compression::kNone &&
          folds_to_one_rank_per_stage(sc);
 }
 

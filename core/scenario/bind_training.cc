@@ -123,7 +123,20 @@ void bind_training(const Reader& r, const ParallelismConfig& par, TrainingConfig
   t.flash_attention = governed(r, "training.flash_attention", fw.flash_attention);
   t.runtime_reserve = r.value<Bytes>("training.runtime_reserve");
   t.sync = r.value<std::string>("training.sync");
-  t.compression = r.value<std::string>("training.compression");
+  t.compression.method = kCompressionNames.from_valid(r.value<std::string>("training.compression"));
+  t.compression.where = r.where("training.compression");
+  t.compression.density = r.value<double>("training.compression_density");
+  t.compression.rank = static_cast<int>(r.value<int64_t>("training.powersgd_rank"));
+  t.compression.rank_where = r.where("training.powersgd_rank");
+  const std::string feedback = r.value<std::string>("training.error_feedback");
+  t.compression.error_feedback = feedback == "auto"
+                                     ? t.compression.method == Compression::kTopK ||
+                                           t.compression.method == Compression::kPowerSgd
+                                     : feedback == "true";
+  if (feedback == "true" && t.compression.method == Compression::kNone)
+    sink.add(r.where("training.error_feedback"), "training.error_feedback",
+             "error feedback keeps what gradient compression drops, but training.compression is "
+             "none; choose a compression or drop error_feedback");
   const int64_t per_step = t.micro_batch_size.value * par.data.value;
   if (per_step > 0 && t.global_batch_size.value % per_step != 0) {
     int64_t lo = t.global_batch_size.value / per_step * per_step;
@@ -146,6 +159,30 @@ void bind_training(const Reader& r, const ParallelismConfig& par, TrainingConfig
             " (real runs use tens to thousands). Raise training.micro_batch_size or lower the "
             "global batch");
   }
+}
+
+void check_training_modes(const Reader& r, const Scenario& s, DiagnosticSink& sink) {
+  const auto& par = s.parallelism;
+  const auto& t = s.training;
+  if (is_pipedream(par.schedule) && par.zero_stage == 3)
+    sink.add(r.where("parallelism.schedule"), "parallelism.schedule",
+             std::string(to_string(par.schedule)) +
+                 " stashes whole copies of each stage's weights (one per micro-batch in flight), "
+                 "which ZeRO-3's sharded weights do not have: the two do not combine; use "
+                 "zero_stage 0 or a flushed schedule (1f1b)");
+  else if (is_pipedream(par.schedule) && par.zero_stage > 0)
+    sink.add(r.where("parallelism.zero_stage"), "parallelism.zero_stage",
+             "not supported yet: dtsim builds " + std::string(to_string(par.schedule)) +
+                 " without ZeRO; use zero_stage 0");
+  if (t.compression.method == Compression::kNone) return;
+  if (par.zero_stage > 0)
+    sink.add(t.compression.where, "training.compression",
+             "not supported yet: dtsim compresses all-reduced gradients only (zero_stage 0), not "
+             "ZeRO's reduce-scatter; use zero_stage 0 or compression none");
+  if (par.schedule == Schedule::kPipeDreamAsync)
+    sink.add(t.compression.where, "training.compression",
+             "not supported yet: gradient compression with the pipedream-async schedule's "
+             "per-micro-batch updates; use pipedream-2bw or compression none");
 }
 
 void check_precision(const Reader& r, const ClusterConfig& c, const TrainingConfig& t,

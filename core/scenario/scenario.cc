@@ -84,8 +84,8 @@ void apply_override(const Override& ov, int index, EntryMap& entries, Diagnostic
   auto eq = ov.text.find('=');
   if (eq == std::string::npos || eq == 0) {
     sink.add(loc, "",
-             "expected " + flag + " key.path=value (e.g. " + flag +
-                 " cluster.nodes=16), found '" + ov.text + "'");
+             "expected " + flag + " key.path=value (e.g. " + flag + " cluster.nodes=16), found '" +
+                 ov.text + "'");
     return;
   }
   std::string path = ov.text.substr(0, eq);
@@ -167,6 +167,7 @@ Scenario build(const std::string& file, EntryMap entries, LoadScope scope, Diagn
   if (scenario_binding::bind_parallelism(r, s.cluster, s.parallelism, sink)) {
     scenario_binding::bind_training(r, s.parallelism, s.training, sink);
     scenario_binding::check_pipeline_schedule(r, s, sink);
+    scenario_binding::check_training_modes(r, s, sink);
     scenario_binding::check_precision(r, s.cluster, s.training, sink);
     scenario_binding::bind_simulate(r, s.simulate);
     scenario_binding::bind_reliability(r, s.cluster, s.reliability, sink);

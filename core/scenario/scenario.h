@@ -38,12 +38,19 @@ struct Located {
   SourceLocation where;  // unknown when the value is a default
 };
 
-enum class Schedule { kGpipe, k1F1B, kInterleaved, kPipeDreamAsync };
+// kPipeDreamAsync: PipeDream's 1F1B without flush, a weight update after every micro-batch and
+// weight stashing (Narayanan et al., SOSP 2019); kPipeDream2BW: the same order with gradients
+// accumulated over the step's micro-batches and two weight versions (Narayanan et al., ICML 2021).
+enum class Schedule { kGpipe, k1F1B, kInterleaved, kPipeDreamAsync, kPipeDream2BW };
 inline constexpr auto kScheduleNames =
     make_enum_table<Schedule>({{Schedule::kGpipe, "gpipe"},
                                {Schedule::k1F1B, "1f1b"},
                                {Schedule::kInterleaved, "interleaved"},
-                               {Schedule::kPipeDreamAsync, "pipedream-async"}});
+                               {Schedule::kPipeDreamAsync, "pipedream-async"},
+                               {Schedule::kPipeDream2BW, "pipedream-2bw"}});
+constexpr bool is_pipedream(Schedule s) {
+  return s == Schedule::kPipeDreamAsync || s == Schedule::kPipeDream2BW;
+}
 constexpr std::string_view to_string(Schedule s) {
   return kScheduleNames.to_string(s);
 }
@@ -125,6 +132,35 @@ constexpr std::string_view to_string(Framework f) {
   return kFrameworkNames.to_string(f);
 }
 
+// Gradient compression (training.compression; docs/models.md, "Gradient compression"): how the
+// data-parallel gradients travel. Casts send each gradient in a narrower float; int8 sends one
+// byte per gradient and one fp32 scale per bucket; top-k sends the largest `density` share of
+// each bucket as (value, 4-byte index) pairs over an all-gather (Lin et al., ICLR 2018); PowerSGD
+// sends two rank-`rank` factors of each weight matrix over two all-reduces (Vogels et al.,
+// NeurIPS 2019).
+enum class Compression { kNone, kFp16, kBf16, kFp8, kInt8, kTopK, kPowerSgd };
+inline constexpr auto kCompressionNames =
+    make_enum_table<Compression>({{Compression::kNone, "none"},
+                                  {Compression::kFp16, "fp16"},
+                                  {Compression::kBf16, "bf16"},
+                                  {Compression::kFp8, "fp8"},
+                                  {Compression::kInt8, "int8"},
+                                  {Compression::kTopK, "topk"},
+                                  {Compression::kPowerSgd, "powersgd"}});
+constexpr std::string_view to_string(Compression c) {
+  return kCompressionNames.to_string(c);
+}
+
+struct CompressionConfig {
+  Compression method = Compression::kNone;
+  double density = 0.01;  // top-k: the share of each bucket's gradients sent, in (0, 1]
+  int rank = 4;           // PowerSGD: the rank of the low-rank factors
+  // Error feedback (Seide et al. 2014; Karimireddy et al. 2019): the part compression dropped is
+  // kept in a residual buffer (one gradient's worth of memory) and added to the next gradient.
+  bool error_feedback = false;
+  SourceLocation where, rank_where;
+};
+
 struct TrainingConfig {
   Framework framework = Framework::kCustom;
   Located<int64_t> global_batch_size{1};
@@ -143,7 +179,7 @@ struct TrainingConfig {
   // CUDA context, library workspaces and allocator slack held outside the modelled tensors.
   Bytes runtime_reserve{1024.0 * 1024 * 1024};
   std::string sync = "synchronous";
-  std::string compression = "none";
+  CompressionConfig compression;
 };
 
 // What `grad_dtype: auto` resolves to: fp16 training keeps fp16 gradients; every other precision

@@ -241,15 +241,12 @@ SchemaNode build_schema() {
                  "all-reduces become reduce-scatter + all-gather",
                  "false");
   auto schedule =
-      choice("schedule", kScheduleNames.names(), "pipeline schedule (matters when pipeline > 1)",
+      choice("schedule", kScheduleNames.names(),
+             "pipeline schedule (matters when pipeline > 1): gpipe, 1f1b, interleaved (flushed "
+             "every step), pipedream-async (no flush, a weight update per micro-batch, p - s "
+             "weight versions on stage s; Narayanan et al. 2019) or pipedream-2bw (no flush, one "
+             "update per step, two weight versions; Narayanan et al. 2021)",
              std::string(to_string(Schedule::k1F1B)));
-  schedule.unsupported = [](const Value& v) -> std::optional<std::string> {
-    if (const auto* x = std::get_if<std::string>(&v);
-        x && *x == to_string(Schedule::kPipeDreamAsync))
-      return "the asynchronous PipeDream schedule is not built yet; use gpipe, 1f1b or "
-             "interleaved";
-    return std::nullopt;
-  };
   auto vs = with_aliases(
       count("virtual_stages", "model chunks per device for schedule: interleaved (Megatron-LM's v)",
             "1", 1, 1e4),
@@ -281,10 +278,30 @@ SchemaNode build_schema() {
                      "how replicas synchronise", "synchronous");
   sync.unsupported = only<std::string>(
       "synchronous", "dtsim simulates synchronous training only; use synchronous");
-  auto compression = choice("compression", {"none", "fp16", "int8", "topk", "powersgd"},
-                            "gradient compression", "none");
-  compression.unsupported =
-      only<std::string>("none", "dtsim simulates uncompressed gradients only; use none");
+  auto compression = choice(
+      "compression", kCompressionNames.names(),
+      "data-parallel gradient compression (docs/models.md, \"Gradient compression\"): fp16, bf16 "
+      "or fp8 send each gradient in that format; int8 one byte per gradient and an fp32 scale "
+      "per bucket; topk the largest compression_density share with 4-byte indices over an "
+      "all-gather (Lin et al. 2018); powersgd rank-powersgd_rank factors over two all-reduces "
+      "(Vogels et al. 2019); the compress and decompress kernels run in the step",
+      "none");
+  auto density = positive(leaf("compression_density", ValueType::kNumber,
+                               "compression topk: the share of each bucket's gradients sent, in "
+                               "(0, 1] (Deep Gradient Compression uses 0.001)",
+                               "0.01"),
+                          1);
+  auto powersgd_rank =
+      count("powersgd_rank",
+            "compression powersgd: the rank r of the factors P (n x r) and Q (m x r) sent for each "
+            "n x m weight matrix; at most min(n, m) of every matrix",
+            "4", 1, 1e6);
+  auto error_feedback =
+      choice("error_feedback", {"auto", "true", "false"},
+             "keep what compression dropped in a residual buffer (one gradient's worth of "
+             "memory, read and written every step) and add it to the next gradient; auto = on "
+             "for topk and powersgd, off for the casts and int8",
+             "auto");
   SchemaNode training = section(
       "training", "the optimisation step",
       {choice(
@@ -336,7 +353,7 @@ SchemaNode build_schema() {
        leaf("overlap_grad_reduce", ValueType::kBool,
             "overlap gradient all-reduce with the rest of backward (default: the framework's)",
             "true"),
-       sync, compression,
+       sync, compression, density, powersgd_rank, error_feedback,
        count("steps", "optimizer steps of the whole run (with failures: goodput, time to train)",
              "1", 1, 1e12),
        positive(leaf("tokens", ValueType::kNumber,

@@ -56,6 +56,10 @@ struct Unit {
   UnitKind kind = UnitKind::kForward;
   int chunk = 0;  // local chunk index j; the global chunk is j·p + s
   int micro_batch = 0;
+  // PipeDream schedules: a backward of the previous step's micro-batch (carried over, no flush
+  // between steps), and whether its gradient arrived in the previous step (recv_carried).
+  bool carried = false;
+  bool recv_carried = false;
 };
 
 std::vector<Unit> schedule_for_stage(Schedule schedule, int p, int s, int v, int m) {
@@ -65,6 +69,25 @@ std::vector<Unit> schedule_for_stage(Schedule schedule, int p, int s, int v, int
   if (schedule == Schedule::kGpipe) {
     for (int mb = 0; mb < m; ++mb) fwd(mb);
     for (int mb = 0; mb < m; ++mb) bwd(mb);
+    return units;
+  }
+  if (is_pipedream(schedule)) {
+    // 1F1B without a flush (Narayanan et al. 2019, section 3.3, Figure 8; 2BW, Narayanan et al.
+    // 2021, Figure 3): in the steady state stage s runs one forward and one backward in turn, its
+    // backwards w = p - s - 1 micro-batches behind its forwards. A step is one period of that
+    // steady state: the forwards of micro-batches 0..m-1 paired with the backwards w behind, the
+    // first w of which are the previous step's last micro-batches. Within a step every forward
+    // send has its receive in the same step; the gradient of stage s's first carried backward
+    // was sent by stage s + 1 at the end of the previous step, so that backward does not wait
+    // for a receive, and the receive that matches stage s + 1's last send is posted last.
+    const int w = std::min(p - s - 1, m);
+    const bool deferred = s + 1 < p && p - s - 1 <= m;
+    for (int i = 0; i < m; ++i) {
+      fwd(i);
+      const int j = i - w;
+      units.push_back(
+          {UnitKind::kBackward, 0, j < 0 ? m + j : j, j < 0, deferred && i == 0 && j < 0});
+    }
     return units;
   }
   if (schedule != Schedule::kInterleaved || v == 1) {
@@ -142,7 +165,8 @@ class StepBuilder {
         zero_(sc.parallelism.zero_stage),
         dtype_(sc.training.precision),
         grad_dtype_(sc.training.grad_dtype),
-        chunks_(pipeline_chunks(model, p_, v_, sc.parallelism.layers_per_stage)) {
+        chunks_(pipeline_chunks(model, p_, v_, sc.parallelism.layers_per_stage)),
+        compression_(sc.training.compression) {
     job_.world_size = sc.cluster.total_gpus();
     for (const auto& l : model.layers)
       tied_parameters_ = std::max(tied_parameters_, l.tied_parameters);
@@ -157,6 +181,7 @@ class StepBuilder {
     scatter_gather_ = sc.parallelism.pipeline_scatter_gather && t_ > 1;
     boundary_full_bytes_ = Bytes(full);
     boundary_bytes_ = Bytes(full / (sc.parallelism.sequence_parallel || scatter_gather_ ? t_ : 1));
+    collect_layer_matrices();
   }
 
   Job build(const JobOptions& options) {
@@ -350,6 +375,17 @@ class StepBuilder {
     return l.parameters - l.expert_parameters + (p_ > 1 ? l.tied_parameters : 0);
   }
 
+  // A compute op after the last backward that waits for a compressed collective (`after`, or
+  // -1: the collective `then` of the pass before, in the same bucket order), optionally followed
+  // by a collective of its own on grad_comm.
+  struct AfterBackward {
+    int order = 0;
+    EventId after = -1;
+    ComputeOp op;
+    Label label;
+    std::optional<CollectiveOp> then;
+  };
+
   struct RankState {
     Program p;
     StreamId compute = 0, grad_comm = 0, param_comm = -1, tp_comm = -1;
@@ -359,10 +395,128 @@ class StepBuilder {
     int amax_size = 1;
     std::vector<Part> parts;    // dense, then expert
     Rank prev = -1, next = -1;  // pipeline neighbours (the interleaved schedule wraps)
+    // Gradient decompression the optimizer waits for (bucket_sync), in `order` passes.
+    std::vector<AfterBackward> after_backward;
     // ZeRO-3 prefetch: a layer's gather may start once the layer two before it has finished,
     // so it overlaps the previous layer's compute and at most two layers are gathered at once.
     EventId gather_gate = -1, last_layer_end = -1;
   };
+
+  // Weight versions stage s holds (1 for the flushed schedules): under pipedream-async one per
+  // micro-batch in flight, p - s when the step has at least p - s - 1 micro-batches; under
+  // pipedream-2bw two wherever the pipeline has more than one stage.
+  int weight_versions(int s) const {
+    if (sc_.parallelism.schedule == Schedule::kPipeDreamAsync) return std::min(p_ - s - 1, m_) + 1;
+    if (sc_.parallelism.schedule == Schedule::kPipeDream2BW) return p_ > 1 ? 2 : 1;
+    return 1;
+  }
+
+  // The optimizer step after the gradient collectives (mb: the micro-batch whose gradients it
+  // applies under pipedream-async, else -1).
+  void optimizer_step(RankState& r, const ModelStateBytes& state, double optimizer_shard,
+                      const RankGroups& groups, int mb) {
+    // The optimizer's kernels after every gradient collective, each over the parameters whose
+    // update this rank runs (its shard under ZeRO). Megatron's (megatron_optimizer()) in its
+    // order (Megatron-LM d98e8a64dd, megatron/core/optimizer/optimizer.py,
+    // MixedPrecisionOptimizer / DistributedOptimizer `step`: prepare_grads, clip_grad_norm,
+    // step_with_ready_grads). Other frameworks run one optimizer step kernel that reads the
+    // gradients, writes the 16-bit weights and reads and writes the states (master weights
+    // included); gradient clipping is a user's choice there, not a framework default.
+    const auto& tr = sc_.training;
+    const bool megatron = megatron_optimizer();
+    auto& comm_ops = r.p.streams[static_cast<size_t>(r.grad_comm)].ops;
+    const EventId comm_done = comm_ops.empty() ? -1 : mark_end(r.p, r.grad_comm);
+    bool waited = false;
+    auto step_kernel = [&](const std::string& name, KernelKind kind, double bytes) {
+      Op& op = r.p.append(r.compute, ComputeOp{kind, Flops(0), Bytes(bytes), DType::kFp32},
+                          Label{name, -1, mb, Phase::kOptimizer});
+      if (comm_done >= 0 && !waited) op.waits.push_back(comm_done);
+      waited = true;
+    };
+    const double grad_bytes_per_param = gradient_bytes_per_parameter(grad_dtype_);
+    const bool mixed = weight_bytes_per_parameter(dtype_) < 4;
+    // The optimizer works on fp32 main gradients: 16-bit gradients are first copied into fp32
+    // ones (optimizer.py `_copy_model_grads_to_main_grads`: main_grad.float(); a no-op view
+    // when the gradient buffer is fp32 already, Megatron's bf16 default): read g, write 4.
+    if (megatron && mixed && grad_bytes_per_param < 4)
+      step_kernel("main_grad_cast", KernelKind::kElementwise,
+                  optimizer_shard * (grad_bytes_per_param + 4));
+    // fp16 needs dynamic loss scaling (Micikevicius et al. 2018): before the step every local
+    // gradient is checked for inf/NaN and unscaled (PyTorch's fused
+    // _amp_foreach_non_finite_check_and_unscale_: one read and one write), and the overflow
+    // flag is agreed on by an all-reduce so that every rank skips the same steps. bf16 and fp8
+    // (with bf16 gradients) train without it.
+    if (dtype_ == DType::kFp16) {
+      step_kernel("loss_scale_unscale_and_check", KernelKind::kElementwise,
+                  state.gradients.value() * 2.0);
+      if (r.parts.front().size > 1)
+        r.p.append(
+            r.compute,
+            CollectiveOp{CollectiveKind::kAllReduce, r.parts.front().group, Bytes(4), DType::kFp32},
+            Label{"loss_scale_overflow_flag", -1, mb, Phase::kOptimizer});
+    }
+    // Gradient clipping by the global norm (clip_grad 1.0 is Megatron's default,
+    // optimizer_config.py): clip_grads.py `get_grad_norm_fp32` sums the squares of the fp32
+    // main gradients in one multi_tensor_l2norm kernel (read 4 bytes each) and all-reduces that
+    // one fp32 over the gradient-statistics group; `clip_grad_by_total_norm_fp32` then scales
+    // every gradient in place (multi_tensor_scale_tensor, which runs whatever the norm when
+    // Transformer Engine provides it: read 4, write 4). The parameters Megatron leaves out of the
+    // norm (tensor-parallel duplicates, shared embeddings off the first stage) are not told apart.
+    // Megatron-LM 2021 (9da6e975de, megatron/optimizer/clip_grads.py) scaled only when the norm
+    // exceeded clip_grad, which depends on the run; it is left out there.
+    if (megatron) {
+      step_kernel("grad_norm_squares", KernelKind::kElementwise, optimizer_shard * 4);
+      if (groups.grad_stats_size > 1)
+        r.p.append(
+            r.compute,
+            CollectiveOp{CollectiveKind::kAllReduce, groups.grad_stats, Bytes(4), DType::kFp32},
+            Label{"grad_norm_all_reduce", -1, mb, Phase::kOptimizer});
+      if (tr.framework != Framework::kMegatronLm2021)
+        step_kernel("grad_clip_scale", KernelKind::kElementwise, optimizer_shard * 8);
+    }
+    if (megatron) {
+      // The optimizer step (multi_tensor_adam and its kin): reads the fp32 main gradient and
+      // reads and writes the fp32 parameter it updates (the master weight in mixed precision,
+      // which optimizer_bytes_per_parameter counts with the states) and the states.
+      const double updated_bytes = optimizer_bytes_per_parameter(dtype_, tr.optimizer) +
+                                   (mixed ? 0 : weight_bytes_per_parameter(dtype_));
+      step_kernel("optimizer_step", KernelKind::kOptimizer,
+                  optimizer_shard * (4 + 2 * updated_bytes));
+      // Mixed precision: the updated fp32 master weights are copied into the 16-bit weights
+      // (optimizer.py / distrib_optimizer.py `_copy_main_params_to_model_params`): read 4,
+      // write 2.
+      if (mixed)
+        step_kernel("main_params_to_model_params", KernelKind::kElementwise,
+                    optimizer_shard * (4 + weight_bytes_per_parameter(dtype_)));
+    } else {
+      step_kernel("optimizer_step", KernelKind::kOptimizer,
+                  optimizer_shard * (grad_bytes_per_param + weight_bytes_per_parameter(dtype_) +
+                                     2 * optimizer_bytes_per_parameter(dtype_, tr.optimizer)));
+    }
+  }
+
+  // The decompression queued by bucket_sync, after the last backward, pass by pass.
+  void run_after_backward(RankState& r) {
+    std::vector<EventId> then_done;
+    size_t next_then = 0;
+    for (int order = 0; order < 2; ++order)
+      for (const AfterBackward& a : r.after_backward) {
+        if (a.order != order) continue;
+        Op& op = r.p.append(r.compute, a.op, a.label);
+        const EventId after =
+            a.after >= 0 ? a.after
+                         : (next_then < then_done.size() ? then_done[next_then++] : EventId{-1});
+        if (after >= 0) op.waits.push_back(after);
+        if (!a.then) continue;
+        const EventId computed = mark_end(r.p, r.compute);
+        Op& c = r.p.append(r.grad_comm, *a.then,
+                           Label{a.label.name + "_all_reduce", a.label.layer, a.label.micro_batch,
+                                 Phase::kGradientSync});
+        c.waits.push_back(computed);
+        then_done.push_back(mark_end(r.p, r.grad_comm));
+      }
+    r.after_backward.clear();
+  }
 
   // The event recorded at the end of the last op on a stream (creating it if needed).
   static EventId mark_end(Program& p, StreamId s) {
@@ -604,13 +758,18 @@ class StepBuilder {
     }
   }
 
-  void backward_unit(RankState& r, int chunk_global, int mb, bool last_micro_batch) {
+  // recv_carried: the gradient arrived in the previous step (PipeDream schedules); its receive is
+  // posted at the end of this step instead (schedule_for_stage).
+  void backward_unit(RankState& r, int chunk_global, int mb, bool last_micro_batch,
+                     bool recv_carried = false) {
     const auto& range = chunks_[static_cast<size_t>(chunk_global)];
     const auto& tr = sc_.training;
     if (chunk_global + 1 < p_ * v_) {
-      r.p.append(r.recv_next, RecvOp{r.next, boundary_bytes_, kGradientTag},
-                 Label{"pp.recv_gradient", range.last, mb, Phase::kPipeline});
-      kernel_waits_.push_back(mark_end(r.p, r.recv_next));
+      if (!recv_carried) {
+        r.p.append(r.recv_next, RecvOp{r.next, boundary_bytes_, kGradientTag},
+                   Label{"pp.recv_gradient", range.last, mb, Phase::kPipeline});
+        kernel_waits_.push_back(mark_end(r.p, r.recv_next));
+      }
       if (scatter_gather_) gather_boundary(r, range.last, mb, Phase::kBackward);
     }
     std::vector<size_t> next_bucket(r.parts.size(), 0);
@@ -656,21 +815,23 @@ class StepBuilder {
         const auto& buckets = part.buckets[static_cast<size_t>(chunk_global)];
         size_t& next = next_bucket[k];
         while (part.size > 1 && next < buckets.size() && buckets[next].first_layer == i) {
-          const EventId ready = mark_end(r.p, r.compute);
-          Op& op = r.p.append(r.grad_comm, gradient_collective(part, buckets[next].bytes),
-                              bucket_label(part, chunk_global, next, buckets[next], mb));
-          op.waits.push_back(ready);
+          bucket_sync(r, part, chunk_global, next, buckets[next], mb);
           ++next;
         }
       }
     }
     if (last_micro_batch && !tr.overlap_grad_reduce && zero_ < 3) {
+      const bool compressed = compression_.method != Compression::kNone;
       const EventId done = mark_end(r.p, r.compute);
       bool first = true;
       for (const auto& part : r.parts) {
         if (part.size <= 1) continue;
         const auto& buckets = part.buckets[static_cast<size_t>(chunk_global)];
         for (size_t k = 0; k < buckets.size(); ++k) {
+          if (compressed) {
+            bucket_sync(r, part, chunk_global, k, buckets[k], mb);
+            continue;
+          }
           Op& op = r.p.append(r.grad_comm, gradient_collective(part, buckets[k].bytes),
                               bucket_label(part, chunk_global, k, buckets[k], mb));
           if (first) op.waits.push_back(done);
@@ -690,6 +851,196 @@ class StepBuilder {
   CollectiveOp gradient_collective(const Part& part, Bytes bytes) const {
     return CollectiveOp{zero_ == 0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter,
                         part.group, bytes, grad_dtype_};
+  }
+
+  // One bucket's data-parallel reduction once backward has produced it: the collective, or under
+  // training.compression the compress kernels (on the compute stream, in line with backward, as
+  // a DDP communication hook runs), the compressed collectives, and the decompression that the
+  // optimizer waits for (queued in r.after_backward, run after the last backward).
+  void bucket_sync(RankState& r, const Part& part, int chunk, size_t k, const GradientBucket& b,
+                   int mb) {
+    const Label label = bucket_label(part, chunk, k, b, mb);
+    const Compression method = compression_.method;
+    if (method == Compression::kNone) {
+      const EventId ready = mark_end(r.p, r.compute);
+      Op& op = r.p.append(r.grad_comm, gradient_collective(part, b.bytes), label);
+      op.waits.push_back(ready);
+      return;
+    }
+    const double eb = gradient_bytes_per_parameter(grad_dtype_);
+    const double n = b.bytes.value() / eb;  // gradients in the bucket
+    const double ranks = part.size;
+    auto kernel = [&](KernelKind kind, double flops, double bytes, const std::string& what) {
+      r.p.append(r.compute, ComputeOp{kind, Flops(flops), Bytes(bytes), grad_dtype_},
+                 Label{label.name + "." + what, label.layer, mb, Phase::kGradientSync});
+    };
+    auto collective = [&](CollectiveKind kind, double bytes, DType dtype, const std::string& what,
+                          EventId after) -> Op& {
+      Op& op = r.p.append(r.grad_comm, CollectiveOp{kind, part.group, Bytes(bytes), dtype},
+                          Label{label.name + "." + what, label.layer, mb, Phase::kGradientSync});
+      op.waits.push_back(after);
+      return op;
+    };
+    auto deferred = [&](int order, KernelKind kind, double flops, double bytes,
+                        const std::string& what, EventId after) {
+      r.after_backward.push_back(AfterBackward{
+          order, after, ComputeOp{kind, Flops(flops), Bytes(bytes), grad_dtype_},
+          Label{label.name + "." + what, label.layer, mb, Phase::kGradientSync}, std::nullopt});
+    };
+    // Error feedback: g += e before compressing, e = g - decompress(compress(g)) after: read g
+    // and e, write g and e (Karimireddy et al. 2019, Algorithm 2).
+    if (compression_.error_feedback)
+      kernel(KernelKind::kElementwise, 0, 4 * n * eb, "error_feedback");
+    switch (method) {
+      case Compression::kNone:
+        break;
+      case Compression::kFp16:
+      case Compression::kBf16:
+      case Compression::kFp8: {
+        const DType wire = method == Compression::kFp16   ? DType::kFp16
+                           : method == Compression::kBf16 ? DType::kBf16
+                                                          : DType::kFp8;
+        const double wb = bytes_per_element(wire);
+        // Casting to the format the gradients already have is no work.
+        const bool cast = wire != grad_dtype_;
+        if (cast) kernel(KernelKind::kElementwise, 0, n * (eb + wb), "cast");
+        const EventId ready = mark_end(r.p, r.compute);
+        collective(CollectiveKind::kAllReduce, n * wb, wire, "all_reduce", ready);
+        if (cast)
+          deferred(0, KernelKind::kElementwise, 0, n * (wb + eb), "uncast",
+                   mark_end(r.p, r.grad_comm));
+        break;
+      }
+      case Compression::kInt8: {
+        // One scale per bucket: the bucket's absolute maximum (one read), agreed by a MAX
+        // all-reduce of one fp32 so that every rank quantizes alike, then a read of g and a
+        // write of one byte each; the int8 values travel as one byte each (carried as an 8-bit
+        // type: the IR's dtypes are the training formats).
+        kernel(KernelKind::kElementwise, 0, n * eb, "absmax");
+        collective(CollectiveKind::kAllReduce, 4, DType::kFp32, "scale_all_reduce",
+                   mark_end(r.p, r.compute));
+        kernel(KernelKind::kElementwise, 0, n * (eb + 1), "quantize");
+        r.p.streams[static_cast<size_t>(r.compute)].ops.back().waits.push_back(
+            mark_end(r.p, r.grad_comm));
+        collective(CollectiveKind::kAllReduce, n, DType::kFp8, "int8_all_reduce",
+                   mark_end(r.p, r.compute));
+        deferred(0, KernelKind::kElementwise, 0, n * (1 + eb), "dequantize",
+                 mark_end(r.p, r.grad_comm));
+        break;
+      }
+      case Compression::kTopK: {
+        // Deep Gradient Compression (Lin et al. 2018): each rank sends its k = ceil(d·n)
+        // largest gradients as (value, int32 index) pairs; the sets differ between ranks, so
+        // they are all-gathered (sum of sparse vectors is not an all-reduce) and every rank
+        // scatter-adds the ranks' pairs into a dense buffer. Selection reads the bucket twice
+        // (a sampled threshold, then the compaction) and writes the pairs.
+        const double kept = std::ceil(compression_.density * n);
+        const double pair = eb + 4;
+        kernel(KernelKind::kElementwise, 0, 2 * n * eb + kept * pair, "topk_select");
+        collective(CollectiveKind::kAllGather, ranks * kept * pair, grad_dtype_, "topk_all_gather",
+                   mark_end(r.p, r.compute));
+        deferred(0, KernelKind::kElementwise, 0, n * eb + ranks * kept * (pair + 2 * eb),
+                 "topk_scatter_add", mark_end(r.p, r.grad_comm));
+        break;
+      }
+      case Compression::kPowerSgd: {
+        // PowerSGD (Vogels et al. 2019, Algorithm 1), per weight matrix M (rows x cols) of the
+        // bucket's layers: P = M Q, all-reduce P, orthogonalize P, Q = M^T P, all-reduce Q,
+        // M ~ P Q^T; vectors (biases, norms) are all-reduced uncompressed, as PyTorch's
+        // powerSGD_hook does. Each product is 2·r FLOPs per matrix element; Gram-Schmidt on P
+        // is 2·r FLOPs per element of P.
+        const LowRank lr = low_rank(b);
+        const double rank = compression_.rank;
+        const double matrix = lr.matrix_share * n, vectors = n - matrix;
+        const double p_elems = lr.p_per_element * n, q_elems = lr.q_per_element * n;
+        if (vectors > 0)
+          collective(CollectiveKind::kAllReduce, vectors * eb, grad_dtype_, "vector_all_reduce",
+                     mark_end(r.p, r.compute));
+        kernel(KernelKind::kGemm, 2 * rank * matrix, (matrix + p_elems + q_elems) * eb,
+               "powersgd_p");
+        collective(CollectiveKind::kAllReduce, p_elems * eb, grad_dtype_, "powersgd_p_all_reduce",
+                   mark_end(r.p, r.compute));
+        r.after_backward.push_back(AfterBackward{
+            0, mark_end(r.p, r.grad_comm),
+            ComputeOp{KernelKind::kGemm, Flops(2 * rank * matrix + 2 * rank * p_elems),
+                      Bytes((matrix + 2 * p_elems + q_elems) * eb), grad_dtype_},
+            Label{label.name + ".powersgd_q", label.layer, mb, Phase::kGradientSync},
+            CollectiveOp{CollectiveKind::kAllReduce, part.group, Bytes(q_elems * eb),
+                         grad_dtype_}});
+        deferred(1, KernelKind::kGemm, 2 * rank * matrix, (matrix + p_elems + q_elems) * eb,
+                 "powersgd_decompress", -1);
+        break;
+      }
+    }
+  }
+
+  // PowerSGD's shape of a bucket: the share of its gradients that are weight matrices and the
+  // elements of P and Q per gradient, from the layers the bucket spans (its ends may hold part
+  // of a layer: the layers' average stands for the bucket).
+  struct LowRank {
+    double matrix_share = 0, p_per_element = 0, q_per_element = 0;
+  };
+  LowRank low_rank(const GradientBucket& b) const {
+    double total = 0, matrix = 0, p = 0, q = 0;
+    for (int i = b.first_layer; i <= b.last_layer; ++i) {
+      const LayerMatrices& m = layer_matrices_[static_cast<size_t>(i)];
+      total += m.parameters;
+      matrix += m.matrix_elements;
+      p += m.p_elements;
+      q += m.q_elements;
+    }
+    if (total <= 0) return {};
+    return {matrix / total, p / total, q / total};
+  }
+
+  // The weight matrices of each layer, for PowerSGD: the weights of its forward GEMMs (k x n,
+  // one per batch entry for grouped expert GEMMs), an embedding table as (parameters / hidden)
+  // x hidden; GEMMs are taken in order while they fit in the layer's own parameters (a tied
+  // output head multiplies by a matrix another layer owns). The rest are vectors.
+  struct LayerMatrices {
+    double parameters = 0, matrix_elements = 0, p_elements = 0, q_elements = 0;
+  };
+  void collect_layer_matrices() {
+    if (compression_.method != Compression::kPowerSgd) return;
+    const double rank = compression_.rank;
+    layer_matrices_.resize(model_.layers.size());
+    std::pair<double, std::string> widest{0, ""};  // the largest min(rows, cols), and its layer
+    for (size_t i = 0; i < model_.layers.size(); ++i) {
+      const Layer& l = model_.layers[i];
+      LayerMatrices& m = layer_matrices_[i];
+      m.parameters = l.parameters;
+      double claimed = 0;  // elements of the layer's parameters taken by its matrices so far
+      auto add = [&](double rows, double cols, double count) {
+        if (rows < 1 || cols < 1 || claimed + rows * cols * count > l.parameters + 0.5) return;
+        claimed += rows * cols * count;
+        if (std::min(rows, cols) > widest.first) widest = {std::min(rows, cols), l.name};
+        // PyTorch's powerSGD_hook sends a matrix uncompressed unless its compression rate
+        // rows·cols / ((rows + cols)·r) reaches min_compression_rate, 2 by default
+        // (torch/distributed/algorithms/ddp_comm_hooks/powerSGD_hook.py, PowerSGDState).
+        if (rows * cols < 2 * (rows + cols) * rank) return;
+        m.matrix_elements += rows * cols * count;
+        m.p_elements += rows * rank * count;
+        m.q_elements += cols * rank * count;
+      };
+      if (l.kind == "embedding" && model_.shape.hidden_size > 0) {
+        const double h = model_.shape.hidden_size;
+        add(std::floor(l.parameters / h), h, 1);
+        continue;
+      }
+      for (const Kernel& k : l.forward)
+        if (k.kind == KernelKind::kGemm && k.shape.known())
+          add(k.shape.k, k.shape.n, std::max(1.0, k.shape.batch));
+    }
+    // A rank above every matrix's smaller side leaves nothing to compress.
+    if (widest.first > 0 && rank > widest.first)
+      throw InputError(Diagnostic{
+          compression_.rank_where.known() ? compression_.rank_where : compression_.where,
+          "training.powersgd_rank",
+          "PowerSGD rank " + std::to_string(compression_.rank) +
+              " is above the size of every weight matrix (the largest, in " + widest.second +
+              ", has a smaller side of " + format_number("%.0f", widest.first) +
+              "; a rank-r approximation needs r <= min(rows, cols)); use a rank of at most " +
+              format_number("%.0f", widest.first)});
   }
 
   static Label bucket_label(const Part& part, int chunk, size_t k, const GradientBucket& b,
@@ -823,6 +1174,22 @@ class StepBuilder {
     memory(r, MemoryCategory::kGradients, state.gradients, "gradients", -1, -1, Phase::kOther);
     memory(r, MemoryCategory::kOptimizer, state.optimizer, "optimizer_states", -1, -1,
            Phase::kOther);
+    // Weight stashing (PipeDream, Narayanan et al. 2019, section 3.3): each micro-batch in flight
+    // on a stage runs its backward with the weights its forward used, so the stage keeps one
+    // version per micro-batch in flight; 2BW keeps two (Narayanan et al. 2021, section 3.1).
+    const int versions = weight_versions(s);
+    if (versions > 1)
+      memory(r, MemoryCategory::kWeights, state.weights * static_cast<double>(versions - 1),
+             "stashed_weight_versions", -1, -1, Phase::kOther);
+    // Error feedback's residual: one gradient's worth for every reduced parameter.
+    if (compression_.error_feedback) {
+      double reduced = 0;
+      for (size_t k = 0; k < r.parts.size(); ++k)
+        if (r.parts[k].size > 1) reduced += part_params[k];
+      memory(r, MemoryCategory::kGradients,
+             Bytes(reduced * gradient_bytes_per_parameter(grad_dtype_)), "error_feedback_residual",
+             -1, -1, Phase::kOther);
+    }
     // The runtime's own memory (docs/models.md): CUDA context, library workspaces, allocator
     // slack; an assumed figure until measured.
     memory(r, MemoryCategory::kBuffers, tr.runtime_reserve, "runtime_reserve", -1, -1,
@@ -846,14 +1213,48 @@ class StepBuilder {
                            grad_dtype_},
                  Label{"zero_grad_buffer", -1, -1, Phase::kOther});
     }
-    const auto units = schedule_for_stage(sc_.parallelism.schedule, p_, s, v_, m_);
-    for (const Unit& u : units) {
+    const Schedule schedule = sc_.parallelism.schedule;
+    const auto units = schedule_for_stage(schedule, p_, s, v_, m_);
+    // PipeDream: the previous step's micro-batches still in flight hold their stashed
+    // activations when the step starts; they are handed to the next step at its end.
+    int carried = 0;
+    for (const Unit& u : units) carried += u.carried ? 1 : 0;
+    Bytes stage_activations{0};
+    for (int i = chunks_[static_cast<size_t>(s)].first; i <= chunks_[static_cast<size_t>(s)].last;
+         ++i)
+      stage_activations += stashed_activations(model_.layers[static_cast<size_t>(i)], tr.recompute);
+    if (carried > 0)
+      memory(r, MemoryCategory::kActivations, stage_activations * carried,
+             "activations_in_flight_from_previous_step", -1, -1, Phase::kPipeline);
+    size_t last_backward = 0;
+    for (size_t k = 0; k < units.size(); ++k)
+      if (units[k].kind == UnitKind::kBackward) last_backward = k;
+    const bool update_per_micro_batch = schedule == Schedule::kPipeDreamAsync;
+    for (size_t k = 0; k < units.size(); ++k) {
+      const Unit& u = units[k];
       const int c = u.chunk * p_ + s;
-      if (u.kind == UnitKind::kForward)
+      if (u.kind == UnitKind::kForward) {
         forward_unit(r, c, u.micro_batch);
-      else
-        backward_unit(r, c, u.micro_batch, u.micro_batch == m_ - 1);
+        continue;
+      }
+      // Gradients are reduced after the step's last backward (PipeDream-2BW accumulates over
+      // the step's m backwards too, whichever step their micro-batches started in); PipeDream's
+      // asynchronous schedule reduces and applies each micro-batch's gradients at once.
+      const bool reduce = update_per_micro_batch ||
+                          (is_pipedream(schedule) ? k == last_backward : u.micro_batch == m_ - 1);
+      backward_unit(r, c, u.micro_batch, reduce, u.recv_carried);
+      if (update_per_micro_batch) optimizer_step(r, state, optimizer_shard, groups, u.micro_batch);
     }
+    if (p_ > 1 &&
+        std::any_of(units.begin(), units.end(), [](const Unit& u) { return u.recv_carried; })) {
+      const auto& range = chunks_[static_cast<size_t>(s)];
+      r.p.append(r.recv_next, RecvOp{r.next, boundary_bytes_, kGradientTag},
+                 Label{"pp.recv_gradient_for_next_step", range.last, -1, Phase::kPipeline});
+    }
+    if (carried > 0)
+      memory(r, MemoryCategory::kActivations, -(stage_activations * carried),
+             "activations_in_flight_to_next_step", -1, -1, Phase::kPipeline);
+    run_after_backward(r);
 
     // Tied weights: the first and last stage all-reduce the shared matrix's gradients after
     // the data-parallel reduction (Megatron-LM's _allreduce_embedding_grads), full size.
@@ -868,83 +1269,7 @@ class StepBuilder {
       ar.waits.push_back(done);
     }
 
-    // The optimizer's kernels after every gradient collective, each over the parameters whose
-    // update this rank runs (its shard under ZeRO). Megatron's (megatron_optimizer()) in its
-    // order (Megatron-LM d98e8a64dd, megatron/core/optimizer/optimizer.py,
-    // MixedPrecisionOptimizer / DistributedOptimizer `step`: prepare_grads, clip_grad_norm,
-    // step_with_ready_grads). Other frameworks run one optimizer step kernel that reads the
-    // gradients, writes the 16-bit weights and reads and writes the states (master weights
-    // included); gradient clipping is a user's choice there, not a framework default.
-    const bool megatron = megatron_optimizer();
-    auto& comm_ops = r.p.streams[static_cast<size_t>(r.grad_comm)].ops;
-    const EventId comm_done = comm_ops.empty() ? -1 : mark_end(r.p, r.grad_comm);
-    bool waited = false;
-    auto step_kernel = [&](const std::string& name, KernelKind kind, double bytes) {
-      Op& op = r.p.append(r.compute, ComputeOp{kind, Flops(0), Bytes(bytes), DType::kFp32},
-                          Label{name, -1, -1, Phase::kOptimizer});
-      if (comm_done >= 0 && !waited) op.waits.push_back(comm_done);
-      waited = true;
-    };
-    const double grad_bytes_per_param = gradient_bytes_per_parameter(grad_dtype_);
-    const bool mixed = weight_bytes_per_parameter(dtype_) < 4;
-    // The optimizer works on fp32 main gradients: 16-bit gradients are first copied into fp32
-    // ones (optimizer.py `_copy_model_grads_to_main_grads`: main_grad.float(); a no-op view
-    // when the gradient buffer is fp32 already, Megatron's bf16 default): read g, write 4.
-    if (megatron && mixed && grad_bytes_per_param < 4)
-      step_kernel("main_grad_cast", KernelKind::kElementwise,
-                  optimizer_shard * (grad_bytes_per_param + 4));
-    // fp16 needs dynamic loss scaling (Micikevicius et al. 2018): before the step every local
-    // gradient is checked for inf/NaN and unscaled (PyTorch's fused
-    // _amp_foreach_non_finite_check_and_unscale_: one read and one write), and the overflow
-    // flag is agreed on by an all-reduce so that every rank skips the same steps. bf16 and fp8
-    // (with bf16 gradients) train without it.
-    if (dtype_ == DType::kFp16) {
-      step_kernel("loss_scale_unscale_and_check", KernelKind::kElementwise,
-                  state.gradients.value() * 2.0);
-      if (r.parts.front().size > 1)
-        r.p.append(
-            r.compute,
-            CollectiveOp{CollectiveKind::kAllReduce, r.parts.front().group, Bytes(4), DType::kFp32},
-            Label{"loss_scale_overflow_flag", -1, -1, Phase::kOptimizer});
-    }
-    // Gradient clipping by the global norm (clip_grad 1.0 is Megatron's default,
-    // optimizer_config.py): clip_grads.py `get_grad_norm_fp32` sums the squares of the fp32
-    // main gradients in one multi_tensor_l2norm kernel (read 4 bytes each) and all-reduces that
-    // one fp32 over the gradient-statistics group; `clip_grad_by_total_norm_fp32` then scales
-    // every gradient in place (multi_tensor_scale_tensor, which runs whatever the norm when
-    // Transformer Engine provides it: read 4, write 4). The parameters Megatron leaves out of the
-    // norm (tensor-parallel duplicates, shared embeddings off the first stage) are not told apart.
-    // Megatron-LM 2021 (9da6e975de, megatron/optimizer/clip_grads.py) scaled only when the norm
-    // exceeded clip_grad, which depends on the run; it is left out there.
-    if (megatron) {
-      step_kernel("grad_norm_squares", KernelKind::kElementwise, optimizer_shard * 4);
-      if (groups.grad_stats_size > 1)
-        r.p.append(
-            r.compute,
-            CollectiveOp{CollectiveKind::kAllReduce, groups.grad_stats, Bytes(4), DType::kFp32},
-            Label{"grad_norm_all_reduce", -1, -1, Phase::kOptimizer});
-      if (tr.framework != Framework::kMegatronLm2021)
-        step_kernel("grad_clip_scale", KernelKind::kElementwise, optimizer_shard * 8);
-    }
-    if (megatron) {
-      // The optimizer step (multi_tensor_adam and its kin): reads the fp32 main gradient and
-      // reads and writes the fp32 parameter it updates (the master weight in mixed precision,
-      // which optimizer_bytes_per_parameter counts with the states) and the states.
-      const double updated_bytes = optimizer_bytes_per_parameter(dtype_, tr.optimizer) +
-                                   (mixed ? 0 : weight_bytes_per_parameter(dtype_));
-      step_kernel("optimizer_step", KernelKind::kOptimizer,
-                  optimizer_shard * (4 + 2 * updated_bytes));
-      // Mixed precision: the updated fp32 master weights are copied into the 16-bit weights
-      // (optimizer.py / distrib_optimizer.py `_copy_main_params_to_model_params`): read 4,
-      // write 2.
-      if (mixed)
-        step_kernel("main_params_to_model_params", KernelKind::kElementwise,
-                    optimizer_shard * (4 + weight_bytes_per_parameter(dtype_)));
-    } else {
-      step_kernel("optimizer_step", KernelKind::kOptimizer,
-                  optimizer_shard * (grad_bytes_per_param + weight_bytes_per_parameter(dtype_) +
-                                     2 * optimizer_bytes_per_parameter(dtype_, tr.optimizer)));
-    }
+    if (!update_per_micro_batch) optimizer_step(r, state, optimizer_shard, groups, -1);
     // Stages 1-2: the updated weight shards are all-gathered (2 bytes per parameter).
     if (zero_ == 1 || zero_ == 2) {
       const EventId stepped = mark_end(r.p, r.compute);
@@ -968,9 +1293,11 @@ class StepBuilder {
   DType dtype_;
   DType grad_dtype_;  // training.grad_dtype, resolved
   std::vector<ChunkRange> chunks_;
-  double tied_parameters_ = 0;    // the largest layer's tied (shared) parameters
-  Bytes boundary_bytes_{0};       // one send between stages, per TP rank
-  Bytes boundary_full_bytes_{0};  // the whole tensor, which scatter/gather all-gathers
+  CompressionConfig compression_;
+  std::vector<LayerMatrices> layer_matrices_;  // PowerSGD only, by layer
+  double tied_parameters_ = 0;                 // the largest layer's tied (shared) parameters
+  Bytes boundary_bytes_{0};                    // one send between stages, per TP rank
+  Bytes boundary_full_bytes_{0};               // the whole tensor, which scatter/gather all-gathers
   bool scatter_gather_ = false;
   std::vector<EventId> kernel_waits_;  // events the next compute op must wait for
   std::map<std::pair<std::string, Rank>, GroupId> groups_;

@@ -1,5 +1,6 @@
 // Conformance of the per-rank Programs (design.md section 2): for a data-parallel, a 3D (TP with
-// SP, interleaved PP, DP, ZeRO-1) and a mixture-of-experts scenario at 16-32 GPUs, every rank's
+// SP, interleaved PP, DP, ZeRO-1), a mixture-of-experts, a PipeDream-async, a PowerSGD with
+// PipeDream-2BW and a top-k scenario at 16-32 GPUs, every rank's
 // unfolded Program agrees with its peers on what the executors match by order (the collectives
 // of each group, the sends and receives of each pair), the folded Job's Programs and
 // build_program()'s are the unfolded Job's, and folded and unfolded runs give the same step
@@ -63,6 +64,26 @@ std::vector<Case> cases() {
            "parallelism: {tensor: 2, sequence_parallel: true, pipeline: 2, data: auto, "
            "expert: 4}\n"
            "training: {global_batch_size: 16, micro_batch_size: 1, precision: bf16}\n"},
+      {"PipeDreamAsyncPipelineData",
+       cluster_yaml(2) +
+           "model: {family: gpt, num_layers: 4, hidden_size: 512, num_attention_heads: 8, "
+           "seq_length: 512, vocab_size: 8192}\n"
+           "parallelism: {tensor: 2, pipeline: 4, data: auto, schedule: pipedream-async}\n"
+           "training: {global_batch_size: 16, micro_batch_size: 2, precision: bf16}\n"},
+      {"PowerSgdPipeline2BW",
+       cluster_yaml(2) +
+           "model: {family: gpt, num_layers: 4, hidden_size: 512, num_attention_heads: 8, "
+           "seq_length: 512, vocab_size: 8192}\n"
+           "parallelism: {pipeline: 2, data: auto, schedule: pipedream-2bw}\n"
+           "training: {global_batch_size: 32, micro_batch_size: 1, precision: bf16, "
+           "compression: powersgd, gradient_bucket: 4MiB}\n"},
+      {"TopKDataParallel",
+       cluster_yaml(2) +
+           "model: {family: gpt, num_layers: 2, hidden_size: 512, num_attention_heads: 8, "
+           "seq_length: 512, vocab_size: 8192}\n"
+           "parallelism: {data: auto}\n"
+           "training: {global_batch_size: 32, micro_batch_size: 1, precision: bf16, "
+           "compression: topk, overlap_grad_reduce: false}\n"},
   };
 }
 

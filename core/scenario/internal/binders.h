@@ -100,6 +100,8 @@ void check_pipeline_schedule(const Reader& r, const Scenario& s, DiagnosticSink&
 // the global batch splits into micro-batches over the data-parallel ranks.
 void bind_training(const Reader& r, const ParallelismConfig& par, TrainingConfig& training,
                    DiagnosticSink& sink);
+// bind_training.cc: the pipeline schedules and gradient compression against ZeRO and each other.
+void check_training_modes(const Reader& r, const Scenario& s, DiagnosticSink& sink);
 // The precision against the GPU's tensor-core peaks; run after the schedule checks.
 void check_precision(const Reader& r, const ClusterConfig& cluster, const TrainingConfig& training,
                      DiagnosticSink& sink);
