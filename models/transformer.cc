@@ -270,25 +270,33 @@ class BlockBuilder {
       flash_attention(core_flops, n_q, n_kv, heads, s_local, head_dim);
       return attention_output(bias, n_q);
     }
-    // Batched over b·a/t heads: (s x h/a)·(h/a x s) scores, then (s x s)·(s x h/a).
+    // Batched over b·a/t heads: (s x h/a)·(h/a x s) scores, then (s x s)·(s x h/a). These
+    // kernels stream the a·s² scores and were measured to reach less of the memory bandwidth
+    // than a streaming kernel (TrafficClass, core/hardware/published_rates.cc).
+    constexpr TrafficClass kCoreFwd = TrafficClass::kAttentionCoreForward;
+    constexpr TrafficClass kCoreBwd = TrafficClass::kAttentionCoreBackward;
     layer_.matmul("attention_scores", KernelKind::kAttention, core_flops, n_q, n_kv, n_scores,
-                  "dgrad_query", "dgrad_key", GemmShape{heads, s_local, d_.s, head_dim});
+                  "dgrad_query", "dgrad_key", GemmShape{heads, s_local, d_.s, head_dim}, kCoreFwd,
+                  kCoreBwd);
     layer_.mark_last_selective();
     layer_.stash("query", e_ * n_q);
     layer_.stash("key", e_ * n_kv);
     // Scale, causal mask and softmax in one kernel (Megatron-LM's scaled_masked_softmax).
-    layer_.elementwise("softmax", 2 * e_ * n_scores, 3 * e_ * n_scores);
+    layer_.elementwise("softmax", 2 * e_ * n_scores, 3 * e_ * n_scores, kCoreFwd, kCoreBwd);
     layer_.mark_last_selective();
     layer_.stash("softmax_output", e_ * n_scores, StashKind::kAttentionCore);
     if (spec_.dropout) {
       const double bytes = (2 * e_ + 1) * n_scores;
-      layer_.elementwise("attention_dropout", bytes, bytes);
+      // Backward only applies the stored mask: a streaming kernel.
+      layer_.elementwise("attention_dropout", bytes, bytes, TrafficClass::kAttentionDropoutForward,
+                         TrafficClass::kStreaming);
       layer_.mark_last_selective();
       layer_.stash("attention_dropout_mask", n_scores, StashKind::kAttentionCore);
       layer_.stash("attention_dropout_output", e_ * n_scores, StashKind::kAttentionCore);
     }
     layer_.matmul("attention_v", KernelKind::kAttention, core_flops, n_scores, n_kv, n_q,
-                  "dgrad_probs", "dgrad_value", GemmShape{heads, s_local, head_dim, d_.s});
+                  "dgrad_probs", "dgrad_value", GemmShape{heads, s_local, head_dim, d_.s}, kCoreFwd,
+                  kCoreBwd);
     layer_.mark_last_selective();
     layer_.stash("value", e_ * n_kv);
     attention_output(bias, n_q);

@@ -14,19 +14,21 @@ LayerBuilder::LayerBuilder(std::string name, std::string kind, double bytes_per_
 
 void LayerBuilder::matmul(const std::string& name, KernelKind kind, double flops, double a_elements,
                           double b_elements, double c_elements, std::string_view grad_a,
-                          std::string_view grad_b, GemmShape shape) {
+                          std::string_view grad_b, GemmShape shape,
+                          TrafficClass forward_traffic, TrafficClass backward_traffic) {
   const Bytes traffic((a_elements + b_elements + c_elements) * element_bytes_);
   const GemmShape da{shape.batch, shape.m, shape.k, shape.n};
   const GemmShape db{shape.batch, shape.k, shape.n, shape.m};
-  auto kernel = [&](std::string kernel_name, GemmShape s) {
+  auto kernel = [&](std::string kernel_name, GemmShape s, TrafficClass c) {
     Kernel k{std::move(kernel_name), kind, Flops(flops), traffic};
     k.shape = s;
+    k.traffic = c;
     return k;
   };
-  layer_.forward.push_back(kernel(name, shape));
+  layer_.forward.push_back(kernel(name, shape, forward_traffic));
   // Pushed in reverse so that finish()'s reversal yields grad_a first, then grad_b.
-  layer_.backward.push_back(kernel(name + "." + std::string(grad_b), db));
-  layer_.backward.push_back(kernel(name + "." + std::string(grad_a), da));
+  layer_.backward.push_back(kernel(name + "." + std::string(grad_b), db, backward_traffic));
+  layer_.backward.push_back(kernel(name + "." + std::string(grad_a), da, backward_traffic));
 }
 
 void LayerBuilder::linear(const std::string& name, double m, double k, double n, bool bias) {
@@ -36,9 +38,14 @@ void LayerBuilder::linear(const std::string& name, double m, double k, double n,
 }
 
 void LayerBuilder::elementwise(const std::string& name, double forward_bytes,
-                               double backward_bytes) {
+                               double backward_bytes, TrafficClass forward_traffic,
+                               TrafficClass backward_traffic) {
   layer_.forward.push_back({name, KernelKind::kElementwise, Flops(0), Bytes(forward_bytes)});
-  if (backward_bytes > 0) backward_only(name, backward_bytes);
+  layer_.forward.back().traffic = forward_traffic;
+  if (backward_bytes > 0) {
+    backward_only(name, backward_bytes);
+    layer_.backward.back().traffic = backward_traffic;
+  }
 }
 
 void LayerBuilder::backward_only(const std::string& name, double bytes) {

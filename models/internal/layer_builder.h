@@ -36,12 +36,17 @@ class LayerBuilder {
   // and dB = Aᵀ·dC is (k x m)·(m x n).
   void matmul(const std::string& name, KernelKind kind, double flops, double a_elements,
               double b_elements, double c_elements, std::string_view grad_a = "dgrad",
-              std::string_view grad_b = "wgrad", GemmShape shape = {});
+              std::string_view grad_b = "wgrad", GemmShape shape = {},
+              TrafficClass forward_traffic = TrafficClass::kStreaming,
+              TrafficClass backward_traffic = TrafficClass::kStreaming);
   // A dense layer on m rows: (m×k)·(k×n), 2mkn FLOPs (Narayanan et al. 2021, section 5.1);
   // adds k·n weights and n biases when `bias`.
   void linear(const std::string& name, double m, double k, double n, bool bias);
   // An elementwise kernel: 0 FLOPs and the given device-memory traffic in bytes.
-  void elementwise(const std::string& name, double forward_bytes, double backward_bytes);
+  // `*_traffic`: which measured memory efficiency prices each pass (core/base/traffic_class.h).
+  void elementwise(const std::string& name, double forward_bytes, double backward_bytes,
+                   TrafficClass forward_traffic = TrafficClass::kStreaming,
+                   TrafficClass backward_traffic = TrafficClass::kStreaming);
   // A kernel that only backward has (gradient accumulation where a tensor has two consumers).
   void backward_only(const std::string& name, double bytes);
   // A communication point of a tensor-parallel shard: the forward collective (skipped when
