@@ -63,6 +63,29 @@ void LayerBuilder::communication(const std::string& name, CommGroup group, CommP
                                Bytes(backward_bytes), group, backward});
 }
 
+void LayerBuilder::order_column_parallel_backward(size_t mark) {
+  // The list is in reverse execution order until finish(); work in execution order.
+  std::vector<Kernel> segment(layer_.backward.rbegin(),
+                              layer_.backward.rend() - static_cast<std::ptrdiff_t>(mark));
+  std::vector<Kernel> regather, input_grad, collective, weight_grad;
+  for (Kernel& k : segment) {
+    const bool is_comm = k.kind == KernelKind::kCommunication;
+    if (is_comm && k.pattern == CommPattern::kAllGather)
+      regather.push_back(std::move(k));
+    else if (is_comm)
+      collective.push_back(std::move(k));
+    else if (k.kind == KernelKind::kGemm && k.name.ends_with(".wgrad"))
+      weight_grad.push_back(std::move(k));
+    else
+      input_grad.push_back(std::move(k));
+  }
+  std::vector<Kernel> ordered;
+  for (auto* part : {&regather, &input_grad, &collective, &weight_grad})
+    for (Kernel& k : *part) ordered.push_back(std::move(k));
+  layer_.backward.resize(mark);
+  layer_.backward.insert(layer_.backward.end(), ordered.rbegin(), ordered.rend());
+}
+
 void LayerBuilder::mark_last_selective() {
   layer_.selective_recompute.push_back(layer_.forward.back());
 }

@@ -56,6 +56,15 @@ class LayerBuilder {
   // A kernel recorded as is (for fused kernels whose backward is not two GEMMs).
   void forward_kernel(Kernel k) { layer_.forward.push_back(std::move(k)); }
   void backward_kernel(Kernel k) { layer_.backward.push_back(std::move(k)); }
+  // Megatron-LM's backward order for the column-parallel GEMMs recorded since `mark` (a size of
+  // the backward list taken before their f operator): the sequence-parallel re-gather of the
+  // input first, then the input-gradient kernels (casts, dgrad GEMMs), then the f operator's
+  // input-gradient collective, then the weight-gradient GEMMs, which only that re-gather feeds.
+  // The order a framework that launches those collectives asynchronously runs them in
+  // (core/strategy/parallel_step.cc overlaps them with the GEMM that follows); a serial
+  // schedule's time does not depend on it.
+  void order_column_parallel_backward(size_t mark);
+  size_t backward_size() const { return layer_.backward.size(); }
   // Replays the most recent forward kernel under selective recompute.
   void mark_last_selective();
 

@@ -5,6 +5,7 @@
 // validation: each prediction must land within 15% (the bar).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "core/collectives/cost_model.h"
@@ -52,28 +53,41 @@ LayerTime layer_time(const Setting& st) {
     if (l.name == "block.0") block = &l;
   EXPECT_NE(block, nullptr);
   const std::vector<Rank> tp{0, 1, 2, 3, 4, 5, 6, 7};
-  auto run = [&](const std::vector<Kernel>& ks) {
+  auto time_of = [&](const Kernel& k) {
+    if (k.kind != KernelKind::kCommunication)
+      return compute_time(ComputeOp{k.kind, k.flops, k.bytes, DType::kBf16, k.shape, k.traffic},
+                          sc.cluster.gpu)
+          .value();
+    CollectiveOp op;
+    op.kind = collective_kind(k.pattern);
+    op.bytes = k.bytes;
+    return collective_time(op, tp, Cluster(sc.cluster)).value();
+  };
+  // `async`: the column-parallel GEMMs' backward collectives run beside the GEMM after them, as
+  // Megatron-LM launches them (core/strategy/parallel_step.cc, async_tp_backward): the pair
+  // costs the longer of the two.
+  auto run = [&](const std::vector<Kernel>& ks, bool async) {
     double t = 0;
-    for (const auto& k : ks) {
-      if (k.kind == KernelKind::kCommunication) {
-        CollectiveOp op;
-        op.kind = collective_kind(k.pattern);
-        op.bytes = k.bytes;
-        t += collective_time(op, tp, Cluster(sc.cluster)).value();
+    for (size_t j = 0; j < ks.size(); ++j) {
+      const Kernel& k = ks[j];
+      const bool paired = async && k.kind == KernelKind::kCommunication &&
+                          (k.name.ends_with("_tp_enter.backward") ||
+                           k.name.ends_with("_sp_regather.backward")) &&
+                          j + 1 < ks.size() && ks[j + 1].kind == KernelKind::kGemm;
+      if (paired) {
+        t += std::max(time_of(k), time_of(ks[j + 1]));
+        ++j;
       } else {
-        t +=
-            compute_time(ComputeOp{k.kind, k.flops, k.bytes, DType::kBf16, k.shape, k.traffic},
-                         sc.cluster.gpu)
-                .value();
+        t += time_of(k);
       }
     }
     return t;
   };
   LayerTime out;
-  out.forward = run(block->forward);
-  out.backward = run(block->backward);
+  out.forward = run(block->forward, false);
+  out.backward = run(block->backward, true);
   if (st.recompute == Recompute::kFull) out.backward += out.forward;
-  if (st.recompute == Recompute::kSelective) out.backward += run(block->selective_recompute);
+  if (st.recompute == Recompute::kSelective) out.backward += run(block->selective_recompute, false);
   return out;
 }
 
