@@ -16,8 +16,8 @@ namespace dtsim {
 // was measured to reach less, forward and backward separately.
 enum class TrafficClass : uint8_t {
   kStreaming,
-  kAttentionCoreForward,   // the batched GEMMs and softmax of the unfused core, forward
-  kAttentionCoreBackward,  // their backward kernels
+  kAttentionCoreForward,     // the batched GEMMs and softmax of the unfused core, forward
+  kAttentionCoreBackward,    // their backward kernels
   kAttentionDropoutForward,  // attention dropout forward: draws the mask (Philox) as it streams
 };
 

@@ -56,7 +56,8 @@ Seconds compute_time(const ComputeOp& op, const GpuSpec& gpu) {
   if (op.flops.value() > 0 && op.kind != KernelKind::kElementwise &&
       op.kind != KernelKind::kOptimizer)
     t = op.flops / flop_rate(gpu, op.kind, op.dtype, op.shape);
-  if (op.bytes.value() > 0) t = std::max(t, op.bytes / achievable_memory_bandwidth(gpu, op.traffic));
+  if (op.bytes.value() > 0)
+    t = std::max(t, op.bytes / achievable_memory_bandwidth(gpu, op.traffic));
   return t + gpu.kernel_launch_overhead;
 }
 

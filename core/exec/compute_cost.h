@@ -38,7 +38,7 @@ namespace dtsim {
 // Peak rate a kernel of this kind can reach on this GPU under the roofline (case 3 above).
 FlopsPerSecond achievable_flop_rate(const GpuSpec& gpu, KernelKind kind, DType dtype);
 BytesPerSecond achievable_memory_bandwidth(const GpuSpec& gpu,
-                                          TrafficClass traffic = TrafficClass::kStreaming);
+                                           TrafficClass traffic = TrafficClass::kStreaming);
 
 // Tile and wave quantization of a GEMM shape (core/hardware/kernel_rates.h); 1 when the shape
 // is unknown.

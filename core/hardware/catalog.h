@@ -69,10 +69,14 @@ struct GpuSpec {
     std::string source;
     double of(TrafficClass c) const {
       switch (c) {
-        case TrafficClass::kAttentionCoreForward: return attention_core_forward;
-        case TrafficClass::kAttentionCoreBackward: return attention_core_backward;
-        case TrafficClass::kAttentionDropoutForward: return attention_dropout_forward;
-        case TrafficClass::kStreaming: break;
+        case TrafficClass::kAttentionCoreForward:
+          return attention_core_forward;
+        case TrafficClass::kAttentionCoreBackward:
+          return attention_core_backward;
+        case TrafficClass::kAttentionDropoutForward:
+          return attention_dropout_forward;
+        case TrafficClass::kStreaming:
+          break;
       }
       return 1;
     }

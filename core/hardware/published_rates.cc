@@ -174,16 +174,16 @@ constexpr const char* kFaMegatron =
 GpuSpec::TrafficFactors unfused_attention_a100() {
   const double b = 16, a = 8, s = 2048, d = 64, e = 2;
   const double n_q = b * s * a * d, n_s = b * a * s * s;
-  const double gemm = e * (2 * n_q + n_s);             // Q·Kᵀ, and P·V, and each backward GEMM
-  const double core_fwd = 2 * gemm + 2 * e * n_s;      // two GEMMs and the softmax
-  const double core_bwd = 4 * gemm + 3 * e * n_s;      // four GEMMs and the softmax backward
+  const double gemm = e * (2 * n_q + n_s);         // Q·Kᵀ, and P·V, and each backward GEMM
+  const double core_fwd = 2 * gemm + 2 * e * n_s;  // two GEMMs and the softmax
+  const double core_bwd = 4 * gemm + 3 * e * n_s;  // four GEMMs and the softmax backward
   const double dropout = (2 * e + 1) * n_s;
-  const double stream = 1555e9 * 0.89;                 // bytes/s a streaming kernel reaches
+  const double stream = 1555e9 * 0.89;  // bytes/s a streaming kernel reaches
   auto factor = [&](double bytes, double ms) { return bytes / (ms * 1e-3) / stream; };
   GpuSpec::TrafficFactors f;
-  f.attention_core_forward = factor(core_fwd, 4.28);               // 0.748
-  f.attention_core_backward = factor(core_bwd, 8.86);              // 0.635
-  f.attention_dropout_forward = factor(dropout, 6.56 - 4.28);      // 0.851
+  f.attention_core_forward = factor(core_fwd, 4.28);           // 0.748
+  f.attention_core_backward = factor(core_bwd, 8.86);          // 0.635
+  f.attention_dropout_forward = factor(dropout, 6.56 - 4.28);  // 0.851
   // Backward dropout, (10.80 - 8.86) ms, streams at 1.000 of the streaming kernel: no factor.
   f.source = kFaMegatron;
   return f;

@@ -407,8 +407,8 @@ class StepBuilder {
     if (ks[j].group != CommGroup::kTensor) return false;
     if (!sc_.parallelism.tp_comm_overlap) {
       if (!async_tp_backward() || phase != Phase::kBackward) return false;
-      const bool column_parallel_input =
-          ks[j].name.ends_with("_tp_enter.backward") || ks[j].name.ends_with("_sp_regather.backward");
+      const bool column_parallel_input = ks[j].name.ends_with("_tp_enter.backward") ||
+                                         ks[j].name.ends_with("_sp_regather.backward");
       if (!column_parallel_input || j + 2 >= ks.size() || ks[j + 1].kind != KernelKind::kGemm)
         return false;
       *gemm = j + 1;
@@ -453,7 +453,8 @@ class StepBuilder {
         const DType dtype = dtype_ != DType::kFp8                           ? dtype_
                             : fp8_layer && k.kind != KernelKind::kAttention ? DType::kFp8
                                                                             : DType::kBf16;
-        append_in_line(j, ComputeOp{k.kind, k.flops, k.bytes, dtype, k.shape, k.traffic}, std::move(label));
+        append_in_line(j, ComputeOp{k.kind, k.flops, k.bytes, dtype, k.shape, k.traffic},
+                       std::move(label));
         continue;
       }
       const GroupId g = k.group == CommGroup::kTensor    ? r.tp_group
@@ -746,7 +747,8 @@ class StepBuilder {
     r.compute = r.p.add_stream("compute");
     r.grad_comm = r.p.add_stream("grad_comm");
     if (zero_ == 3 && d_ * cp_ > 1) r.param_comm = r.p.add_stream("param_comm");
-    if (sc_.parallelism.tp_comm_overlap || (async_tp_backward() && sc_.parallelism.tensor.value > 1))
+    if (sc_.parallelism.tp_comm_overlap ||
+        (async_tp_backward() && sc_.parallelism.tensor.value > 1))
       r.tp_comm = r.p.add_stream("tp_comm");
     if (p_ > 1) {
       r.send_next = r.p.add_stream("pp_send_next");

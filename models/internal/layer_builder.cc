@@ -14,8 +14,8 @@ LayerBuilder::LayerBuilder(std::string name, std::string kind, double bytes_per_
 
 void LayerBuilder::matmul(const std::string& name, KernelKind kind, double flops, double a_elements,
                           double b_elements, double c_elements, std::string_view grad_a,
-                          std::string_view grad_b, GemmShape shape,
-                          TrafficClass forward_traffic, TrafficClass backward_traffic) {
+                          std::string_view grad_b, GemmShape shape, TrafficClass forward_traffic,
+                          TrafficClass backward_traffic) {
   const Bytes traffic((a_elements + b_elements + c_elements) * element_bytes_);
   const GemmShape da{shape.batch, shape.m, shape.k, shape.n};
   const GemmShape db{shape.batch, shape.k, shape.n, shape.m};
@@ -37,9 +37,8 @@ void LayerBuilder::linear(const std::string& name, double m, double k, double n,
   add_parameters(k * n + (bias ? n : 0));
 }
 
-void LayerBuilder::elementwise(const std::string& name, double forward_bytes,
-                               double backward_bytes, TrafficClass forward_traffic,
-                               TrafficClass backward_traffic) {
+void LayerBuilder::elementwise(const std::string& name, double forward_bytes, double backward_bytes,
+                               TrafficClass forward_traffic, TrafficClass backward_traffic) {
   layer_.forward.push_back({name, KernelKind::kElementwise, Flops(0), Bytes(forward_bytes)});
   layer_.forward.back().traffic = forward_traffic;
   if (backward_bytes > 0) {

@@ -70,10 +70,10 @@ LayerTime layer_time(const Setting& st) {
     double t = 0;
     for (size_t j = 0; j < ks.size(); ++j) {
       const Kernel& k = ks[j];
-      const bool paired = async && k.kind == KernelKind::kCommunication &&
-                          (k.name.ends_with("_tp_enter.backward") ||
-                           k.name.ends_with("_sp_regather.backward")) &&
-                          j + 1 < ks.size() && ks[j + 1].kind == KernelKind::kGemm;
+      const bool paired =
+          async && k.kind == KernelKind::kCommunication &&
+          (k.name.ends_with("_tp_enter.backward") || k.name.ends_with("_sp_regather.backward")) &&
+          j + 1 < ks.size() && ks[j + 1].kind == KernelKind::kGemm;
       if (paired) {
         t += std::max(time_of(k), time_of(ks[j + 1]));
         ++j;
@@ -154,9 +154,10 @@ TEST(LayerTiming, UnfusedAttentionCoreReproducesItsMicrobenchmark) {
       return t * 1e3;
     };
     const double fwd = core_ms(block->forward), bwd = core_ms(block->backward);
-    std::printf("attention core, dropout %d: forward %.2f ms (measured %.2f), backward %.2f ms "
-                "(measured %.2f)\n",
-                row.dropout, fwd, row.forward_ms, bwd, row.backward_ms);
+    std::printf(
+        "attention core, dropout %d: forward %.2f ms (measured %.2f), backward %.2f ms "
+        "(measured %.2f)\n",
+        row.dropout, fwd, row.forward_ms, bwd, row.backward_ms);
     EXPECT_NEAR(fwd, row.forward_ms, 0.02 * row.forward_ms);
     EXPECT_NEAR(bwd, row.backward_ms, 0.06 * row.backward_ms);
   }
