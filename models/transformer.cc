@@ -243,9 +243,11 @@ class BlockBuilder {
     // An FP8 input is cast before the f operator's all-gather, which then moves FP8 data
     // (TE's LayerNormLinear/Linear gather the quantized input); counted over the whole input.
     if (!from_norm) fp8_input_cast("qkv", d_.n());
+    const size_t column_parallel_mark = layer_.backward_size();
     enter_tensor_parallel("attention");
     layer_.linear("qkv", d_.tokens(), d_.h, (d_.h + 2 * d_.kv) / t, bias);
     fp8_backward_casts("qkv", d_.tokens() * (d_.h + 2 * d_.kv) / t, from_norm ? d_.n() : 0);
+    layer_.order_column_parallel_backward(column_parallel_mark);
     layer_.stash(input_tensor, e_ * d_.n_seq());
     const double n_q = d_.n() / t, n_kv = d_.n_kv() / t, n_scores = d_.n_scores() / t;
     if (spec_.positions == Positions::kRope) {
@@ -270,25 +272,33 @@ class BlockBuilder {
       flash_attention(core_flops, n_q, n_kv, heads, s_local, head_dim);
       return attention_output(bias, n_q);
     }
-    // Batched over b·a/t heads: (s x h/a)·(h/a x s) scores, then (s x s)·(s x h/a).
+    // Batched over b·a/t heads: (s x h/a)·(h/a x s) scores, then (s x s)·(s x h/a). These
+    // kernels stream the a·s² scores and were measured to reach less of the memory bandwidth
+    // than a streaming kernel (TrafficClass, core/hardware/published_rates.cc).
+    constexpr TrafficClass kCoreFwd = TrafficClass::kAttentionCoreForward;
+    constexpr TrafficClass kCoreBwd = TrafficClass::kAttentionCoreBackward;
     layer_.matmul("attention_scores", KernelKind::kAttention, core_flops, n_q, n_kv, n_scores,
-                  "dgrad_query", "dgrad_key", GemmShape{heads, s_local, d_.s, head_dim});
+                  "dgrad_query", "dgrad_key", GemmShape{heads, s_local, d_.s, head_dim}, kCoreFwd,
+                  kCoreBwd);
     layer_.mark_last_selective();
     layer_.stash("query", e_ * n_q);
     layer_.stash("key", e_ * n_kv);
     // Scale, causal mask and softmax in one kernel (Megatron-LM's scaled_masked_softmax).
-    layer_.elementwise("softmax", 2 * e_ * n_scores, 3 * e_ * n_scores);
+    layer_.elementwise("softmax", 2 * e_ * n_scores, 3 * e_ * n_scores, kCoreFwd, kCoreBwd);
     layer_.mark_last_selective();
     layer_.stash("softmax_output", e_ * n_scores, StashKind::kAttentionCore);
     if (spec_.dropout) {
       const double bytes = (2 * e_ + 1) * n_scores;
-      layer_.elementwise("attention_dropout", bytes, bytes);
+      // Backward only applies the stored mask: a streaming kernel.
+      layer_.elementwise("attention_dropout", bytes, bytes, TrafficClass::kAttentionDropoutForward,
+                         TrafficClass::kStreaming);
       layer_.mark_last_selective();
       layer_.stash("attention_dropout_mask", n_scores, StashKind::kAttentionCore);
       layer_.stash("attention_dropout_output", e_ * n_scores, StashKind::kAttentionCore);
     }
     layer_.matmul("attention_v", KernelKind::kAttention, core_flops, n_scores, n_kv, n_q,
-                  "dgrad_probs", "dgrad_value", GemmShape{heads, s_local, head_dim, d_.s});
+                  "dgrad_probs", "dgrad_value", GemmShape{heads, s_local, head_dim, d_.s}, kCoreFwd,
+                  kCoreBwd);
     layer_.mark_last_selective();
     layer_.stash("value", e_ * n_kv);
     attention_output(bias, n_q);
@@ -361,6 +371,7 @@ class BlockBuilder {
     const double k = d_.k;
     const double n_in = k * tokens * d_.h;  // routed copies of the MLP input
     const double n_mid = k * tokens * width;
+    const size_t column_parallel_mark = layer_.backward_size();
     if (!expert_parallel) enter_tensor_parallel("mlp");
     layer_.stash(input_tensor, e_ * d_.n_seq());
     const std::string prefix = d_.moe ? "expert_" : "mlp_";
@@ -409,6 +420,7 @@ class BlockBuilder {
     if (spec_.activation == Activation::kSwiglu) {
       matrix(prefix + "gate", d_.h, width, true, first);
       matrix(prefix + "up", d_.h, width, true, Fp8Input::kShared);
+      if (!d_.moe) layer_.order_column_parallel_backward(column_parallel_mark);
       bias_grad("swiglu", rows, 2 * width);
       layer_.elementwise("swiglu", 3 * e_ * n_mid, 5 * e_ * n_mid);
       layer_.stash("gate_output", e_ * n_mid);
@@ -417,6 +429,7 @@ class BlockBuilder {
       layer_.stash("down_input", e_ * n_mid);
     } else {
       matrix(prefix + "fc1", d_.h, width, true, first);
+      if (!d_.moe) layer_.order_column_parallel_backward(column_parallel_mark);
       bias_grad("gelu", rows, width);
       layer_.elementwise("gelu", 2 * e_ * n_mid, 3 * e_ * n_mid);
       layer_.stash("gelu_input", e_ * n_mid);

@@ -10,8 +10,8 @@ FlopsPerSecond achievable_flop_rate(const GpuSpec& gpu, KernelKind kind, DType d
   return gpu.peak_for(dtype) * eff;
 }
 
-BytesPerSecond achievable_memory_bandwidth(const GpuSpec& gpu) {
-  return gpu.memory_bandwidth * gpu.memory_efficiency;
+BytesPerSecond achievable_memory_bandwidth(const GpuSpec& gpu, TrafficClass traffic) {
+  return gpu.memory_bandwidth * (gpu.memory_efficiency * gpu.traffic.of(traffic));
 }
 
 std::optional<FlopsPerSecond> measured_flop_rate(const GpuSpec& gpu, KernelKind kind, DType dtype,
@@ -56,7 +56,8 @@ Seconds compute_time(const ComputeOp& op, const GpuSpec& gpu) {
   if (op.flops.value() > 0 && op.kind != KernelKind::kElementwise &&
       op.kind != KernelKind::kOptimizer)
     t = op.flops / flop_rate(gpu, op.kind, op.dtype, op.shape);
-  if (op.bytes.value() > 0) t = std::max(t, op.bytes / achievable_memory_bandwidth(gpu));
+  if (op.bytes.value() > 0)
+    t = std::max(t, op.bytes / achievable_memory_bandwidth(gpu, op.traffic));
   return t + gpu.kernel_launch_overhead;
 }
 

@@ -19,6 +19,9 @@
 //   3. the roofline: peak(dtype) x gemm_efficiency (attention_efficiency for attention kernels)
 //      x tile and wave quantization where the shape is known.
 //   Elementwise and optimizer kernels are priced by their bytes alone.
+// - The memory side runs at memory bandwidth x memory_efficiency x the GPU's factor for the op's
+//   traffic class (GpuSpec::traffic: 1 for streaming kernels; the unfused attention core's
+//   measured factors, core/hardware/published_rates.cc).
 // - The same function gives the analytic engine its kernel durations and the SimGrid engine its
 //   Exec sizes, so there is one definition of a kernel's cost.
 #pragma once
@@ -34,7 +37,8 @@ namespace dtsim {
 
 // Peak rate a kernel of this kind can reach on this GPU under the roofline (case 3 above).
 FlopsPerSecond achievable_flop_rate(const GpuSpec& gpu, KernelKind kind, DType dtype);
-BytesPerSecond achievable_memory_bandwidth(const GpuSpec& gpu);
+BytesPerSecond achievable_memory_bandwidth(const GpuSpec& gpu,
+                                           TrafficClass traffic = TrafficClass::kStreaming);
 
 // Tile and wave quantization of a GEMM shape (core/hardware/kernel_rates.h); 1 when the shape
 // is unknown.

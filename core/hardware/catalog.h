@@ -20,6 +20,7 @@
 
 #include "core/base/dtype.h"
 #include "core/base/enum_table.h"
+#include "core/base/traffic_class.h"
 #include "core/base/units.h"
 #include "core/hardware/gemm_table.h"
 #include "core/hardware/kernel_rates.h"
@@ -59,6 +60,28 @@ struct GpuSpec {
   // Attention rate over the GEMM table's rate at the same shape, as measured; absent: the ratio
   // attention_efficiency / gemm_efficiency.
   std::optional<double> attention_factor{};
+  // Kernels measured to reach less of the memory bandwidth than a streaming kernel: their
+  // achieved bandwidth over a streaming kernel's on the same GPU (so a scenario's or profile's
+  // memory_efficiency scales them too); 1 where nothing was measured
+  // (core/hardware/published_rates.cc cites each figure).
+  struct TrafficFactors {
+    double attention_core_forward = 1, attention_core_backward = 1, attention_dropout_forward = 1;
+    std::string source;
+    double of(TrafficClass c) const {
+      switch (c) {
+        case TrafficClass::kAttentionCoreForward:
+          return attention_core_forward;
+        case TrafficClass::kAttentionCoreBackward:
+          return attention_core_backward;
+        case TrafficClass::kAttentionDropoutForward:
+          return attention_dropout_forward;
+        case TrafficClass::kStreaming:
+          break;
+      }
+      return 1;
+    }
+  };
+  TrafficFactors traffic{};
 
   // Peak for a dtype; falls back to the nearest supported format (fp8 -> bf16 -> fp16, tf32 ->
   // fp32) so that a scenario never divides by zero; `supports(dtype)` tells the truth.

@@ -101,6 +101,30 @@ std::string render_gpu_catalog_markdown() {
                 cell(gpu.efficiency_source)});
   }
   out +=
+      "\n### Memory traffic of the unfused attention core\n\n"
+      "Kernels of Megatron-LM's unfused attention core (`training.flash_attention: false`) reach "
+      "less of the memory bandwidth than the streaming kernel of the memory-efficiency column: "
+      "their traffic is priced at memory bandwidth x memory efficiency x the factor below "
+      "(core/hardware/published_rates.cc, `unfused_attention_a100`; docs/models.md, \"Kernel "
+      "time\"). Each factor is dtsim's traffic count for those kernels over the measured time, "
+      "over the bandwidth a streaming kernel reaches on the measured device; the dropout kernel's "
+      "time is the run with dropout minus the run without. A100: the FlashAttention paper's "
+      "Megatron rows at 2048 tokens (16 sequences x 8 heads of dimension 64, FP16, A100 40GB at "
+      "0.89 of 1555 GB/s): Q·Kᵀ, softmax and P·V forward 4.28 ms for 4429 MB (Table 18), their "
+      "backward 8.86 ms for 7785 MB (Table 19), attention dropout forward 6.56 - 4.28 ms for 2684 "
+      "MB (Tables 15, 18); dropout backward, 10.80 - 8.86 ms for 2684 MB (Tables 16, 19), streams "
+      "at 1.00 of the streaming kernel. Relative to the streaming kernel, the factors carry over "
+      "to the 80GB part and scale with a profile's or scenario's memory efficiency. GPUs not "
+      "listed keep factor 1.\n\n";
+  out += header({"GPU", "Attention core forward", "Attention core backward",
+                 "Attention dropout forward", "Source"});
+  for (const GpuSpec& gpu : gpu_catalog()) {
+    if (gpu.traffic.source.empty()) continue;
+    out += row({cell(gpu.name), number(gpu.traffic.attention_core_forward, 3),
+                number(gpu.traffic.attention_core_backward, 3),
+                number(gpu.traffic.attention_dropout_forward, 3), cell(gpu.traffic.source)});
+  }
+  out +=
       "\n### Published kernel rates\n\n"
       "Where a GPU has rows below for a dtype, its GEMMs and fused attention kernels of that dtype "
       "run at the rate these microbenchmarks published at their shape, interpolated between rows "

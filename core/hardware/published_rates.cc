@@ -153,6 +153,42 @@ std::vector<AttentionRow> h100_attention() {
   });
 }
 
+// --- Memory traffic of the unfused attention core ------------------------------------------
+
+// Dao et al. 2022, "FlashAttention" (arXiv 2205.14135v2), appendix E.6, the "Megatron" rows of
+// Tables 15, 16, 18 and 19: Megatron-LM's unfused attention core (batched Q·Kᵀ, scale-softmax,
+// dropout 0.1, probabilities·V) alone, forward and backward, FP16, 16 sequences x 8 heads of
+// dimension 64, on one A100 40GB (1555 GB/s), mean of 100 calls; at 2048 tokens, forward 4.28 ms
+// without dropout (Table 18) and 6.56 ms with it (Table 15), backward 8.86 ms (Table 19) and
+// 10.80 ms (Table 16). The same device's streaming kernel reaches 0.89 of 1555 GB/s (the
+// catalog's A100-SXM-40GB memory_efficiency, te42kyfo/gpu-benches gpu-stream).
+constexpr const char* kFaMegatron =
+    "Dao et al. 2022 (FlashAttention, arXiv 2205.14135v2), appendix E.6 Tables 15/16/18/19, "
+    "Megatron rows at 2048 tokens: unfused attention core on A100 40GB";
+
+// Each factor is the bandwidth the kernels reach by dtsim's own traffic count
+// (models/transformer.cc: each batched GEMM moves e·(N_q + N_kv + N_s), softmax 2e·N_s forward
+// and 3e·N_s backward, dropout (2e + 1)·N_s each way) over a streaming kernel's. The dropout
+// kernel's time is the difference between the runs with and without dropout. The s² traffic
+// dominates (N_s is 64x N_q here), so the GEMMs are memory-bound at this shape.
+GpuSpec::TrafficFactors unfused_attention_a100() {
+  const double b = 16, a = 8, s = 2048, d = 64, e = 2;
+  const double n_q = b * s * a * d, n_s = b * a * s * s;
+  const double gemm = e * (2 * n_q + n_s);         // Q·Kᵀ, and P·V, and each backward GEMM
+  const double core_fwd = 2 * gemm + 2 * e * n_s;  // two GEMMs and the softmax
+  const double core_bwd = 4 * gemm + 3 * e * n_s;  // four GEMMs and the softmax backward
+  const double dropout = (2 * e + 1) * n_s;
+  const double stream = 1555e9 * 0.89;  // bytes/s a streaming kernel reaches
+  auto factor = [&](double bytes, double ms) { return bytes / (ms * 1e-3) / stream; };
+  GpuSpec::TrafficFactors f;
+  f.attention_core_forward = factor(core_fwd, 4.28);           // 0.748
+  f.attention_core_backward = factor(core_bwd, 8.86);          // 0.635
+  f.attention_dropout_forward = factor(dropout, 6.56 - 4.28);  // 0.851
+  // Backward dropout, (10.80 - 8.86) ms, streams at 1.000 of the streaming kernel: no factor.
+  f.source = kFaMegatron;
+  return f;
+}
+
 void set_curves(GpuSpec& gpu, DType dtype, const std::vector<GemmRow>& gemm,
                 const std::vector<AttentionRow>& attention) {
   const FlopsPerSecond peak = gpu.peak_for(dtype);
@@ -166,6 +202,9 @@ void attach_published_rates(GpuSpec& gpu) {
   if (gpu.name == "A100-SXM-80GB" || gpu.name == "A100-SXM-40GB") {
     // MAMF's row says "A100 SXM" without the memory size: GEMM rates do not depend on it.
     for (DType t : {DType::kBf16, DType::kFp16}) set_curves(gpu, t, a100_bf16(), a100_attention());
+    // A factor of the streaming kernel on the same device, so it carries over to the 80GB
+    // part's HBM2e (whose streaming efficiency the catalog has from the same benchmark).
+    gpu.traffic = unfused_attention_a100();
   } else if (gpu.name == "H100-SXM") {
     for (DType t : {DType::kBf16, DType::kFp16}) set_curves(gpu, t, h100_bf16(), h100_attention());
     set_curves(gpu, DType::kFp8, hopper_fp8(row(1024, 9216, 14336, 1402.6, kMamfH100Fp8)), {});

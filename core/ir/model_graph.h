@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/base/enum_table.h"
+#include "core/base/traffic_class.h"
 #include "core/base/units.h"
 
 namespace dtsim {
@@ -60,6 +61,7 @@ struct Kernel {
   CommGroup group = CommGroup::kTensor;
   CommPattern pattern = CommPattern::kAllReduce;
   GemmShape shape{};  // GEMM and attention kernels
+  TrafficClass traffic = TrafficClass::kStreaming;
   // FLOPs that only repeat work already counted (FlashAttention's backward recomputing the
   // scores): hardware FLOPs, not model FLOPs.
   bool recomputation = false;

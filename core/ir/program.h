@@ -55,6 +55,7 @@ struct ComputeOp {
   Bytes bytes{0};  // device-memory traffic
   DType dtype = DType::kBf16;
   GemmShape shape{};  // when known, the cost model applies wave quantization
+  TrafficClass traffic = TrafficClass::kStreaming;  // which memory efficiency prices `bytes`
 };
 
 enum class CollectiveKind {

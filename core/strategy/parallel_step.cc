@@ -537,8 +537,37 @@ class StepBuilder {
   // waits for both, so the pair costs max(GEMM, collective). Optimistic: the chunked pipeline's
   // first or last chunk and the SMs the communication kernels take are not charged. A
   // collective at either end of a kernel list stays in line (nothing after it to join).
-  bool overlaps_gemm(const std::vector<Kernel>& ks, size_t j, size_t* gemm) const {
-    if (!sc_.parallelism.tp_comm_overlap || ks[j].group != CommGroup::kTensor) return false;
+  //
+  // Without it, the Megatron profiles still run a column-parallel GEMM's backward collectives
+  // asynchronously: the input-gradient all-reduce (sequence parallel: reduce-scatter) is launched
+  // after the dgrad GEMM and waited for after the wgrad GEMM, and under sequence parallelism the
+  // re-gather of the input is launched before the dgrad GEMM and waited for before the wgrad
+  // GEMM. NVIDIA/Megatron-LM at 9da6e975de (2021-12-30), megatron/mpu/layers.py
+  // ColumnParallelLinearWithAsyncAllreduce.backward (on unless
+  // --no-async-tensor-model-parallel-allreduce); at 739cb43dae (2022-05-24, sequence parallelism)
+  // LinearWithGradAccumulationAndAsyncCommunication.backward, both collectives with
+  // async_op=True; Transformer Engine's Linear and LayerNormLinear backward ("Overlap
+  // dgrad-RS/AR with wgrad", transformer_engine/pytorch/module/linear.py), which Megatron-core
+  // runs. The block builder records those kernels in that order
+  // (LayerBuilder::order_column_parallel_backward), so each collective is paired with the GEMM
+  // after it.
+  bool async_tp_backward() const {
+    const Framework f = sc_.training.framework;
+    return f == Framework::kMegatronLm2021 || f == Framework::kMegatronCore ||
+           f == Framework::kNemo;
+  }
+
+  bool overlaps_gemm(const std::vector<Kernel>& ks, size_t j, size_t* gemm, Phase phase) const {
+    if (ks[j].group != CommGroup::kTensor) return false;
+    if (!sc_.parallelism.tp_comm_overlap) {
+      if (!async_tp_backward() || phase != Phase::kBackward) return false;
+      const bool column_parallel_input = ks[j].name.ends_with("_tp_enter.backward") ||
+                                         ks[j].name.ends_with("_sp_regather.backward");
+      if (!column_parallel_input || j + 2 >= ks.size() || ks[j + 1].kind != KernelKind::kGemm)
+        return false;
+      *gemm = j + 1;
+      return true;
+    }
     if (j + 2 < ks.size() && ks[j + 1].kind == KernelKind::kGemm) {
       *gemm = j + 1;  // the collective feeds the next GEMM (all-gather before column-parallel)
       return true;
@@ -578,7 +607,8 @@ class StepBuilder {
         const DType dtype = dtype_ != DType::kFp8                           ? dtype_
                             : fp8_layer && k.kind != KernelKind::kAttention ? DType::kFp8
                                                                             : DType::kBf16;
-        append_in_line(j, ComputeOp{k.kind, k.flops, k.bytes, dtype, k.shape}, std::move(label));
+        append_in_line(j, ComputeOp{k.kind, k.flops, k.bytes, dtype, k.shape, k.traffic},
+                       std::move(label));
         continue;
       }
       const GroupId g = k.group == CommGroup::kTensor    ? r.tp_group
@@ -586,7 +616,7 @@ class StepBuilder {
                                                          : r.ep_group;
       const CollectiveOp collective{collective_kind(k.pattern), g, k.bytes, dtype_};
       size_t gemm = 0;
-      if (!overlaps_gemm(ks, j, &gemm)) {
+      if (!overlaps_gemm(ks, j, &gemm, phase)) {
         append_in_line(j, collective, std::move(label));
         continue;
       }
@@ -1068,7 +1098,9 @@ class StepBuilder {
     r.compute = r.p.add_stream("compute");
     r.grad_comm = r.p.add_stream("grad_comm");
     if (zero_ == 3 && d_ * cp_ > 1) r.param_comm = r.p.add_stream("param_comm");
-    if (sc_.parallelism.tp_comm_overlap) r.tp_comm = r.p.add_stream("tp_comm");
+    if (sc_.parallelism.tp_comm_overlap ||
+        (async_tp_backward() && sc_.parallelism.tensor.value > 1))
+      r.tp_comm = r.p.add_stream("tp_comm");
     if (p_ > 1) {
       r.send_next = r.p.add_stream("pp_send_next");
       r.send_prev = r.p.add_stream("pp_send_prev");

@@ -14,19 +14,21 @@ LayerBuilder::LayerBuilder(std::string name, std::string kind, double bytes_per_
 
 void LayerBuilder::matmul(const std::string& name, KernelKind kind, double flops, double a_elements,
                           double b_elements, double c_elements, std::string_view grad_a,
-                          std::string_view grad_b, GemmShape shape) {
+                          std::string_view grad_b, GemmShape shape, TrafficClass forward_traffic,
+                          TrafficClass backward_traffic) {
   const Bytes traffic((a_elements + b_elements + c_elements) * element_bytes_);
   const GemmShape da{shape.batch, shape.m, shape.k, shape.n};
   const GemmShape db{shape.batch, shape.k, shape.n, shape.m};
-  auto kernel = [&](std::string kernel_name, GemmShape s) {
+  auto kernel = [&](std::string kernel_name, GemmShape s, TrafficClass c) {
     Kernel k{std::move(kernel_name), kind, Flops(flops), traffic};
     k.shape = s;
+    k.traffic = c;
     return k;
   };
-  layer_.forward.push_back(kernel(name, shape));
+  layer_.forward.push_back(kernel(name, shape, forward_traffic));
   // Pushed in reverse so that finish()'s reversal yields grad_a first, then grad_b.
-  layer_.backward.push_back(kernel(name + "." + std::string(grad_b), db));
-  layer_.backward.push_back(kernel(name + "." + std::string(grad_a), da));
+  layer_.backward.push_back(kernel(name + "." + std::string(grad_b), db, backward_traffic));
+  layer_.backward.push_back(kernel(name + "." + std::string(grad_a), da, backward_traffic));
 }
 
 void LayerBuilder::linear(const std::string& name, double m, double k, double n, bool bias) {
@@ -35,10 +37,14 @@ void LayerBuilder::linear(const std::string& name, double m, double k, double n,
   add_parameters(k * n + (bias ? n : 0));
 }
 
-void LayerBuilder::elementwise(const std::string& name, double forward_bytes,
-                               double backward_bytes) {
+void LayerBuilder::elementwise(const std::string& name, double forward_bytes, double backward_bytes,
+                               TrafficClass forward_traffic, TrafficClass backward_traffic) {
   layer_.forward.push_back({name, KernelKind::kElementwise, Flops(0), Bytes(forward_bytes)});
-  if (backward_bytes > 0) backward_only(name, backward_bytes);
+  layer_.forward.back().traffic = forward_traffic;
+  if (backward_bytes > 0) {
+    backward_only(name, backward_bytes);
+    layer_.backward.back().traffic = backward_traffic;
+  }
 }
 
 void LayerBuilder::backward_only(const std::string& name, double bytes) {
@@ -54,6 +60,29 @@ void LayerBuilder::communication(const std::string& name, CommGroup group, CommP
   if (backward_bytes > 0)
     layer_.backward.push_back({name + ".backward", KernelKind::kCommunication, Flops(0),
                                Bytes(backward_bytes), group, backward});
+}
+
+void LayerBuilder::order_column_parallel_backward(size_t mark) {
+  // The list is in reverse execution order until finish(); work in execution order.
+  std::vector<Kernel> segment(layer_.backward.rbegin(),
+                              layer_.backward.rend() - static_cast<std::ptrdiff_t>(mark));
+  std::vector<Kernel> regather, input_grad, collective, weight_grad;
+  for (Kernel& k : segment) {
+    const bool is_comm = k.kind == KernelKind::kCommunication;
+    if (is_comm && k.pattern == CommPattern::kAllGather)
+      regather.push_back(std::move(k));
+    else if (is_comm)
+      collective.push_back(std::move(k));
+    else if (k.kind == KernelKind::kGemm && k.name.ends_with(".wgrad"))
+      weight_grad.push_back(std::move(k));
+    else
+      input_grad.push_back(std::move(k));
+  }
+  std::vector<Kernel> ordered;
+  for (auto* part : {&regather, &input_grad, &collective, &weight_grad})
+    for (Kernel& k : *part) ordered.push_back(std::move(k));
+  layer_.backward.resize(mark);
+  layer_.backward.insert(layer_.backward.end(), ordered.rbegin(), ordered.rend());
 }
 
 void LayerBuilder::mark_last_selective() {

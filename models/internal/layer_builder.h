@@ -36,12 +36,17 @@ class LayerBuilder {
   // and dB = Aᵀ·dC is (k x m)·(m x n).
   void matmul(const std::string& name, KernelKind kind, double flops, double a_elements,
               double b_elements, double c_elements, std::string_view grad_a = "dgrad",
-              std::string_view grad_b = "wgrad", GemmShape shape = {});
+              std::string_view grad_b = "wgrad", GemmShape shape = {},
+              TrafficClass forward_traffic = TrafficClass::kStreaming,
+              TrafficClass backward_traffic = TrafficClass::kStreaming);
   // A dense layer on m rows: (m×k)·(k×n), 2mkn FLOPs (Narayanan et al. 2021, section 5.1);
   // adds k·n weights and n biases when `bias`.
   void linear(const std::string& name, double m, double k, double n, bool bias);
   // An elementwise kernel: 0 FLOPs and the given device-memory traffic in bytes.
-  void elementwise(const std::string& name, double forward_bytes, double backward_bytes);
+  // `*_traffic`: which measured memory efficiency prices each pass (core/base/traffic_class.h).
+  void elementwise(const std::string& name, double forward_bytes, double backward_bytes,
+                   TrafficClass forward_traffic = TrafficClass::kStreaming,
+                   TrafficClass backward_traffic = TrafficClass::kStreaming);
   // A kernel that only backward has (gradient accumulation where a tensor has two consumers).
   void backward_only(const std::string& name, double bytes);
   // A communication point of a tensor-parallel shard: the forward collective (skipped when
@@ -51,6 +56,15 @@ class LayerBuilder {
   // A kernel recorded as is (for fused kernels whose backward is not two GEMMs).
   void forward_kernel(Kernel k) { layer_.forward.push_back(std::move(k)); }
   void backward_kernel(Kernel k) { layer_.backward.push_back(std::move(k)); }
+  // Megatron-LM's backward order for the column-parallel GEMMs recorded since `mark` (a size of
+  // the backward list taken before their f operator): the sequence-parallel re-gather of the
+  // input first, then the input-gradient kernels (casts, dgrad GEMMs), then the f operator's
+  // input-gradient collective, then the weight-gradient GEMMs, which only that re-gather feeds.
+  // The order a framework that launches those collectives asynchronously runs them in
+  // (core/strategy/parallel_step.cc overlaps them with the GEMM that follows); a serial
+  // schedule's time does not depend on it.
+  void order_column_parallel_backward(size_t mark);
+  size_t backward_size() const { return layer_.backward.size(); }
   // Replays the most recent forward kernel under selective recompute.
   void mark_last_selective();
 
