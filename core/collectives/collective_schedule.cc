@@ -468,6 +468,13 @@ ProtocolEffect protocol_effect(CollectiveProtocol protocol, bool crosses_nodes, 
 }
 
 namespace {
+// The collectives algorithm auto chooses for under NCCL's model: all-reduce, all-gather and
+// reduce-scatter (the others run as the pure ring).
+bool runs_nccl_auto(CollectiveKind kind) {
+  return kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kAllGather ||
+         kind == CollectiveKind::kReduceScatter;
+}
+
 // On a torus (no NCCL there: TPU-style pods), the torus all-reduce when its closed form beats the
 // ring's, else the ring; nullopt off a torus or where the torus all-reduce does not apply.
 std::optional<ResolvedCollective> torus_auto(const CollectiveOp& op, const std::vector<Rank>& ranks,
@@ -546,6 +553,11 @@ std::vector<ResolvedCollective> auto_candidates(const CollectiveOp& op,
   // Not on PCIe nodes, where the tree's collective-level decomposition is known to run slower than
   // its closed form (docs/collectives.md, "The double binary tree"): auto would pick it on a
   // figure the SimGrid engine does not reproduce.
+  // dtsim builds the tree and NVLS for all-reduce only; all-gather and reduce-scatter choose among
+  // the ring's protocols (NCCL's NVLS all-gather is not built: NCCL's model never picks it on the
+  // NVSwitch nodes it covers, its 25 us being above Ring/LL's latency and its bandwidth below
+  // Ring/LL128's).
+  if (op.kind != CollectiveKind::kAllReduce) return out;
   if (!nodes.empty() && !cluster.gpus_on_pcie()) {
     Seconds base{0};
     if (system) {
@@ -573,7 +585,7 @@ std::optional<ResolvedCollective> fastest_auto(const CollectiveOp& op,
                                                const std::vector<Rank>& ranks,
                                                const Cluster& cluster) {
   if (auto torus = torus_auto(op, ranks, cluster)) return torus;
-  if (op.kind != CollectiveKind::kAllReduce || ranks.size() < 2) return std::nullopt;
+  if (!runs_nccl_auto(op.kind) || ranks.size() < 2) return std::nullopt;
   std::optional<ResolvedCollective> best;
   Seconds best_time{0};
   for (const auto& candidate : auto_candidates(op, ranks, cluster)) {
@@ -587,9 +599,11 @@ std::optional<ResolvedCollective> fastest_auto(const CollectiveOp& op,
 std::optional<NcclEstimate> nccl_reference_choice(const CollectiveOp& op,
                                                   const std::vector<Rank>& ranks,
                                                   const Cluster& cluster) {
-  if (op.kind != CollectiveKind::kAllReduce) return std::nullopt;
+  if (!runs_nccl_auto(op.kind)) return std::nullopt;
   const auto system = nccl_system_of(ranks, cluster);
   if (!system) return std::nullopt;
+  if (op.kind != CollectiveKind::kAllReduce)
+    return nccl_gather_scatter_choice(*system, op.bytes.value());
   return nccl_all_reduce_choice(*system, op.bytes.value());
 }
 
@@ -607,8 +621,7 @@ ResolvedCollective resolve_collective(const CollectiveOp& op, const std::vector<
     r.protocol = CollectiveProtocol::kAuto;
     std::optional<ResolvedCollective> best;
     Seconds best_time{0};
-    if (op.kind == CollectiveKind::kAllReduce && ranks.size() >= 2 &&
-        !torus_all_reduce_plan(ranks, cluster))
+    if (runs_nccl_auto(op.kind) && ranks.size() >= 2 && !torus_all_reduce_plan(ranks, cluster))
       for (const auto& candidate : auto_candidates(op, ranks, cluster)) {
         if (candidate.algorithm != r.algorithm) continue;
         const Seconds t = resolved_collective_time(op, ranks, cluster, candidate);
