@@ -95,22 +95,53 @@ std::vector<std::vector<Rank>> ring_channels(const std::vector<Rank>& ranks,
 
 namespace {
 
-// Appends a ring pass of `steps` steps over `order`, each flow carrying `segment` bytes.
-void ring_steps(const std::vector<Rank>& order, int steps, Bytes segment,
-                std::vector<Flow>& flows) {
+// Appends a pipelined ring pass of `steps` steps over `order`, each flow carrying `segment` bytes.
+// A rank forwards a segment as soon as it has arrived (NCCL's ring keeps several steps in flight
+// per connection), so a piece of data pays each hop's own route latency. So that a hop's flows
+// also keep the ring's pace (one segment per `period`, the bottleneck hop's time), each forward
+// waits for a gate delay of the previous hop's latency plus `period`, started with the flow it
+// forwards: on a contention-free network every hop then takes alpha_hop + period and the pass
+// the sum of its hops' latencies plus steps x period (ring_path_latency), whatever the hops'
+// bandwidths; under contention the flows stretch past their gates. A hop whose latency is no
+// longer than the ring's mean hop also waits for its own previous send (one segment in flight, as
+// before this pipelining): that never binds on a contention-free network (its latency plus its
+// send time fit in the ring's average step), and keeps a hop slowed below its nominal bandwidth
+// (a degraded NIC) serving its segments in order rather than sharing the link among a backlog of
+// them. Longer hops (the network hops of a ring that also crosses NVLink) would bind, so they
+// forward on arrival only, as NCCL's slots (NCCL_STEPS = 8 per connection) let them.
+void ring_steps(const std::vector<Rank>& order, int steps, Bytes segment, Seconds period,
+                const Cluster& cluster, std::vector<Flow>& flows) {
   const int n = static_cast<int>(order.size());
-  const int base = static_cast<int>(flows.size());
-  auto index = [&](int step, int i) { return base + step * n + i; };
+  std::vector<Seconds> gate(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const Rank a = order[static_cast<size_t>(i)], b = order[static_cast<size_t>((i + 1) % n)];
+    gate[static_cast<size_t>(i)] =
+        point_to_point_link(Endpoint::gpu(a), Endpoint::gpu(b), cluster).alpha + period;
+    if (cluster.node_of(a) != cluster.node_of(b) && cluster.gpus_on_pcie())
+      gate[static_cast<size_t>(i)] += cluster.intra_node.latency;  // gpu_network_latency
+  }
+  Seconds mean_gate(0);
+  for (const Seconds g : gate) mean_gate += g / static_cast<double>(n);
+  std::vector<int> flow_at(static_cast<size_t>(n)), gate_at(static_cast<size_t>(n));
   for (int k = 0; k < steps; ++k) {
+    std::vector<int> next_flow(static_cast<size_t>(n)), next_gate(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {
-      Flow f = Flow::between(order[static_cast<size_t>(i)], order[static_cast<size_t>((i + 1) % n)],
-                             segment);
-      if (k > 0) {
-        f.after.push_back(index(k - 1, (i - 1 + n) % n));  // the segment it forwards arrived
-        f.after.push_back(index(k - 1, i));                // its previous send is done
+      std::vector<int> after;
+      if (k > 0) {  // the segment it forwards arrived, at the ring's pace
+        const auto from = static_cast<size_t>((i - 1 + n) % n);
+        after = {flow_at[from], gate_at[from]};
+        if (gate[static_cast<size_t>(i)].value() <= mean_gate.value() * (1 + 1e-12))
+          after.push_back(flow_at[static_cast<size_t>(i)]);
       }
-      flows.push_back(std::move(f));
+      next_gate[static_cast<size_t>(i)] = static_cast<int>(flows.size());
+      flows.push_back(Flow::delay_of(gate[static_cast<size_t>(i)], after));
+      next_flow[static_cast<size_t>(i)] = static_cast<int>(flows.size());
+      flows.push_back(Flow::between(order[static_cast<size_t>(i)],
+                                    order[static_cast<size_t>((i + 1) % n)], segment,
+                                    std::move(after)));
     }
+    flow_at = std::move(next_flow);
+    gate_at = std::move(next_gate);
   }
 }
 
@@ -437,6 +468,13 @@ ProtocolEffect protocol_effect(CollectiveProtocol protocol, bool crosses_nodes, 
 }
 
 namespace {
+// The collectives algorithm auto chooses for under NCCL's model: all-reduce, all-gather and
+// reduce-scatter (the others run as the pure ring).
+bool runs_nccl_auto(CollectiveKind kind) {
+  return kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kAllGather ||
+         kind == CollectiveKind::kReduceScatter;
+}
+
 // On a torus (no NCCL there: TPU-style pods), the torus all-reduce when its closed form beats the
 // ring's, else the ring; nullopt off a torus or where the torus all-reduce does not apply.
 std::optional<ResolvedCollective> torus_auto(const CollectiveOp& op, const std::vector<Rank>& ranks,
@@ -515,6 +553,11 @@ std::vector<ResolvedCollective> auto_candidates(const CollectiveOp& op,
   // Not on PCIe nodes, where the tree's collective-level decomposition is known to run slower than
   // its closed form (docs/collectives.md, "The double binary tree"): auto would pick it on a
   // figure the SimGrid engine does not reproduce.
+  // dtsim builds the tree and NVLS for all-reduce only; all-gather and reduce-scatter choose among
+  // the ring's protocols (NCCL's NVLS all-gather is not built: NCCL's model never picks it on the
+  // NVSwitch nodes it covers, its 25 us being above Ring/LL's latency and its bandwidth below
+  // Ring/LL128's).
+  if (op.kind != CollectiveKind::kAllReduce) return out;
   if (!nodes.empty() && !cluster.gpus_on_pcie()) {
     Seconds base{0};
     if (system) {
@@ -542,7 +585,7 @@ std::optional<ResolvedCollective> fastest_auto(const CollectiveOp& op,
                                                const std::vector<Rank>& ranks,
                                                const Cluster& cluster) {
   if (auto torus = torus_auto(op, ranks, cluster)) return torus;
-  if (op.kind != CollectiveKind::kAllReduce || ranks.size() < 2) return std::nullopt;
+  if (!runs_nccl_auto(op.kind) || ranks.size() < 2) return std::nullopt;
   std::optional<ResolvedCollective> best;
   Seconds best_time{0};
   for (const auto& candidate : auto_candidates(op, ranks, cluster)) {
@@ -556,9 +599,11 @@ std::optional<ResolvedCollective> fastest_auto(const CollectiveOp& op,
 std::optional<NcclEstimate> nccl_reference_choice(const CollectiveOp& op,
                                                   const std::vector<Rank>& ranks,
                                                   const Cluster& cluster) {
-  if (op.kind != CollectiveKind::kAllReduce) return std::nullopt;
+  if (!runs_nccl_auto(op.kind)) return std::nullopt;
   const auto system = nccl_system_of(ranks, cluster);
   if (!system) return std::nullopt;
+  if (op.kind != CollectiveKind::kAllReduce)
+    return nccl_gather_scatter_choice(*system, op.bytes.value());
   return nccl_all_reduce_choice(*system, op.bytes.value());
 }
 
@@ -576,8 +621,7 @@ ResolvedCollective resolve_collective(const CollectiveOp& op, const std::vector<
     r.protocol = CollectiveProtocol::kAuto;
     std::optional<ResolvedCollective> best;
     Seconds best_time{0};
-    if (op.kind == CollectiveKind::kAllReduce && ranks.size() >= 2 &&
-        !torus_all_reduce_plan(ranks, cluster))
+    if (runs_nccl_auto(op.kind) && ranks.size() >= 2 && !torus_all_reduce_plan(ranks, cluster))
       for (const auto& candidate : auto_candidates(op, ranks, cluster)) {
         if (candidate.algorithm != r.algorithm) continue;
         const Seconds t = resolved_collective_time(op, ranks, cluster, candidate);
@@ -1019,17 +1063,31 @@ CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Ran
       const auto channels = ring_channels(ranks, cluster);
       s.channels = static_cast<int>(channels.size());
       const Bytes per_channel = total * inflate / static_cast<double>(channels.size());
+      // One step's time at the bottleneck hop, and the closed form (cost_model.h): the hops'
+      // latencies along the pipeline plus steps x period.
+      const Seconds period = total * inflate / static_cast<double>(n) / link.beta;
+      const Seconds raw_path = ring_path_latency(ranks, s.steps, cluster, CollectiveProtocol::kAuto);
+      const Seconds path = ring_path_latency(ranks, s.steps, cluster, resolved.protocol);
       for (const auto& order : channels) {
         if (fidelity == Fidelity::kChunk)
-          ring_steps(order, s.steps, per_channel / static_cast<double>(n), s.flows);
+          ring_steps(order, s.steps, per_channel / static_cast<double>(n), period, cluster,
+                     s.flows);
         else
           ring_bulk(order, per_channel * (static_cast<double>(s.steps) / n), s.flows);
       }
       if (fidelity == Fidelity::kCollective) {
-        s.trailing_latency = alpha * static_cast<double>(s.steps - 1);
+        // The bulk flows take their hop's latency plus everything they carry at its bandwidth;
+        // the slowest of them ends the flows, and the rest of the closed form follows as latency.
+        const RingHops hops = ring_hops(ranks, cluster);
+        const double moved = total.value() * inflate * s.steps / n;
+        Seconds bulk = hops.intra.alpha + Bytes(moved) / hops.intra.beta;
+        if (hops.net.beta.value() > 0)
+          bulk = std::max(bulk, hops.net.alpha + Bytes(moved) / hops.net.beta);
+        s.trailing_latency =
+            std::max(Seconds(0), raw_path + period * static_cast<double>(s.steps) - bulk);
         if (merge_pairs) merge_parallel_flows(s.flows);
       }
-      s.trailing_latency += protocol_latency(s.steps);
+      s.trailing_latency += path - raw_path;
       return s;
     }
     case CollectiveKind::kBroadcast:

@@ -148,7 +148,8 @@ std::optional<TorusAllReducePlan> torus_all_reduce_plan(const std::vector<Rank>&
 // disagree; dtsim collective reports it beside auto's (docs/collectives.md). The protocol-free
 // explicit algorithms (ring, halving-doubling, hierarchical without --protocol) are textbook
 // alpha-beta models without NCCL's per-call and protocol costs; auto does not choose them.
-// Collectives other than all-reduce run as the ring.
+// All-gather and reduce-scatter choose the same way among the ring's three protocols (the only
+// algorithm dtsim builds for them); collectives other than these three run as the pure ring.
 //
 // A collective that runs as NCCL would (auto on a system NCCL's model covers, or the ring with an
 // explicit protocol) also pays NCCL's per-call base latency (core/collectives/nccl_model.h
@@ -166,9 +167,9 @@ ResolvedCollective resolve_collective(const CollectiveOp& op, const std::vector<
                                       const Cluster& cluster);
 CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<Rank>& ranks,
                                       const Cluster& cluster);
-// What NCCL's own cost model (core/collectives/nccl_model.h) would pick for this all-reduce among
-// all its algorithms, with its predicted time; nullopt for other collectives and for systems the
-// model does not cover.
+// What NCCL's own cost model (core/collectives/nccl_model.h) would pick for this all-reduce,
+// all-gather or reduce-scatter among all its algorithms, with its predicted time; nullopt for other
+// collectives and for systems the model does not cover.
 std::optional<NcclEstimate> nccl_reference_choice(const CollectiveOp& op,
                                                   const std::vector<Rank>& ranks,
                                                   const Cluster& cluster);

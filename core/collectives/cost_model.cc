@@ -65,11 +65,11 @@ Seconds torus_all_reduce_time(Bytes bytes, const std::vector<Rank>& ranks, const
   return t + slowest;
 }
 
-LinkCost ring_link(const std::vector<Rank>& ranks, const Cluster& cluster) {
+RingHops ring_hops(const std::vector<Rank>& ranks, const Cluster& cluster) {
   std::set<int> nodes;
   for (Rank r : ranks) nodes.insert(cluster.node_of(r));
-  LinkCost intra{cluster.intra_node.latency, cluster.usable_fabric_bandwidth()};
-  if (nodes.size() <= 1) return intra;
+  RingHops hops{{cluster.intra_node.latency, cluster.usable_fabric_bandwidth()}, {}};
+  if (nodes.size() <= 1) return hops;
   // A ring that crosses nodes leaves each node once per channel. Summed over NCCL's channels,
   // a node sends as many bytes out as one rank sends in total, spread over its NICs, of which a
   // group with g ranks per node gets g / gpus_per_node (node_port_share).
@@ -83,7 +83,79 @@ LinkCost ring_link(const std::vector<Rank>& ranks, const Cluster& cluster) {
   // as the busiest NIC allows (ring_nic_count, from the ring's channels and the GPU-NIC pairing).
   if (!cluster.is_torus() && ranks_by_node(ranks, cluster).empty())
     inter = cluster.usable_nic_bandwidth() * ring_nic_count(ranks, cluster);
-  return {std::max(cluster.network.latency, intra.alpha), std::min(inter, intra.beta)};
+  // The longest route of a hop across nodes: one network hop (plus the GPU's PCIe link on PCIe
+  // nodes, gpu_network_latency), and on a torus the further cables of its route.
+  Seconds net_alpha = cluster.gpu_network_latency();
+  if (cluster.is_torus())
+    for (const auto& order : ring_channels(ranks, cluster))
+      for (size_t i = 0; i < order.size(); ++i) {
+        const Rank a = order[i], b = order[(i + 1) % order.size()];
+        if (cluster.node_of(a) == cluster.node_of(b)) continue;
+        const auto route =
+            torus_route(cluster.node_of(a), cluster.node_of(b), cluster.network.torus_dims);
+        net_alpha = std::max(net_alpha, cluster.gpu_network_latency() +
+                                            cluster.network.torus_hop_latency *
+                                                (std::max<double>(route.size(), 1.0) - 1.0));
+      }
+  hops.net = {net_alpha, inter};
+  return hops;
+}
+
+LinkCost ring_link(const std::vector<Rank>& ranks, const Cluster& cluster) {
+  const RingHops hops = ring_hops(ranks, cluster);
+  if (hops.net.beta.value() <= 0) return hops.intra;
+  return {std::max(hops.net.alpha, hops.intra.alpha), std::min(hops.net.beta, hops.intra.beta)};
+}
+
+Seconds ring_path_latency(const std::vector<Rank>& ranks, int steps, const Cluster& cluster,
+                          CollectiveProtocol protocol) {
+  if (ranks.size() < 2 || steps <= 0) return Seconds(0);
+  const auto channels = ring_channels(ranks, cluster);
+  std::set<int> node_set;
+  for (Rank r : ranks) node_set.insert(cluster.node_of(r));
+  const bool multi_node = node_set.size() > 1;
+  const bool one_per_node = node_set.size() == ranks.size();
+  const bool nccl = protocol != CollectiveProtocol::kAuto && protocol != CollectiveProtocol::kFastest;
+  const ProtocolEffect intra_effect = protocol_effect(protocol, false, cluster.gpus_on_pcie());
+  const ProtocolEffect net_effect = protocol_effect(protocol, true, cluster.gpus_on_pcie());
+  // NCCL's model charges a ring with one rank per node its tree network latency (src/graph/
+  // tuning.cc: "with ppn=1 latencies are fully exposed"): 5.0 / 8.5 / 14 us against the ring's
+  // 2.7 / 4.0 / 14 for LL / LL128 / Simple, relative to the catalog's LL ring figure.
+  static constexpr double kNetTree[3] = {5.0, 8.5, 14.0}, kNetRingLL = 2.7;
+  const int p = protocol == CollectiveProtocol::kLL ? 0 : protocol == CollectiveProtocol::kLL128 ? 1 : 2;
+  const double net_scale = nccl && one_per_node ? kNetTree[p] / kNetRingLL : net_effect.latency_scale;
+  // getNetOverhead (Intel and ARM hosts: 1 us), x3 under Simple: the floor of an intra-node hop's
+  // latency on a ring that crosses nodes.
+  const Seconds overhead_floor(nccl && multi_node ? 1e-6 * (p == 2 ? 3 : 1) : 0);
+  auto hop = [&](Rank a, Rank b) {
+    if (cluster.node_of(a) == cluster.node_of(b))
+      return std::max(cluster.intra_node.latency * intra_effect.latency_scale, overhead_floor);
+    Seconds alpha = cluster.gpu_network_latency();
+    if (cluster.is_torus()) {
+      const auto route =
+          torus_route(cluster.node_of(a), cluster.node_of(b), cluster.network.torus_dims);
+      alpha += cluster.network.torus_hop_latency * (std::max<double>(route.size(), 1.0) - 1.0);
+    }
+    return alpha * net_scale;
+  };
+  Seconds worst(0);
+  for (const auto& order : channels) {
+    const size_t n = order.size();
+    std::vector<double> a(n);
+    double cycle = 0;
+    for (size_t i = 0; i < n; ++i) cycle += a[i] = hop(order[i], order[(i + 1) % n]).value();
+    const size_t whole = static_cast<size_t>(steps) / n, rest = static_cast<size_t>(steps) % n;
+    // Sliding window of `rest` consecutive hops, on top of `whole` full turns.
+    double window = 0;
+    for (size_t j = 0; j < rest; ++j) window += a[j];
+    double best = window;
+    for (size_t i = 1; i < n && rest > 0; ++i) {
+      window += a[(i + rest - 1) % n] - a[i - 1];
+      best = std::max(best, window);
+    }
+    worst = std::max(worst, Seconds(static_cast<double>(whole) * cycle + best));
+  }
+  return worst;
 }
 
 double bus_bandwidth_factor(CollectiveKind kind, int n) {
@@ -112,7 +184,6 @@ Seconds transfer_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
                       const Cluster& cluster, const ResolvedCollective& resolved) {
   const int n = static_cast<int>(ranks.size());
   LinkCost link = ring_link(ranks, cluster);
-  const double steps_all_reduce = 2.0 * (n - 1);
   const CollectiveAlgorithm algorithm = resolved.algorithm;
   if (algorithm == CollectiveAlgorithm::kNvls)
     // NCCL's NVLS latency (25 us, nccl_nvls_latency_us) for the whole call, not a link's hop.
@@ -150,18 +221,23 @@ Seconds transfer_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
   link.alpha = link.alpha * effect.latency_scale;
   link.beta = link.beta * effect.bandwidth_factor;
   if (resolved.bandwidth_cap.value() > 0) link.beta = std::min(link.beta, resolved.bandwidth_cap);
+  // All-reduce, all-gather, reduce-scatter and barrier are pipelined rings: each hop pays its own
+  // latency (ring_path_latency), the bytes go at the slowest hop's bandwidth.
   switch (op.kind) {
     case CollectiveKind::kAllReduce:
-      return link.alpha * steps_all_reduce + op.bytes * (2.0 * (n - 1) / n) / link.beta;
+      return ring_path_latency(ranks, 2 * (n - 1), cluster, resolved.protocol) +
+             op.bytes * (2.0 * (n - 1) / n) / link.beta;
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduceScatter:
+      return ring_path_latency(ranks, n - 1, cluster, resolved.protocol) +
+             op.bytes * ((n - 1.0) / n) / link.beta;
     case CollectiveKind::kAllToAll:
       return link.alpha * (n - 1.0) + op.bytes * ((n - 1.0) / n) / link.beta;
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kReduce:
       return link.alpha * (n - 1.0) + op.bytes / link.beta;
     case CollectiveKind::kBarrier:
-      return link.alpha * steps_all_reduce;
+      return ring_path_latency(ranks, 2 * (n - 1), cluster, resolved.protocol);
   }
   return Seconds(0);
 }

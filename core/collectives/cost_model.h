@@ -33,6 +33,27 @@ struct LinkCost {
   BytesPerSecond beta{0};
 };
 LinkCost ring_link(const std::vector<Rank>& ranks, const Cluster& cluster);
+// The two kinds of hop of a ring over `ranks`: inside a node (the fabric) and, when the ring crosses
+// nodes, between them (alpha: the longest route latency of any hop across nodes, beta: the node's
+// NIC share as in ring_link; zero when the ring stays in one node). ring_link is their slowest.
+struct RingHops {
+  LinkCost intra;
+  LinkCost net;
+};
+RingHops ring_hops(const std::vector<Rank>& ranks, const Cluster& cluster);
+
+// The latency a pipelined ring pays over `steps` steps: a piece of data is forwarded hop by hop
+// along its channel's ring, each hop paying its own route latency (NCCL's model: base +
+// (nsteps - nInter) intraLat + nInter interLat, src/graph/tuning.cc v2.30 ncclTopoTuneModel),
+// so the ring's latency is the largest sum of `steps` consecutive hop latencies over its channels
+// and starting points. Under a protocol each hop's latency is scaled as NCCL's model charges it
+// (ProtocolEffect, per kind of hop): NVLink or PCIe inside a node, the network's ring figure
+// across nodes (its tree figure when the ring has one rank per node), and, on multi-node rings, a
+// hop inside a node at least NCCL's network overhead (1 us, 3 us under Simple: getNetOverhead).
+// Against NCCL's count of 2(N-1) network steps for an all-reduce (N-1 for all-gather and
+// reduce-scatter) the worst window of a ring with g >= 3 ranks a node holds 2N (N): two hops more.
+Seconds ring_path_latency(const std::vector<Rank>& ranks, int steps, const Cluster& cluster,
+                          CollectiveProtocol protocol);
 // One flow between two endpoints: inside a node one fabric hop, to or from a node's switch half of
 // one; across nodes the network, at one NIC's usable rate and at most the GPU's own link. On a
 // torus, latency + (hops - 1) x torus_hop_latency along the dimension-order route.

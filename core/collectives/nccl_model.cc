@@ -220,6 +220,54 @@ std::vector<NcclEstimate> nccl_all_reduce_estimates(const NcclSystem& s, double 
   return out;
 }
 
+std::vector<NcclEstimate> nccl_gather_scatter_estimates(const NcclSystem& s, double bytes) {
+  const double n = s.ranks, nodes = s.nodes, ppn = n / nodes;
+  const double nsteps = n - 1, inter_steps = nodes > 1 ? nodes - 1 : 0;
+  const auto& intra_ring = s.nvlink_intra ? kHwLatNvlinkRing : kHwLatPciRing;
+  std::vector<NcclEstimate> out;
+  auto finish = [&](NcclEstimate e) {
+    e.time_us = e.latency_us + bytes / (1000 * e.algbw_GBps);
+    out.push_back(e);
+  };
+  for (int p = 0; p < 3; ++p) {
+    const auto proto = static_cast<NcclProtocol>(p);
+    const auto pi = static_cast<size_t>(p);
+    {  // Ring: the all-reduce's bus bandwidth and caps, n - 1 steps.
+      const double bw = (s.nodes <= 2 ? s.ring.bw_intra_GBps : s.ring.bw_inter_GBps);
+      double bus = s.ring.channels * bw;
+      if (proto == NcclProtocol::kLL) bus = 0.5 * bus;
+      if (proto == NcclProtocol::kLL128) bus = 0.92 * bus;
+      bus = std::min(bus, nccl_ring_bus_bandwidth_cap_GBps(s, proto));
+      double intra_lat = intra_ring[pi];
+      if (s.nodes > 1)
+        intra_lat =
+            std::max(intra_lat, kNetOverheadIntel_us * (proto == NcclProtocol::kSimple ? 3 : 1));
+      const double inter_lat = ppn == 1 ? kHwLatNetTree[pi] : kHwLatNetRing[pi];
+      const double lat =
+          kBaseLatRing[pi] + (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat;
+      finish(NcclEstimate{NcclAlgorithm::kRing, proto, lat, bus * n / nsteps, 0});
+    }
+    // NVLS inside one node (Simple only).
+    if (proto == NcclProtocol::kSimple && s.nvls && s.nvls->channels >= 2 && s.nodes == 1 &&
+        ppn > 1) {
+      const NcclGraph& g = *s.nvls;
+      const double intra_bw =
+          g.bw_intra_GBps * 0.85 * (g.channels - 1) / g.channels * (ppn - 1) / ppn;
+      const double bw = std::min(intra_bw, g.bw_inter_GBps);
+      finish(NcclEstimate{NcclAlgorithm::kNvls, proto, kNvlsLatNvlink, g.channels * bw, 0});
+    }
+  }
+  return out;
+}
+
+NcclEstimate nccl_gather_scatter_choice(const NcclSystem& s, double bytes) {
+  const auto all = nccl_gather_scatter_estimates(s, bytes);
+  NcclEstimate best = all.front();
+  for (const auto& e : all)
+    if (e.time_us < best.time_us) best = e;
+  return best;
+}
+
 NcclEstimate nccl_all_reduce_choice(const NcclSystem& s, double bytes) {
   const auto all = nccl_all_reduce_estimates(s, bytes);
   NcclEstimate best = all.front();

@@ -1,4 +1,6 @@
-// NCCL's own cost model for all-reduce (NVIDIA/nccl src/tuning, v2.28-2.30): the latency and
+// NCCL's own cost model for all-reduce, all-gather and reduce-scatter (NVIDIA/nccl src/tuning,
+// v2.28-2.30; all-gather and reduce-scatter from src/graph/tuning.cc ncclTopoTuneModel at v2.30,
+// commit 5067397c2676d5aed50042fc39e5c8ee96eb0027): the latency and
 // bandwidth NCCL predicts for each algorithm and protocol, and the one it picks.
 //
 // Contract:
@@ -78,6 +80,21 @@ std::vector<NcclEstimate> nccl_all_reduce_estimates(const NcclSystem& system, do
 
 // The fastest of them (NCCL keeps the first on ties).
 NcclEstimate nccl_all_reduce_choice(const NcclSystem& system, double bytes);
+
+// Every enabled algorithm and protocol for an all-gather or reduce-scatter whose gathered array is
+// `bytes` (NCCL times them on ncclFuncMaxSendRecvCount = nRanks x count elements, src/include/
+// enqueue.h, the nccl-tests S), in NCCL's order (src/graph/tuning.cc v2.30 ncclTopoTuneModel):
+// - Ring under LL, LL128 and Simple: the all-reduce's bus bandwidth and caps, algBw = busBw n /
+//   (n-1); latency base + (nsteps - nInter) intraLat + nInter interLat with nsteps = n - 1 and
+//   nInter = N - 1; no plateau factor (that is all-reduce only, ncclTopoGetAlgoTime).
+// - NVLS (Simple, one node, Hopper and later): per channel bwIntra x eta x (nCh-1)/nCh x
+//   (ppn-1)/ppn, at most bwInter; algBw = nCh x that (no bus-to-algorithm conversion for
+//   algorithms other than the ring); latency hwLat[NVLINK][NVLS] = 25 us, base 0. Across nodes
+//   NCCL runs NVLS all-gather and reduce-scatter only with CollNet (SHARP), which is not modelled.
+// - PAT (Simple, one GPU per node only): not covered; nccl_system refuses such systems.
+// `kind` must be all-gather or reduce-scatter (the model is the same for both).
+std::vector<NcclEstimate> nccl_gather_scatter_estimates(const NcclSystem& system, double bytes);
+NcclEstimate nccl_gather_scatter_choice(const NcclSystem& system, double bytes);
 
 // NCCL's per-call base latency (baseLat in src/tuning/cost_model.cc ncclTunerConstantsDefaults, the
 // same in v2.28 src/graph/tuning.cc), in us: Ring 6.6 / 14.0 / 8.4 and Tree 6.8 / 14.0 / 8.4 for

@@ -58,10 +58,12 @@ TEST(Hierarchical, MatchesThePhaseSum) {
 }
 
 TEST(Hierarchical, BeatsAFlatRingOverSlowInterNodeLinks) {
-  // 8 nodes x 8 GPUs over 25 Gb/s Ethernet with 50 us latency: the flat ring pays the network
-  // latency in all 2(N-1) = 126 steps (6.3 ms), the hierarchical one in 2(m-1) = 14 (0.7 ms).
-  // Both move about 2 S through the node's one NIC, so the gain is mostly latency: large at
-  // 1 MiB, about a fifth at 64 MiB (45 ms against 56 ms).
+  // 8 nodes x 8 GPUs over 25 Gb/s Ethernet with 50 us latency. The flat ring is pipelined, so a
+  // piece of data pays the network latency only on the network hops of its 2(N-1) = 126 hops
+  // (2m = 16 of them: 0.8 ms, cost_model.h ring_path_latency), the hierarchical one on 2(m-1) = 14
+  // (0.7 ms) but its phases do not overlap. The hierarchical ring moves 2(m-1)/m S through the
+  // node's one NIC against the flat ring's 2(N-1)/N S: at 1 MiB 1.41 ms against 1.64 ms, at
+  // 64 MiB 45.4 ms against 50.6 ms.
   const Cluster c = cluster_from(
       "cluster:\n  gpu: A100-SXM-80GB\n  nodes: 8\n  gpus_per_node: 8\n  network: {preset: "
       "eth-25g, latency: 50us, "
@@ -73,7 +75,7 @@ TEST(Hierarchical, BeatsAFlatRingOverSlowInterNodeLinks) {
                                CollectiveAlgorithm::kHierarchical);
     const double t_ring = simgrid_time(ring, c, "collective"),
                  t_hier = simgrid_time(hier, c, "collective");
-    EXPECT_LT(t_hier, (s < 2e6 ? 0.5 : 0.9) * t_ring)
+    EXPECT_LT(t_hier, (s < 2e6 ? 0.9 : 0.95) * t_ring)
         << s << ": hierarchical " << t_hier << " s, ring " << t_ring;
   }
 }
