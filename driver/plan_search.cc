@@ -376,8 +376,9 @@ struct FastAnalyticModel::Impl {
   std::map<std::tuple<std::string, int, bool, int, int, int64_t, int, bool>,
            std::unique_ptr<ModelGraph>>
       shards;
-  std::map<std::tuple<const ModelGraph*, const Cluster*, int, std::vector<Rank>, std::vector<Rank>>,
-           LayerTimes>
+  std::map<
+      std::tuple<const ModelGraph*, const Cluster*, int, std::vector<Rank>, std::vector<Rank>, bool>,
+      LayerTimes>
       layer_times;
   // Clusters by their configuration's identity in a search (the same file and GPU count).
   std::map<std::tuple<std::string, int, int, std::string>, std::unique_ptr<Cluster>> clusters;
@@ -451,41 +452,61 @@ struct FastAnalyticModel::Impl {
     return collective(op, group_id(ranks), c);
   }
 
+  // One kernel list in order. `async_tp` mirrors the step builder's asynchronous tensor-parallel
+  // backward of the Megatron profiles (core/strategy/parallel_step.cc, async_tp_backward and
+  // overlaps_gemm): a column-parallel input's backward collective runs beside the GEMM after it,
+  // so the pair costs the longer of the two.
   double chain(const ModelGraph* g, int layer, int list, const std::vector<Kernel>& ks, DType dtype,
                const std::vector<Rank>& tp, const std::vector<Rank>& cp, const Cluster& c,
-               Rank rank) {
+               Rank rank, bool async_tp) {
+    auto kernel_time = [&](size_t j) {
+      const Kernel& k = ks[j];
+      const auto key = std::make_tuple(g, &c, layer, list, j);
+      auto it = kernel_times.find(key);
+      if (it == kernel_times.end())
+        it = kernel_times
+                 .emplace(key, (compute_time(ComputeOp{k.kind, k.flops, k.bytes, dtype, k.shape,
+                                                       k.traffic},
+                                             c.gpu) /
+                                c.speed_scale(rank))
+                                   .value())
+                 .first;
+      return it->second;
+    };
     double sum = 0;
     for (size_t j = 0; j < ks.size(); ++j) {
       const Kernel& k = ks[j];
       if (k.kind != KernelKind::kCommunication) {
-        const auto key = std::make_tuple(g, &c, layer, list, j);
-        auto it = kernel_times.find(key);
-        if (it == kernel_times.end())
-          it = kernel_times
-                   .emplace(key, (compute_time(ComputeOp{k.kind, k.flops, k.bytes, dtype, k.shape},
-                                               c.gpu) /
-                                  c.speed_scale(rank))
-                                     .value())
-                   .first;
-        sum += it->second;
+        sum += kernel_time(j);
         continue;
       }
       const CollectiveOp op{collective_kind(k.pattern), 0, k.bytes, dtype};
-      sum += collective(op, k.group == CommGroup::kTensor ? tp : cp, c);
+      const double communication = collective(op, k.group == CommGroup::kTensor ? tp : cp, c);
+      const bool beside_gemm = async_tp && k.group == CommGroup::kTensor &&
+                               (k.name.ends_with("_tp_enter.backward") ||
+                                k.name.ends_with("_sp_regather.backward")) &&
+                               j + 2 < ks.size() && ks[j + 1].kind == KernelKind::kGemm;
+      if (beside_gemm) {
+        sum += std::max(communication, kernel_time(j + 1));
+        ++j;
+        continue;
+      }
+      sum += communication;
     }
     return sum;
   }
 
   const LayerTimes& layer(const ModelGraph& g, int i, DType dtype, const std::vector<Rank>& tp,
-                          const std::vector<Rank>& cp, const Cluster& c, Rank rank) {
-    const auto key = std::make_tuple(&g, &c, i, tp, cp);
+                          const std::vector<Rank>& cp, const Cluster& c, Rank rank,
+                          bool async_tp) {
+    const auto key = std::make_tuple(&g, &c, i, tp, cp, async_tp);
     auto it = layer_times.find(key);
     if (it != layer_times.end()) return it->second;
     const Layer& l = g.layers[static_cast<size_t>(i)];
     LayerTimes t;
-    t.forward = chain(&g, i, 0, l.forward, dtype, tp, cp, c, rank);
-    t.backward = chain(&g, i, 1, l.backward, dtype, tp, cp, c, rank);
-    t.selective = chain(&g, i, 2, l.selective_recompute, dtype, tp, cp, c, rank);
+    t.forward = chain(&g, i, 0, l.forward, dtype, tp, cp, c, rank, false);
+    t.backward = chain(&g, i, 1, l.backward, dtype, tp, cp, c, rank, async_tp);
+    t.selective = chain(&g, i, 2, l.selective_recompute, dtype, tp, cp, c, rank, false);
     t.full = t.forward;
     return layer_times.emplace(key, t).first->second;
   }
@@ -636,7 +657,7 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
       const auto& range = chunks[static_cast<size_t>(c)];
       ChunkCosts& k = costs[static_cast<size_t>(j)];
       for (int i = range.first; i <= range.last; ++i) {
-        k.forward += im.layer(g, i, dtype, tp_ranks, cp_ranks, cluster, rank).forward;
+        k.forward += im.layer(g, i, dtype, tp_ranks, cp_ranks, cluster, rank, megatron_framework(tr.framework)).forward;
         k.stash.push_back(stashed(g.layers[static_cast<size_t>(i)], tr.recompute));
       }
       const auto& chunk_buckets = buckets[static_cast<size_t>(c)];
@@ -649,7 +670,7 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
       double run = 0;
       for (int i = range.last; i >= range.first; --i) {
         const Layer& l = g.layers[static_cast<size_t>(i)];
-        const auto& times = im.layer(g, i, dtype, tp_ranks, cp_ranks, cluster, rank);
+        const auto& times = im.layer(g, i, dtype, tp_ranks, cp_ranks, cluster, rank, megatron_framework(tr.framework));
         const Bytes transient = recomputed(l, tr.recompute);
         double t_layer = 0;
         if (l.recomputable && tr.recompute == Recompute::kFull) t_layer += times.full;

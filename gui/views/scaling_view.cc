@@ -14,6 +14,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QSignalBlocker>
 #include <QSplitter>
 #include <QTemporaryDir>
 #include <QThread>
@@ -216,6 +217,13 @@ void ScalingView::start_sweep(const QString& key, const QString& values, const Q
       work_dir_.reset();
       return;
     }
+  }
+  // The controls show what runs, also when a caller (headless screenshots, tests) started it.
+  {
+    const QSignalBlocker block_key(key_), block_values(values_), block_engine(engine_);
+    key_->setCurrentText(key);
+    values_->setText(values);
+    if (!engine.isEmpty()) engine_->setCurrentText(engine);
   }
   // A new file each time: dtsim sweep refuses to overwrite a results file without --resume.
   results_file_ = work_dir_->filePath(QString("sweep-%1.csv").arg(++sweep_number_));
