@@ -523,6 +523,8 @@ bool FastAnalyticModel::covers(const Scenario& sc) const {
          // PipeDream's schedules and gradient compression build steps the step-level model
          // does not mirror (core/strategy/parallel_step.cc); the analytic engine times them.
          !is_pipedream(par.schedule) && sc.training.compression.method == Compression::kNone &&
+         // Relaxed synchronisation rewrites the step after the engine (driver/relaxed_sync.h).
+         sc.training.sync == "synchronous" &&
          folds_to_one_rank_per_stage(sc);
 }
 

@@ -7,6 +7,7 @@
 #include "core/exec/engine_registry.h"
 #include "core/strategy/layout.h"
 #include "core/strategy/strategy.h"
+#include "driver/relaxed_sync.h"
 #include "driver/reliability.h"
 #include "models/scenario_model.h"
 
@@ -203,6 +204,7 @@ Prediction predict(Plan plan, const PredictOptions& options) {
   }
   if (options.progress) options.progress->phase("computing the results");
   Results results = compute_results(plan.scenario, plan.model, plan.job, trace);
+  apply_relaxed_sync(plan.scenario, trace, results);
   if (plan.scenario.reliability.whole_run()) {
     if (options.progress) options.progress->phase("simulating the whole run step by step");
     results.reliability = run_whole(plan.scenario, plan.cluster, results, trace);

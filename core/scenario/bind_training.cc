@@ -123,6 +123,9 @@ void bind_training(const Reader& r, const ParallelismConfig& par, TrainingConfig
   t.flash_attention = governed(r, "training.flash_attention", fw.flash_attention);
   t.runtime_reserve = r.value<Bytes>("training.runtime_reserve");
   t.sync = r.value<std::string>("training.sync");
+  t.sync_where = r.where("training.sync");
+  t.staleness = static_cast<int>(r.value<int64_t>("training.staleness"));
+  t.local_sgd_period = static_cast<int>(r.value<int64_t>("training.local_sgd_period"));
   t.compression.method = kCompressionNames.from_valid(r.value<std::string>("training.compression"));
   t.compression.where = r.where("training.compression");
   t.compression.density = r.value<double>("training.compression_density");
@@ -174,6 +177,28 @@ void check_training_modes(const Reader& r, const Scenario& s, DiagnosticSink& si
     sink.add(r.where("parallelism.zero_stage"), "parallelism.zero_stage",
              "not supported yet: dtsim builds " + std::string(to_string(par.schedule)) +
                  " without ZeRO; use zero_stage 0");
+  // Relaxed synchronisation is a closed form over the synchronous step (driver/relaxed_sync.h):
+  // exact for pure data parallelism whose gradient reduction runs after backward, where the
+  // step is the slowest replica's kernels plus the reduction. Elsewhere the reduction is not one
+  // separable term, so refuse rather than misreport.
+  if (t.sync == "ssp" || t.sync == "local-sgd") {
+    std::string why;
+    if (par.tensor.value > 1 || par.pipeline.value > 1 || par.context.value > 1 ||
+        par.expert.value > 1)
+      why = "tensor, pipeline, context and expert parallelism (keep them at 1)";
+    else if (par.zero_stage > 0)
+      why = "ZeRO (use zero_stage 0)";
+    else if (t.compression.method != Compression::kNone)
+      why = "gradient compression (use compression none)";
+    else if (t.overlap_grad_reduce)
+      why = "gradient reduction overlapped with backward (set overlap_grad_reduce: false)";
+    if (!why.empty())
+      sink.add(t.sync_where, "training.sync",
+               "not supported yet: training.sync " + t.sync +
+                   " is modelled for pure data parallelism with the gradient all-reduce after "
+                   "backward; dtsim does not combine it with " +
+                   why);
+  }
   if (t.compression.method == Compression::kNone) return;
   if (par.zero_stage > 0)
     sink.add(t.compression.where, "training.compression",

@@ -178,7 +178,10 @@ struct TrainingConfig {
   bool flash_attention = false;
   // CUDA context, library workspaces and allocator slack held outside the modelled tensors.
   Bytes runtime_reserve{1024.0 * 1024 * 1024};
-  std::string sync = "synchronous";
+  std::string sync = "synchronous";  // synchronous | ssp | local-sgd (async is refused)
+  int staleness = 0;                 // sync ssp: the bound s, in steps
+  int local_sgd_period = 1;          // sync local-sgd: H, steps between parameter averagings
+  SourceLocation sync_where;
   CompressionConfig compression;
 };
 

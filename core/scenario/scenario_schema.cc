@@ -275,9 +275,25 @@ SchemaNode build_schema() {
               {tp, pp, dp, cp, ep, sp, schedule, vs, zero, lps, tpo, psg, order});
 
   auto sync = choice("sync", {"synchronous", "async", "ssp", "local-sgd"},
-                     "how replicas synchronise", "synchronous");
-  sync.unsupported = only<std::string>(
-      "synchronous", "dtsim simulates synchronous training only; use synchronous");
+                     "how data-parallel replicas synchronise (docs/models.md, \"Relaxed "
+                     "synchronisation\"): synchronous (every step all-reduces the gradients), ssp "
+                     "(stale synchronous parallel: a replica runs at most `staleness` steps ahead "
+                     "of the slowest; Ho et al. 2013) or local-sgd (local steps, the parameters "
+                     "averaged every local_sgd_period steps; Stich 2019, Lin et al. 2020)",
+                     "synchronous");
+  sync.unsupported = [](const Value& v) -> std::optional<std::string> {
+    if (std::get<std::string>(v) == "async")
+      return "dtsim does not model fully asynchronous training; use ssp with a large staleness";
+    return std::nullopt;
+  };
+  auto staleness = count("staleness",
+                         "sync ssp: the staleness bound s, in steps: a replica may start step c "
+                         "while the slowest has finished step c - s - 1 (0 is synchronous)",
+                         "0", 0, 1e6);
+  auto local_sgd_period = count("local_sgd_period",
+                                "sync local-sgd: H, the steps between parameter averagings (1 "
+                                "averages every step, as synchronous training does)",
+                                "1", 1, 1e6);
   auto compression = choice(
       "compression", kCompressionNames.names(),
       "data-parallel gradient compression (docs/models.md, \"Gradient compression\"): fp16, bf16 "
@@ -353,7 +369,7 @@ SchemaNode build_schema() {
        leaf("overlap_grad_reduce", ValueType::kBool,
             "overlap gradient all-reduce with the rest of backward (default: the framework's)",
             "true"),
-       sync, compression, density, powersgd_rank, error_feedback,
+       sync, staleness, local_sgd_period, compression, density, powersgd_rank, error_feedback,
        count("steps", "optimizer steps of the whole run (with failures: goodput, time to train)",
              "1", 1, 1e12),
        positive(leaf("tokens", ValueType::kNumber,
