@@ -218,9 +218,8 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
         "other jobs' traffic holds " + format_number("%g", 100 * f) +
         "% of every network link (background.link_fraction " + format_number("%g", f) +
         "): this job ran at " + format_number("%g", 100 * (1 - f)) +
-        "% of each NIC, uplink and torus cable, " +
-        format_bandwidth(BytesPerSecond(ours)) + " of one NIC's usable " +
-        format_bandwidth(BytesPerSecond(line_usable)) +
+        "% of each NIC, uplink and torus cable, " + format_bandwidth(BytesPerSecond(ours)) +
+        " of one NIC's usable " + format_bandwidth(BytesPerSecond(line_usable)) +
         ", as a steady share (the other jobs' bursts are not simulated); links inside a node are "
         "not shared");
   }

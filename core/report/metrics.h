@@ -103,9 +103,9 @@ struct StageMemory {
 // share of every network link each job holds, and one NIC's usable rate per direction as each
 // sees it (core/hardware/cluster.h, "Background traffic").
 struct BackgroundShare {
-  double link_fraction = 0;               // other jobs' share of every network link, in [0, 1)
-  double this_job_share = 1;              // 1 - link_fraction
-  double nic_bandwidth_Bps = 0;           // this job's usable rate of one NIC (B/s, per direction)
+  double link_fraction = 0;      // other jobs' share of every network link, in [0, 1)
+  double this_job_share = 1;     // 1 - link_fraction
+  double nic_bandwidth_Bps = 0;  // this job's usable rate of one NIC (B/s, per direction)
   double other_jobs_nic_bandwidth_Bps = 0;  // what the other jobs hold of it (B/s)
 };
 

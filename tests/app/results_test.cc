@@ -62,8 +62,8 @@ TEST(Results, BackgroundTrafficReportsBothJobsShares) {
         << engine;
     bool noted = false;
     for (const auto& n : shared.at("notes"))
-      noted = noted || n.get<std::string>().find("background.link_fraction 0.6") !=
-                           std::string::npos;
+      noted =
+          noted || n.get<std::string>().find("background.link_fraction 0.6") != std::string::npos;
     EXPECT_TRUE(noted) << engine;
   }
 }

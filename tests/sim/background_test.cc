@@ -39,8 +39,7 @@ TEST(Background, DataParallelAllReduceAcrossLeavesSlowsByTheClosedForm) {
   EXPECT_NEAR(analytic_time(job, shared) / (analytic_alone + added_s), 1.0, 0.01);
   for (const std::string fidelity : {"collective", "chunk"}) {
     const double sim_alone = simgrid_time(job, alone, fidelity);
-    EXPECT_NEAR(simgrid_time(job, shared, fidelity) / (sim_alone + added_s), 1.0, 0.01)
-        << fidelity;
+    EXPECT_NEAR(simgrid_time(job, shared, fidelity) / (sim_alone + added_s), 1.0, 0.01) << fidelity;
     // And the two engines agree with each other under background traffic, as without it.
     EXPECT_NEAR(simgrid_time(job, shared, fidelity) / analytic_time(job, shared), 1.0, 0.01)
         << fidelity;
