@@ -184,15 +184,17 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
            {"nccl_protocol", text_or_null(r.nccl_protocol)},
            {"nccl_time_s", r.nccl_time_s ? nlohmann::json(*r.nccl_time_s) : nlohmann::json()},
            {"note", text_or_null(r.note)}});
-    const nlohmann::json j{{"op", bench.op},
-                           {"dtype", bench.dtype},
-                           {"type", bench.type_name},
-                           {"redop", bench.redop},
-                           {"root_rank", bench.root},
-                           {"ranks", bench.ranks},
-                           {"engine", bench.engine},
-                           {"requested_algorithm", o.request.algorithm},
-                           {"rows", rows}};
+    nlohmann::json j{{"op", bench.op},
+                     {"dtype", bench.dtype},
+                     {"type", bench.type_name},
+                     {"redop", bench.redop},
+                     {"root_rank", bench.root},
+                     {"ranks", bench.ranks},
+                     {"engine", bench.engine},
+                     {"requested_algorithm", o.request.algorithm},
+                     {"rows", rows}};
+    // Only when other jobs share the network, so results without them keep their shape.
+    if (const double f = c.network.background_fraction; f > 0) j["background_link_fraction"] = f;
     out << j.dump(2) << "\n";
     return 0;
   }
@@ -206,7 +208,12 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
          "0 because dtsim moves no data and checks none.\n"
       << "# After nccl-tests' columns: algorithm (what each size ran as, /protocol where one is "
          "modelled), nccl (NCCL's cost model's pick, - where it does not cover the system), note "
-         "(why busbw falls below the previous size's, - where it does not).\n#\n";
+         "(why busbw falls below the previous size's, - where it does not).\n";
+  if (const double f = c.network.background_fraction; f > 0)
+    out << "# Other jobs' traffic holds " << format_number("%g", 100 * f)
+        << "% of every network link (background.link_fraction): these times are at "
+        << format_number("%g", 100 * (1 - f)) << "% of each NIC and uplink.\n";
+  out << "#\n";
   std::snprintf(buf, sizeof buf,
                 "# %10s  %12s  %8s  %6s  %6s           out-of-place                       "
                 "in-place\n",

@@ -8,7 +8,8 @@ namespace dtsim {
 
 Cluster::Cluster(ClusterConfig config) : ClusterConfig(std::move(config)) {
   nics_ = std::max(1, network.nics_per_node);
-  usable_nic_ = network.nic_bandwidth * network.protocol_efficiency;
+  usable_nic_ =
+      network.nic_bandwidth * network.protocol_efficiency * (1.0 - network.background_fraction);
   nodes_per_leaf_ = std::max(1, network.nodes_per_leaf);
   leaves_per_pod_ = std::max(1, network.leaves_per_pod);
   leaves_ = network.topology == Topology::kFatTree && nodes > nodes_per_leaf_;

@@ -14,6 +14,11 @@
 // - Usable rates are line rate x protocol efficiency, per direction: for the fabric inside a node
 //   NCCL's NVLink/PCIe figure, for a NIC (and a torus cable, which runs at the NIC rate) the
 //   network's protocol efficiency (docs/hardware.md cites both).
+// - Background traffic: other jobs hold network.background_fraction f of every network link, so
+//   the usable NIC rate is line rate x efficiency x (1 - f). Every network link the engines use
+//   derives from it (NICs, leaf/rail/pod uplinks, torus cables: sim/platform.cc; the closed forms:
+//   core/collectives/cost_model.cc), so both engines see the same share. Links inside a node are
+//   not shared. f = 0 multiplies by exactly 1.0, leaving every figure bit-for-bit unchanged.
 // - On PCIe nodes (gpus_on_pcie) a GPU reaches its NIC through its own fabric link, so a one-hop
 //   route between GPUs of different nodes has the network's latency plus the fabric's
 //   (gpu_network_latency).
@@ -50,7 +55,8 @@ class Cluster : public ClusterConfig {
   int local_nic_of(Rank r) const { return local_index(r) * nics_ / gpus_per_node; }
   int nic_of(Rank r) const { return node_of(r) * nics_ + local_nic_of(r); }
 
-  // One NIC's usable rate per direction: nic_bandwidth x protocol_efficiency.
+  // One NIC's usable rate per direction for this job:
+  // nic_bandwidth x protocol_efficiency x (1 - background_fraction).
   BytesPerSecond usable_nic_bandwidth() const { return usable_nic_; }
   // One GPU's usable fabric rate per direction inside a node: NCCL's link figure.
   BytesPerSecond usable_fabric_bandwidth() const { return intra_node.usable_bandwidth(); }

@@ -42,6 +42,9 @@ struct NetworkConfig {
   // Torus (topology: torus, core/hardware/torus.h): nodes per dimension, their product is `nodes`.
   std::vector<int> torus_dims;
   Seconds torus_hop_latency{0};  // added per hop beyond the first; default: latency
+  // Share of every network link's usable rate that other jobs' traffic holds, in [0, 1)
+  // (scenario key background.link_fraction); 0 on a cluster this job has to itself.
+  double background_fraction = 0.0;
 };
 
 struct ClusterConfig {

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "core/hardware/cluster.h"
 #include "core/strategy/layout.h"
 
 namespace dtsim {
@@ -206,6 +207,22 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
   r.precision = std::string(to_string(sc.training.precision));
   r.grad_dtype = std::string(to_string(sc.training.grad_dtype));
   r.notes = trace.notes;
+  if (const double f = sc.cluster.network.background_fraction; f > 0) {
+    // Both engines read the same usable NIC rate, so this note holds for either.
+    ClusterConfig alone = sc.cluster;
+    alone.network.background_fraction = 0;
+    const double ours = Cluster(sc.cluster).usable_nic_bandwidth().value();
+    const double line_usable = Cluster(std::move(alone)).usable_nic_bandwidth().value();
+    r.background = BackgroundShare{f, 1.0 - f, ours, line_usable - ours};
+    r.notes.push_back(
+        "other jobs' traffic holds " + format_number("%g", 100 * f) +
+        "% of every network link (background.link_fraction " + format_number("%g", f) +
+        "): this job ran at " + format_number("%g", 100 * (1 - f)) +
+        "% of each NIC, uplink and torus cable, " + format_bandwidth(BytesPerSecond(ours)) +
+        " of one NIC's usable " + format_bandwidth(BytesPerSecond(line_usable)) +
+        ", as a steady share (the other jobs' bursts are not simulated); links inside a node are "
+        "not shared");
+  }
   r.tp = sc.parallelism.tensor.value;
   r.pp = sc.parallelism.pipeline.value;
   r.cp = sc.parallelism.context.value;

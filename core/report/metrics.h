@@ -99,6 +99,16 @@ struct StageMemory {
   std::array<double, kMemoryCategories> per_category_bytes{};  // at that rank's peak
 };
 
+// Other jobs' traffic on the cluster's network (scenario key background.link_fraction): the
+// share of every network link each job holds, and one NIC's usable rate per direction as each
+// sees it (core/hardware/cluster.h, "Background traffic").
+struct BackgroundShare {
+  double link_fraction = 0;      // other jobs' share of every network link, in [0, 1)
+  double this_job_share = 1;     // 1 - link_fraction
+  double nic_bandwidth_Bps = 0;  // this job's usable rate of one NIC (B/s, per direction)
+  double other_jobs_nic_bandwidth_Bps = 0;  // what the other jobs hold of it (B/s)
+};
+
 struct Results {
   std::string engine;
   std::string source = "predicted";  // "measured" for real mode (design.md section 5)
@@ -157,6 +167,9 @@ struct Results {
   // The whole run with failures and checkpoints (driver/reliability.h), when the scenario asks
   // for one; empty otherwise (every step counts: goodput 1).
   std::optional<reliability::RunReport> reliability;
+  // Only when other jobs share the network (link_fraction > 0), so results without them keep
+  // their shape.
+  std::optional<BackgroundShare> background;
 };
 
 Results compute_results(const Scenario& scenario, const ModelGraph& model, const Job& job,

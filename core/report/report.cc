@@ -193,6 +193,13 @@ nlohmann::json results_to_json(const Results& r) {
   if (!r.profile.empty()) j["config"]["profile"] = r.profile;
   j["time_by_kind_s"] = r.time_by_kind_s;
   tidy(j["time_by_kind_s"], r.step_time_s);
+  if (r.background)
+    j["background"] = {
+        {"link_fraction", r.background->link_fraction},
+        {"this_job_share", r.background->this_job_share},
+        {"other_jobs_share", r.background->link_fraction},
+        {"nic_bandwidth_Bps", r.background->nic_bandwidth_Bps},
+        {"other_jobs_nic_bandwidth_Bps", r.background->other_jobs_nic_bandwidth_Bps}};
   j["notes"] = r.notes;  // an empty list when the engine made no approximation it must state
   tidy(j["step_time_s"], r.step_time_s);
   tidy(j["breakdown_s"], r.step_time_s);
@@ -368,6 +375,16 @@ std::string render_summary(const Results& r) {
   out += line("model parameters", format_count(r.parameters));
   out += line("model FLOPs per step", format_flops(Flops(r.model_flops_per_step)));
   if (r.reliability) out += render_reliability(*r.reliability);
+  if (r.background) {
+    const BackgroundShare& b = *r.background;
+    out += "\n  network shared with other jobs (background.link_fraction)\n";
+    out +=
+        line("  this job", pct(b.this_job_share, 1) + " of every network link, " +
+                               format_bandwidth(BytesPerSecond(b.nic_bandwidth_Bps)) + " per NIC");
+    out += line("  other jobs",
+                pct(b.link_fraction, 1) + " of every network link, " +
+                    format_bandwidth(BytesPerSecond(b.other_jobs_nic_bandwidth_Bps)) + " per NIC");
+  }
   if (!r.notes.empty()) {
     out += "\n  notes (approximations of the " + r.engine + " engine)\n";
     for (const auto& n : r.notes) out += "    - " + n + "\n";

@@ -371,6 +371,9 @@ void bind_cluster(const Reader& r, const std::string& file, ClusterConfig& c,
   c.network.levels = r.count("cluster.network.levels").value;
   c.network.leaves_per_pod = r.count("cluster.network.leaves_per_pod").value;
   c.network.pod_oversubscription = r.value<double>("cluster.network.pod_oversubscription");
+  // Other jobs' share of the network belongs to the cluster this job sees, so that every
+  // command that builds a Cluster (simulate, collective) applies it.
+  c.network.background_fraction = r.value<double>("background.link_fraction");
   resolve_torus(r, c, sink);
   apply_cluster_profile(r, file, c, sink);
   reject_overrides_without_effect(r, c, sink);

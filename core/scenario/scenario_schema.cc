@@ -34,6 +34,7 @@ SchemaNode model_section() {
 }
 
 using schema::at_most;
+using schema::below;
 using schema::choice;
 using schema::count;
 using schema::leaf;
@@ -467,6 +468,29 @@ SchemaNode build_schema() {
             "instead of waiting for a repair",
             "false")});
 
+  // Other jobs on the same cluster (docs/simgrid-platform.md, "Background traffic"): their
+  // traffic is a steady share of every network link, applied once to the Cluster's usable NIC
+  // rate (core/hardware/cluster.h), from which the SimGrid platform's NIC, uplink and torus
+  // links and the analytic closed forms all read.
+  SchemaNode background_scenario =
+      leaf("scenario", ValueType::kString,
+           "another job's scenario file, simulated on the same platform as this one (not "
+           "supported yet: give its share of the network as link_fraction)",
+           "");
+  background_scenario.unsupported = [](const Value&) -> std::optional<std::string> {
+    return "a second job read from its own scenario file; give the share of each network link "
+           "its traffic takes as background.link_fraction (e.g. 0.3)";
+  };
+  SchemaNode background = section(
+      "background", "other jobs' traffic on the same cluster's network",
+      {below(leaf("link_fraction", ValueType::kNumber,
+                  "the share of every network link's usable rate (NICs, leaf, rail and pod "
+                  "uplinks, torus cables) that other jobs' traffic holds, in [0, 1): this job "
+                  "sees (1 - link_fraction) of each; links inside a node are not shared",
+                  "0"),
+             1),
+       background_scenario});
+
   auto engine = choice("engine", {},
                        "executor, one of the registered engines (`dtsim catalog engines` "
                        "describes each): simgrid, the discrete-event simulator (contention, "
@@ -494,7 +518,7 @@ SchemaNode build_schema() {
       "", "a dtsim scenario",
       {leaf("name", ValueType::kString, "scenario name, shown in reports", "the file name"),
        leaf("description", ValueType::kString, "free text", ""), cluster, model_section(),
-       parallelism, training, stragglers, failures, checkpoint, simulate});
+       parallelism, training, stragglers, failures, checkpoint, background, simulate});
 }
 
 }  // namespace

@@ -164,7 +164,8 @@ struct Validator {
           error(n, path, "expected " + describe(s) + ", found '" + text + "'");
           return;
         }
-        if (!std::isfinite(v) || v < s.min || v > s.max || (s.positive && v <= 0)) {
+        if (!std::isfinite(v) || v < s.min || v > s.max || (s.max_exclusive && v >= s.max) ||
+            (s.positive && v <= 0)) {
           error(n, path, "expected " + describe(s) + ", found " + text);
           return;
         }
@@ -371,7 +372,9 @@ std::string canonical_path(const SchemaNode& root, const std::string& path) {
 std::string describe(const SchemaNode& s) {
   auto range = [&](const std::string& what) {
     std::string r = what;
-    if (s.positive && s.min > 0 && s.max < 1e17)
+    if (s.max_exclusive)
+      r += " of at least " + format_number(s.min) + " and less than " + format_number(s.max);
+    else if (s.positive && s.min > 0 && s.max < 1e17)
       r += " from " + format_number(s.min) + " to " + format_number(s.max);
     else if (s.positive && s.max < 1e17)
       r += " greater than 0 and at most " + format_number(s.max);
@@ -490,6 +493,12 @@ SchemaNode physical(SchemaNode node, double min, double max) {
 
 SchemaNode at_most(SchemaNode node, double max) {
   node.max = max;
+  return node;
+}
+
+SchemaNode below(SchemaNode node, double max) {
+  node.max = max;
+  node.max_exclusive = true;
   return node;
 }
 

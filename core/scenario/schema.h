@@ -76,7 +76,8 @@ struct SchemaNode {
   std::vector<std::string> choices;                   // kEnum; documented names for kNameOrMap
   std::function<std::vector<std::string>()> catalog;  // extra valid names for kNameOrMap
   double min = 0;                    // inclusive lower bound for numbers and counts (and >0 sizes)
-  double max = 1e18;                 // inclusive upper bound
+  double max = 1e18;                 // inclusive upper bound, unless max_exclusive
+  bool max_exclusive = false;        // a share of a rate in [0, 1): the value must be below max
   bool positive = false;             // sizes, rates and durations must be > 0
   std::vector<SchemaNode> children;  // kMap and kNameOrMap
   // Other spellings users bring from other tools (Megatron-LM's tensor_model_parallel_size for
@@ -142,6 +143,8 @@ SchemaNode positive(SchemaNode node, double max);
 SchemaNode physical(SchemaNode node, double min, double max);
 // At most `max` (zero allowed): latencies and overheads.
 SchemaNode at_most(SchemaNode node, double max);
+// At least 0 and below `max`: a share that must leave something (a link fraction in [0, 1)).
+SchemaNode below(SchemaNode node, double max);
 // Other spellings of the node's key (SchemaNode::aliases).
 SchemaNode with_aliases(SchemaNode node, std::vector<std::string> aliases);
 }  // namespace schema
