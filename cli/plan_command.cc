@@ -96,30 +96,6 @@ class StderrPlanProgress : public driver::PlanProgress {
   Clock::time_point start_, last_;
 };
 
-// SIGINT, SIGTERM and SIGHUP end the simulations, then dtsim, as the signal would have.
-void on_interrupt(int signal_number) {
-  driver::kill_all_children_from_signal_handler();
-  ::signal(signal_number, SIG_DFL);
-  ::raise(signal_number);
-}
-
-class InterruptGuard {
- public:
-  InterruptGuard() {
-    struct sigaction action {};
-    action.sa_handler = on_interrupt;
-    sigemptyset(&action.sa_mask);
-    for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &action, &old_[i]);
-  }
-  ~InterruptGuard() {
-    for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
-  }
-
- private:
-  static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
-  struct sigaction old_[3]{};
-};
-
 std::string gib(double bytes) {
   return format_number("%.1f GiB", bytes / (1024.0 * 1024 * 1024));
 }
@@ -290,7 +266,7 @@ int run_plan(const PlanOptions& o, std::ostream& out) {
   }
   driver::PlanReport rep;
   {
-    InterruptGuard guard;
+    driver::KillChildrenOnInterrupt guard;
     StderrPlanProgress progress;
     req.progress = &progress;
     rep = driver::plan_search(req);

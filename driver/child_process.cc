@@ -266,4 +266,30 @@ void kill_all_children_from_signal_handler() {
   }
 }
 
+namespace {
+constexpr int kInterruptSignals[3] = {SIGINT, SIGTERM, SIGHUP};
+
+void on_interrupt(int signal_number) {
+  kill_all_children_from_signal_handler();
+  ::signal(signal_number, SIG_DFL);
+  ::raise(signal_number);
+}
+}  // namespace
+
+struct KillChildrenOnInterrupt::Saved {
+  struct sigaction previous[3];
+};
+
+KillChildrenOnInterrupt::KillChildrenOnInterrupt() : saved_(new Saved{}) {
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  for (int i = 0; i < 3; ++i) sigaction(kInterruptSignals[i], &action, &saved_->previous[i]);
+}
+
+KillChildrenOnInterrupt::~KillChildrenOnInterrupt() {
+  for (int i = 0; i < 3; ++i) sigaction(kInterruptSignals[i], &saved_->previous[i], nullptr);
+  delete saved_;
+}
+
 }  // namespace dtsim::driver

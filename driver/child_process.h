@@ -79,4 +79,19 @@ std::string self_executable();
 // Kills the process group of every running child of every pool (async-signal-safe).
 void kill_all_children_from_signal_handler();
 
+// While it lives, SIGINT, SIGTERM and SIGHUP first kill every running child's process group, then
+// end the process as the signal would have (the previous handlers are restored on destruction).
+// A front end that runs children (sweep, plan) holds one around its pool.
+class KillChildrenOnInterrupt {
+ public:
+  KillChildrenOnInterrupt();
+  ~KillChildrenOnInterrupt();
+  KillChildrenOnInterrupt(const KillChildrenOnInterrupt&) = delete;
+  KillChildrenOnInterrupt& operator=(const KillChildrenOnInterrupt&) = delete;
+
+ private:
+  struct Saved;
+  Saved* saved_;
+};
+
 }  // namespace dtsim::driver

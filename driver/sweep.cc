@@ -233,30 +233,6 @@ class SweepProgress {
   Clock::time_point start_;
 };
 
-// SIGINT, SIGTERM and SIGHUP end the children, then the sweep, as the signal would have.
-void on_interrupt(int signal_number) {
-  kill_all_children_from_signal_handler();
-  ::signal(signal_number, SIG_DFL);
-  ::raise(signal_number);
-}
-
-class InterruptGuard {
- public:
-  InterruptGuard() {
-    struct sigaction action {};
-    action.sa_handler = on_interrupt;
-    sigemptyset(&action.sa_mask);
-    for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &action, &previous_[i]);
-  }
-  ~InterruptGuard() {
-    for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &previous_[i], nullptr);
-  }
-
- private:
-  static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
-  struct sigaction previous_[3];
-};
-
 bool file_has_content(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && st.st_size > 0;
@@ -549,7 +525,7 @@ SweepSummary run_sweep(const SweepRequest& request) {
   if (!file_has_content(stream_path)) write_line(fd, stream_path, header_line(format, varied_keys));
 
   {
-    InterruptGuard guard;
+    KillChildrenOnInterrupt guard;
     SweepProgress progress(static_cast<int>(pending.size()), summary.skipped);
     if (summary.skipped && launch.rank == 0)
       progress.message("sweep: " + std::to_string(summary.skipped) + " of " +
