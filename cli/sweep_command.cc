@@ -13,8 +13,7 @@ namespace dtsim::cli {
 int run_sweep(SweepOptions o, std::ostream& out) {
   if (!o.merge.empty()) {
     const auto m = driver::merge_results(o.merge, o.request.output);
-    out << "merged " << m.files << " files into " << o.request.output << ": " << m.rows
-        << " rows";
+    out << "merged " << m.files << " files into " << o.request.output << ": " << m.rows << " rows";
     if (m.duplicates) out << " (" << m.duplicates << " duplicate rows dropped, the first kept)";
     out << "\n";
     return 0;
@@ -26,9 +25,9 @@ int run_sweep(SweepOptions o, std::ostream& out) {
   if (!o.timeout.empty()) {
     const auto t = parse_duration(o.timeout);
     if (!t || t.value->value() <= 0)
-      throw InputError(Diagnostic{SourceLocation{}, "--timeout",
-                                  "expected a duration such as 60s or 5min, found '" +
-                                      printable(o.timeout, 60) + "'"});
+      throw InputError(Diagnostic{
+          SourceLocation{}, "--timeout",
+          "expected a duration such as 60s or 5min, found '" + printable(o.timeout, 60) + "'"});
     o.request.timeout_s = t.value->value();
   }
   if (!o.shard.empty()) o.request.shard = driver::parse_shard(o.shard);
@@ -43,8 +42,8 @@ int run_sweep(SweepOptions o, std::ostream& out) {
   if (launch.world > 1) line << " on rank 0 of " << launch.world;
   if (o.request.shard.count > 1)
     line << " in shard " << o.request.shard.index << "/" << o.request.shard.count;
-  line << ": " << s.ran << " run now (" << s.ok << " ok, " << s.failed << " failed, "
-       << s.timed_out << " timed out)";
+  line << ": " << s.ran << " run now (" << s.ok << " ok, " << s.failed << " failed, " << s.timed_out
+       << " timed out)";
   if (s.skipped) line << ", " << s.skipped << " already in the file";
   line << ", in " << s.wall_s << " s; rows in " << o.request.output << "\n";
   out << line.str();

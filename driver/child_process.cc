@@ -66,7 +66,9 @@ struct ChildPool::Child {
 
 ChildPool::ChildPool(int max_parallel) : max_parallel_(max_parallel < 1 ? 1 : max_parallel) {}
 
-ChildPool::~ChildPool() { cancel_all(); }
+ChildPool::~ChildPool() {
+  cancel_all();
+}
 
 void ChildPool::start(std::size_t id, const ChildSpec& spec) {
   if (spec.argv.empty()) throw std::logic_error("ChildPool::start: empty argv");
@@ -255,7 +257,8 @@ void ChildPool::cancel_all() {
 std::string self_executable() {
   char path[4096];
   const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-  if (n <= 0) throw RuntimeError(std::string("cannot find the dtsim program: ") + std::strerror(errno));
+  if (n <= 0)
+    throw RuntimeError(std::string("cannot find the dtsim program: ") + std::strerror(errno));
   return std::string(path, static_cast<size_t>(n));
 }
 

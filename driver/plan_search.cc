@@ -376,9 +376,9 @@ struct FastAnalyticModel::Impl {
   std::map<std::tuple<std::string, int, bool, int, int, int64_t, int, bool>,
            std::unique_ptr<ModelGraph>>
       shards;
-  std::map<
-      std::tuple<const ModelGraph*, const Cluster*, int, std::vector<Rank>, std::vector<Rank>, bool>,
-      LayerTimes>
+  std::map<std::tuple<const ModelGraph*, const Cluster*, int, std::vector<Rank>, std::vector<Rank>,
+                      bool>,
+           LayerTimes>
       layer_times;
   // Clusters by their configuration's identity in a search (the same file and GPU count).
   std::map<std::tuple<std::string, int, int, std::string>, std::unique_ptr<Cluster>> clusters;
@@ -465,9 +465,9 @@ struct FastAnalyticModel::Impl {
       auto it = kernel_times.find(key);
       if (it == kernel_times.end())
         it = kernel_times
-                 .emplace(key, (compute_time(ComputeOp{k.kind, k.flops, k.bytes, dtype, k.shape,
-                                                       k.traffic},
-                                             c.gpu) /
+                 .emplace(key, (compute_time(
+                                    ComputeOp{k.kind, k.flops, k.bytes, dtype, k.shape, k.traffic},
+                                    c.gpu) /
                                 c.speed_scale(rank))
                                    .value())
                  .first;
@@ -482,10 +482,10 @@ struct FastAnalyticModel::Impl {
       }
       const CollectiveOp op{collective_kind(k.pattern), 0, k.bytes, dtype};
       const double communication = collective(op, k.group == CommGroup::kTensor ? tp : cp, c);
-      const bool beside_gemm = async_tp && k.group == CommGroup::kTensor &&
-                               (k.name.ends_with("_tp_enter.backward") ||
-                                k.name.ends_with("_sp_regather.backward")) &&
-                               j + 2 < ks.size() && ks[j + 1].kind == KernelKind::kGemm;
+      const bool beside_gemm =
+          async_tp && k.group == CommGroup::kTensor &&
+          (k.name.ends_with("_tp_enter.backward") || k.name.ends_with("_sp_regather.backward")) &&
+          j + 2 < ks.size() && ks[j + 1].kind == KernelKind::kGemm;
       if (beside_gemm) {
         sum += std::max(communication, kernel_time(j + 1));
         ++j;
@@ -497,8 +497,7 @@ struct FastAnalyticModel::Impl {
   }
 
   const LayerTimes& layer(const ModelGraph& g, int i, DType dtype, const std::vector<Rank>& tp,
-                          const std::vector<Rank>& cp, const Cluster& c, Rank rank,
-                          bool async_tp) {
+                          const std::vector<Rank>& cp, const Cluster& c, Rank rank, bool async_tp) {
     const auto key = std::make_tuple(&g, &c, i, tp, cp, async_tp);
     auto it = layer_times.find(key);
     if (it != layer_times.end()) return it->second;
@@ -524,8 +523,7 @@ bool FastAnalyticModel::covers(const Scenario& sc) const {
          // does not mirror (core/strategy/parallel_step.cc); the analytic engine times them.
          !is_pipedream(par.schedule) && sc.training.compression.method == Compression::kNone &&
          // Relaxed synchronisation rewrites the step after the engine (driver/relaxed_sync.h).
-         sc.training.sync == "synchronous" &&
-         folds_to_one_rank_per_stage(sc);
+         sc.training.sync == "synchronous" && folds_to_one_rank_per_stage(sc);
 }
 
 AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
@@ -659,7 +657,9 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
       const auto& range = chunks[static_cast<size_t>(c)];
       ChunkCosts& k = costs[static_cast<size_t>(j)];
       for (int i = range.first; i <= range.last; ++i) {
-        k.forward += im.layer(g, i, dtype, tp_ranks, cp_ranks, cluster, rank, megatron_framework(tr.framework)).forward;
+        k.forward += im.layer(g, i, dtype, tp_ranks, cp_ranks, cluster, rank,
+                              megatron_framework(tr.framework))
+                         .forward;
         k.stash.push_back(stashed(g.layers[static_cast<size_t>(i)], tr.recompute));
       }
       const auto& chunk_buckets = buckets[static_cast<size_t>(c)];
@@ -672,7 +672,8 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
       double run = 0;
       for (int i = range.last; i >= range.first; --i) {
         const Layer& l = g.layers[static_cast<size_t>(i)];
-        const auto& times = im.layer(g, i, dtype, tp_ranks, cp_ranks, cluster, rank, megatron_framework(tr.framework));
+        const auto& times = im.layer(g, i, dtype, tp_ranks, cp_ranks, cluster, rank,
+                                     megatron_framework(tr.framework));
         const Bytes transient = recomputed(l, tr.recompute);
         double t_layer = 0;
         if (l.recomputable && tr.recompute == Recompute::kFull) t_layer += times.full;

@@ -162,7 +162,7 @@ struct PlanReport {
   std::size_t fast_evaluations = 0, engine_evaluations = 0;
   std::size_t not_evaluated = 0;                   // beyond PlanRequest::engine_budget_s
   double analytic_wall_s = 0, analytic_cpu_s = 0;  // load + analytic evaluation of every candidate
-  double fast_cpu_s = 0;  // of which in the step-level evaluator
+  double fast_cpu_s = 0;                           // of which in the step-level evaluator
   std::vector<PlanRow> ranked;                     // the simulated top, best first
   std::vector<PlanRow> analytic_top;               // the best by analytic step time, best first
 };

@@ -61,24 +61,24 @@ std::vector<std::string> range_values(const std::string& key, const std::string&
     char* end = nullptr;
     const double v = std::strtod(part.c_str(), &end);
     if (part.empty() || end != part.c_str() + part.size() || !std::isfinite(v))
-      throw InputError(Diagnostic{SourceLocation{"--vary", index, 0}, key,
-                                  "range(a,b,step) takes three numbers, found '" +
-                                      printable(args, 80) + "'"});
+      throw InputError(
+          Diagnostic{SourceLocation{"--vary", index, 0}, key,
+                     "range(a,b,step) takes three numbers, found '" + printable(args, 80) + "'"});
     n.push_back(v);
   }
   if (n.size() != 3)
-    throw InputError(Diagnostic{SourceLocation{"--vary", index, 0}, key,
-                                "range(a,b,step) takes three numbers, found " +
-                                    std::to_string(n.size())});
+    throw InputError(
+        Diagnostic{SourceLocation{"--vary", index, 0}, key,
+                   "range(a,b,step) takes three numbers, found " + std::to_string(n.size())});
   const double a = n[0], b = n[1], step = n[2];
   if (step == 0)
     throw InputError(
         Diagnostic{SourceLocation{"--vary", index, 0}, key, "range(a,b,step): step must not be 0"});
   const double count = std::floor((b - a) / step + 1e-9) + 1;
   if (count < 1)
-    throw InputError(Diagnostic{SourceLocation{"--vary", index, 0}, key,
-                                "range(" + printable(args, 80) +
-                                    ") is empty: from a, step never reaches b"});
+    throw InputError(
+        Diagnostic{SourceLocation{"--vary", index, 0}, key,
+                   "range(" + printable(args, 80) + ") is empty: from a, step never reaches b"});
   if (count > 1e6)
     throw InputError(Diagnostic{SourceLocation{"--vary", index, 0}, key,
                                 "range(" + printable(args, 80) + ") has " + number_text(count) +
@@ -227,7 +227,9 @@ class SweepProgress {
   }
 
  private:
-  static void emit(const std::string& text) { (void)!::write(STDERR_FILENO, text.data(), text.size()); }
+  static void emit(const std::string& text) {
+    (void)!::write(STDERR_FILENO, text.data(), text.size());
+  }
   int total_, already_;
   bool terminal_ = false, drawn_ = false;
   Clock::time_point start_;
@@ -316,7 +318,8 @@ SweepAxis parse_vary(const std::string& text, int index) {
   if (eq == std::string::npos || eq == 0)
     throw InputError(Diagnostic{SourceLocation{"--vary", index, 0}, "",
                                 "expected --vary key.path=v1,v2,... or key.path=range(a,b,step), "
-                                "found '" + printable(text, 120) + "'"});
+                                "found '" +
+                                    printable(text, 120) + "'"});
   SweepAxis axis;
   const std::string key = trim(text.substr(0, eq));
   const std::string values = trim(text.substr(eq + 1));
@@ -405,8 +408,7 @@ std::vector<Overrides> read_grid(const std::string& path) {
       for (const auto& d : one.diagnostics()) sink.add(Diagnostic{where, d.key_path, d.message});
       o.emplace_back(canonical_path(scenario_schema(), key), value);
     }
-    if (!ids.insert(config_id(o)).second)
-      sink.add(where, "", "this override set is listed twice");
+    if (!ids.insert(config_id(o)).second) sink.add(where, "", "this override set is listed twice");
     configs.push_back(std::move(o));
   }
   sink.throw_if_any();
@@ -505,7 +507,8 @@ SweepSummary run_sweep(const SweepRequest& request) {
       throw flag_error("--output", path +
                                        " already holds results; add --resume to continue that "
                                        "sweep, or choose another file");
-    for (const auto& row : existing_rows(path, varied_keys, "--resume").rows) done.insert(row.config);
+    for (const auto& row : existing_rows(path, varied_keys, "--resume").rows)
+      done.insert(row.config);
   }
   std::vector<Overrides> pending;
   for (auto& c : configs)
@@ -529,9 +532,9 @@ SweepSummary run_sweep(const SweepRequest& request) {
     SweepProgress progress(static_cast<int>(pending.size()), summary.skipped);
     if (summary.skipped && launch.rank == 0)
       progress.message("sweep: " + std::to_string(summary.skipped) + " of " +
-                       std::to_string(summary.configurations) +
-                       " configurations are already in " + request.output + "; running the other " +
-                       std::to_string(pending.size()) + "\n");
+                       std::to_string(summary.configurations) + " configurations are already in " +
+                       request.output + "; running the other " + std::to_string(pending.size()) +
+                       "\n");
     ChildPool pool(request.jobs);
     size_t next = 0;
     while (next < pending.size() || pool.running() > 0) {

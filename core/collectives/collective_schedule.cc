@@ -1066,7 +1066,8 @@ CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Ran
       // One step's time at the bottleneck hop, and the closed form (cost_model.h): the hops'
       // latencies along the pipeline plus steps x period.
       const Seconds period = total * inflate / static_cast<double>(n) / link.beta;
-      const Seconds raw_path = ring_path_latency(ranks, s.steps, cluster, CollectiveProtocol::kAuto);
+      const Seconds raw_path =
+          ring_path_latency(ranks, s.steps, cluster, CollectiveProtocol::kAuto);
       const Seconds path = ring_path_latency(ranks, s.steps, cluster, resolved.protocol);
       for (const auto& order : channels) {
         if (fidelity == Fidelity::kChunk)

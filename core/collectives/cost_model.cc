@@ -115,15 +115,19 @@ Seconds ring_path_latency(const std::vector<Rank>& ranks, int steps, const Clust
   for (Rank r : ranks) node_set.insert(cluster.node_of(r));
   const bool multi_node = node_set.size() > 1;
   const bool one_per_node = node_set.size() == ranks.size();
-  const bool nccl = protocol != CollectiveProtocol::kAuto && protocol != CollectiveProtocol::kFastest;
+  const bool nccl =
+      protocol != CollectiveProtocol::kAuto && protocol != CollectiveProtocol::kFastest;
   const ProtocolEffect intra_effect = protocol_effect(protocol, false, cluster.gpus_on_pcie());
   const ProtocolEffect net_effect = protocol_effect(protocol, true, cluster.gpus_on_pcie());
   // NCCL's model charges a ring with one rank per node its tree network latency (src/graph/
   // tuning.cc: "with ppn=1 latencies are fully exposed"): 5.0 / 8.5 / 14 us against the ring's
   // 2.7 / 4.0 / 14 for LL / LL128 / Simple, relative to the catalog's LL ring figure.
   static constexpr double kNetTree[3] = {5.0, 8.5, 14.0}, kNetRingLL = 2.7;
-  const int p = protocol == CollectiveProtocol::kLL ? 0 : protocol == CollectiveProtocol::kLL128 ? 1 : 2;
-  const double net_scale = nccl && one_per_node ? kNetTree[p] / kNetRingLL : net_effect.latency_scale;
+  const int p = protocol == CollectiveProtocol::kLL      ? 0
+                : protocol == CollectiveProtocol::kLL128 ? 1
+                                                         : 2;
+  const double net_scale =
+      nccl && one_per_node ? kNetTree[p] / kNetRingLL : net_effect.latency_scale;
   // getNetOverhead (Intel and ARM hosts: 1 us), x3 under Simple: the floor of an intra-node hop's
   // latency on a ring that crosses nodes.
   const Seconds overhead_floor(nccl && multi_node ? 1e-6 * (p == 2 ? 3 : 1) : 0);

@@ -33,9 +33,10 @@ struct LinkCost {
   BytesPerSecond beta{0};
 };
 LinkCost ring_link(const std::vector<Rank>& ranks, const Cluster& cluster);
-// The two kinds of hop of a ring over `ranks`: inside a node (the fabric) and, when the ring crosses
-// nodes, between them (alpha: the longest route latency of any hop across nodes, beta: the node's
-// NIC share as in ring_link; zero when the ring stays in one node). ring_link is their slowest.
+// The two kinds of hop of a ring over `ranks`: inside a node (the fabric) and, when the ring
+// crosses nodes, between them (alpha: the longest route latency of any hop across nodes, beta: the
+// node's NIC share as in ring_link; zero when the ring stays in one node). ring_link is their
+// slowest.
 struct RingHops {
   LinkCost intra;
   LinkCost net;
