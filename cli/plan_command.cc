@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -15,85 +16,24 @@
 #include "core/base/units.h"
 #include "driver/child_process.h"
 #include "driver/plan_search.h"
+#include "driver/progress.h"
 
 namespace dtsim::cli {
 namespace {
 
-void write_stderr(const std::string& text) {
-  const char* p = text.data();
-  size_t left = text.size();
-  while (left > 0) {
-    const ssize_t w = ::write(STDERR_FILENO, p, left);
-    if (w <= 0) return;  // progress is best effort
-    p += w;
-    left -= static_cast<size_t>(w);
-  }
-}
-
-std::string seconds_text(double s) {
-  if (s < 60) return format_number("%.0f s", s);
-  return format_number("%.0f min ", std::floor(s / 60)) + format_number("%.0f s", std::fmod(s, 60));
-}
-
-// A bar with the rate and ETA on a terminal; a line every few seconds and at each phase's end
-// elsewhere (logs, CI).
+// The plan's phases, each a counted bar (driver/progress.h).
 class StderrPlanProgress : public driver::PlanProgress {
  public:
-  StderrPlanProgress() : terminal_(::isatty(STDERR_FILENO) == 1) {}
-  ~StderrPlanProgress() override { end_phase(); }
-
   void phase(const std::string& what, std::size_t total) override {
-    end_phase();
-    what_ = what;
-    total_ = total;
-    done_ = 0;
-    start_ = last_ = Clock::now();
-    draw(true);
+    bar_.reset();  // ends the previous phase's line first
+    bar_ = std::make_unique<driver::CountedProgress>("plan: " + what, total, "configurations");
   }
   void advance(std::size_t done) override {
-    done_ = done;
-    const auto now = Clock::now();
-    if (now - last_ < (terminal_ ? std::chrono::milliseconds(100) : std::chrono::seconds(5)) &&
-        done_ < total_)
-      return;
-    last_ = now;
-    draw(false);
+    if (bar_) bar_->advance(done);
   }
 
  private:
-  using Clock = std::chrono::steady_clock;
-  void end_phase() {
-    if (what_.empty()) return;
-    draw(false);
-    if (terminal_) write_stderr("\n");
-    what_.clear();
-  }
-  void draw(bool starting) {
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
-    const double rate = elapsed > 0 ? static_cast<double>(done_) / elapsed : 0;
-    const std::string eta =
-        rate > 0 && total_ > done_ ? seconds_text(static_cast<double>(total_ - done_) / rate) : "-";
-    std::ostringstream s;
-    const std::string counts = std::to_string(done_) + "/" + std::to_string(total_);
-    const std::string rates = format_number(rate >= 10 ? "%.0f" : "%.2f", rate) + " /s, ETA " + eta;
-    if (terminal_) {
-      const size_t width = 30;
-      const size_t filled = total_ ? width * done_ / total_ : 0;
-      s << "\rplan: " << what_ << " [" << std::string(filled, '#')
-        << std::string(width - filled, '.') << "] " << counts << "  " << rates << "\033[K";
-    } else if (starting) {
-      s << "plan: " << what_ << " (" << total_ << ")\n";
-    } else {
-      s << "plan: " << what_ << ": " << counts << " (" << rates << ", " << seconds_text(elapsed)
-        << " so far)\n";
-    }
-    write_stderr(s.str());
-  }
-
-  bool terminal_;
-  std::string what_;
-  std::size_t total_ = 0, done_ = 0;
-  Clock::time_point start_, last_;
+  std::unique_ptr<driver::CountedProgress> bar_;
 };
 
 std::string gib(double bytes) {

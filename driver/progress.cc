@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <sstream>
 
 namespace dtsim::driver {
 namespace {
@@ -22,6 +25,12 @@ std::string elapsed_text(std::chrono::steady_clock::duration d) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.0f s",
                 std::chrono::duration_cast<std::chrono::duration<double>>(d).count());
+  return buf;
+}
+
+std::string format_rate(double per_second) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, per_second >= 10 ? "%.0f" : "%.2f", per_second);
   return buf;
 }
 
@@ -76,6 +85,82 @@ void Progress::report() {
       break;
   }
   if (terminal_ && printed_any) write_stderr("\r\033[K");  // leave the terminal clean
+}
+
+CountedProgress::CountedProgress(std::string label, std::size_t total, std::string unit)
+    : label_(std::move(label)),
+      unit_(std::move(unit)),
+      total_(total),
+      terminal_(::isatty(STDERR_FILENO) == 1),
+      start_(Clock::now()),
+      last_draw_(start_) {
+  if (terminal_)
+    draw();
+  else
+    write_stderr(label_ + " (" + std::to_string(total_) + " " + unit_ + ")\n");
+}
+
+CountedProgress::~CountedProgress() {
+  if (terminal_ && bar_drawn_) write_stderr("\n");
+}
+
+std::string CountedProgress::duration_text(double seconds) {
+  const long long t = std::llround(std::max(0.0, seconds));
+  std::ostringstream o;
+  if (t >= 3600) o << t / 3600 << " h ";
+  if (t >= 60) o << (t / 60) % 60 << " min ";
+  o << t % 60 << " s";
+  return o.str();
+}
+
+std::string CountedProgress::eta_text(double rate) const {
+  if (done_ >= total_) return "0 s";
+  return rate > 0 ? duration_text(static_cast<double>(total_ - done_) / rate) : "?";
+}
+
+void CountedProgress::advance(std::size_t done, std::size_t failed, const std::string& detail) {
+  done_ = done;
+  failed_ = failed;
+  const auto now = Clock::now();
+  if (terminal_) {
+    if (now - last_draw_ >= std::chrono::milliseconds(100) || done_ >= total_) draw();
+    return;
+  }
+  if (detail.empty() && now - last_draw_ < std::chrono::seconds(5) && done_ < total_) return;
+  last_draw_ = now;
+  const double elapsed = std::chrono::duration<double>(now - start_).count();
+  const double rate = elapsed > 0 ? static_cast<double>(done_) / elapsed : 0;
+  std::ostringstream s;
+  s << label_ << ": " << done_ << "/" << total_ << " (" << format_rate(rate) << " " << unit_
+    << "/s, ETA " << eta_text(rate);
+  if (detail.empty()) s << ", " << duration_text(elapsed) << " so far";
+  s << ")";
+  if (failed_) s << ", " << failed_ << " failed";
+  if (!detail.empty()) s << ": " << detail;
+  write_stderr(s.str() + "\n");
+}
+
+void CountedProgress::message(const std::string& text) {
+  if (terminal_ && bar_drawn_) write_stderr("\r\033[K");
+  write_stderr(text);
+  if (terminal_ && bar_drawn_) draw();
+}
+
+void CountedProgress::draw() {
+  const auto now = Clock::now();
+  last_draw_ = now;
+  const double elapsed = std::chrono::duration<double>(now - start_).count();
+  const double rate = elapsed > 0 ? static_cast<double>(done_) / elapsed : 0;
+  constexpr std::size_t width = 30;
+  const std::size_t filled = total_ ? std::min(width, width * done_ / total_) : width;
+  std::ostringstream s;
+  s << "\r" << label_ << " [" << std::string(filled, '#') << std::string(width - filled, '.')
+    << "] " << done_ << "/" << total_ << "  " << format_rate(rate) << " " << unit_ << "/s  ETA "
+    << eta_text(rate);
+  if (failed_) s << "  (" << failed_ << " failed)";
+  s << "\033[K";
+  write_stderr(s.str());
+  bar_drawn_ = true;
 }
 
 }  // namespace dtsim::driver

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -41,6 +42,43 @@ class Progress {
   bool phase_changed_ = false;
   bool done_ = false;
   std::thread reporter_;
+};
+
+// Progress over a known number of items: the runs of a sweep, the configurations a plan ranks.
+//
+// Contract:
+// - On a terminal: one bar, rewritten at most every 100 ms and at the last item,
+//   "LABEL [#####.....] done/total  rate UNIT/s  ETA t  (n failed)".
+// - Elsewhere (logs, CI): a line "LABEL (total UNIT)" at the start; then a line for each item
+//   advanced with a detail (a sweep's run and its outcome), or, for items without one, a line
+//   every 5 s and at the last item with the counts, rate, ETA and elapsed time.
+// - stderr only, through write(2), best effort: a closed stderr never fails the run.
+// - Not thread-safe: one thread drives it.
+class CountedProgress {
+ public:
+  CountedProgress(std::string label, std::size_t total, std::string unit);
+  ~CountedProgress();
+  CountedProgress(const CountedProgress&) = delete;
+  CountedProgress& operator=(const CountedProgress&) = delete;
+
+  // `done` items of `total` finished, `failed` of them without a result.
+  void advance(std::size_t done, std::size_t failed = 0, const std::string& detail = "");
+  // A whole line of text (ends in a newline), printed below the bar.
+  void message(const std::string& text);
+
+  // "42 s", "3 min 5 s", "1 h 2 min 0 s".
+  static std::string duration_text(double seconds);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void draw();
+  std::string eta_text(double rate) const;
+
+  std::string label_, unit_;
+  std::size_t total_, done_ = 0, failed_ = 0;
+  bool terminal_;
+  bool bar_drawn_ = false;
+  Clock::time_point start_, last_draw_;
 };
 
 }  // namespace dtsim::driver

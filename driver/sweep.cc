@@ -23,6 +23,7 @@
 #include "driver/child_process.h"
 #include "driver/output_file.h"
 #include "driver/predict.h"
+#include "driver/progress.h"
 #include "real/backends.h"
 #include "real/launch.h"
 
@@ -173,67 +174,19 @@ void write_line(int fd, const std::string& path, const std::string& line) {
   fdatasync(fd);
 }
 
-// Progress on stderr: a bar on a terminal, a line per run elsewhere.
-class SweepProgress {
- public:
-  SweepProgress(int total, int already) : total_(total), already_(already) {
-    terminal_ = isatty(STDERR_FILENO) != 0;
-    start_ = Clock::now();
-  }
-  ~SweepProgress() {
-    if (terminal_ && drawn_) emit("\n");
-  }
-  void finished(const SweepRow& row, int done, int failed) {
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
-    const double rate = elapsed > 0 ? done / elapsed : 0;
-    const int left = total_ - done;
-    const std::string eta = rate > 0 ? duration_text(left / rate) : "?";
-    std::ostringstream s;
-    s.precision(2);
-    s << std::fixed;
-    if (terminal_) {
-      const int width = 30;
-      const int filled = total_ ? width * done / total_ : width;
-      s << "\rsweep [" << std::string(static_cast<size_t>(filled), '#')
-        << std::string(static_cast<size_t>(width - filled), '.') << "] " << done << "/" << total_
-        << "  " << rate << " runs/s  ETA " << eta;
-      if (failed) s << "  (" << failed << " failed)";
-      s << "\033[K";
-      drawn_ = true;
-    } else {
-      s << "sweep: " << done << "/" << total_ << " (" << rate << " runs/s, ETA " << eta
-        << "): " << (row.config.empty() ? "the scenario as it is" : row.config) << ": "
-        << row.status;
-      if (row.ok() && row.result.contains("step_time_s"))
-        s << ", step " << row.result["step_time_s"].get<double>() << " s";
-      else if (!row.ok())
-        s << " (" << printable(row.error.substr(0, row.error.find('\n')), 160) << ")";
-      s << ", ran " << row.wall_s << " s\n";
-    }
-    emit(s.str());
-  }
-  void message(const std::string& text) {
-    if (terminal_ && drawn_) emit("\n");
-    drawn_ = false;
-    emit(text);
-  }
-  static std::string duration_text(double s) {
-    const long long t = std::llround(s);
-    std::ostringstream o;
-    if (t >= 3600) o << t / 3600 << " h ";
-    if (t >= 60) o << (t / 60) % 60 << " min ";
-    o << t % 60 << " s";
-    return o.str();
-  }
-
- private:
-  static void emit(const std::string& text) {
-    (void)!::write(STDERR_FILENO, text.data(), text.size());
-  }
-  int total_, already_;
-  bool terminal_ = false, drawn_ = false;
-  Clock::time_point start_;
-};
+// What a log line says of one finished run.
+std::string run_detail(const SweepRow& row) {
+  std::ostringstream s;
+  s.precision(2);
+  s << std::fixed << (row.config.empty() ? "the scenario as it is" : row.config) << ": "
+    << row.status;
+  if (row.ok() && row.result.contains("step_time_s"))
+    s << ", step " << row.result["step_time_s"].get<double>() << " s";
+  else if (!row.ok())
+    s << " (" << printable(row.error.substr(0, row.error.find('\n')), 160) << ")";
+  s << ", ran " << row.wall_s << " s";
+  return s.str();
+}
 
 bool file_has_content(const std::string& path) {
   struct stat st {};
@@ -529,7 +482,7 @@ SweepSummary run_sweep(const SweepRequest& request) {
 
   {
     KillChildrenOnInterrupt guard;
-    SweepProgress progress(static_cast<int>(pending.size()), summary.skipped);
+    CountedProgress progress("sweep", pending.size(), "runs");
     if (summary.skipped && launch.rank == 0)
       progress.message("sweep: " + std::to_string(summary.skipped) + " of " +
                        std::to_string(summary.configurations) + " configurations are already in " +
@@ -552,7 +505,8 @@ SweepSummary run_sweep(const SweepRequest& request) {
           ++summary.timed_out;
         else
           ++summary.failed;
-        progress.finished(row, summary.ran, summary.failed + summary.timed_out);
+        progress.advance(static_cast<size_t>(summary.ran),
+                         static_cast<size_t>(summary.failed + summary.timed_out), run_detail(row));
       }
     }
   }
