@@ -25,6 +25,11 @@ int collective_sms(const Cluster& cluster, int group_size) {
   return std::min(channels, cluster.gpu.sm_count - 1);
 }
 
+Seconds time_beside_window(Seconds work, Seconds window, double speed) {
+  if (work.value() <= speed * window.value()) return work / speed;
+  return window + (work - window * speed);
+}
+
 void charge_overlap_contention(ActivityGraph& g, const Job& job, const Cluster& cluster) {
   const int sm_count = cluster.gpu.sm_count;
   if (sm_count <= 1 || !nccl_runs_collectives(cluster) || g.ops.empty()) return;

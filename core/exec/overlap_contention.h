@@ -36,6 +36,10 @@ namespace dtsim {
 // Thread blocks an NCCL collective of `group_size` ranks holds on each member GPU (contract).
 int collective_sms(const Cluster& cluster, int group_size);
 
+// How long a kernel of `work` seconds (at its full rate) takes when, from its start, a window of
+// `window` seconds lets it run at `speed` of that rate (0 < speed <= 1), and its full rate after.
+Seconds time_beside_window(Seconds work, Seconds window, double speed);
+
 // Stretches the compute nodes of `g` that overlap collectives on their own GPU (contract), and
 // adds one note to g.notes when any kernel was stretched. No-op when no collective takes SMs.
 void charge_overlap_contention(ActivityGraph& g, const Job& job, const Cluster& cluster);
