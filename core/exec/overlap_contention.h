@@ -18,7 +18,9 @@
 //   tree runs the ring's), and for Transformer Engine's userbuffers under tp_comm_overlap (16 SMs
 //   for its bulk and pipelined overlaps, 1 for its ring exchange: transformer_engine/pytorch/
 //   module/base.py initialize_ub, get_default_config). 0 where NCCL does not run the cluster's
-//   collectives, or the GPU's SM count is unknown. Sends and receives are not charged.
+//   collectives, where the GPU's SM count is unknown, or on fabrics NCCL's reduced search does not
+//   cover (nccl_system: PCIe and non-NVSwitch nodes), which keep the uncontended times. Sends and
+//   receives are not charged.
 // - When (charge_overlap_contention): a closed-form pass over the lowered graph
 //   (finish_times_without_contention) gives each rank's collectives their [start, end]; a compute
 //   kernel that starts at s with duration d then consumes its work at its full rate outside those
