@@ -30,6 +30,30 @@ Seconds time_beside_window(Seconds work, Seconds window, double speed) {
   return window + (work - window * speed);
 }
 
+void SmProfile::add(double start, double end, int sms) {
+  if (sms <= 0 || end <= start) return;
+  events_.emplace_back(start, sms);
+  events_.emplace_back(end, -sms);
+}
+
+void SmProfile::seal() {
+  std::sort(events_.begin(), events_.end());
+  at_.clear();
+  held_.clear();
+  int held = 0;
+  for (size_t i = 0; i < events_.size(); ++i) {
+    held += events_[i].second;
+    if (i + 1 < events_.size() && events_[i + 1].first == events_[i].first) continue;
+    at_.push_back(events_[i].first);
+    held_.push_back(held);
+  }
+}
+
+double speed_beside(const ComputeOp& op, const GpuSpec& gpu, int held) {
+  const int left = std::max(1, gpu.sm_count - held);
+  return compute_time(op, gpu) / compute_time(op, gpu, left);
+}
+
 void charge_overlap_contention(ActivityGraph& g, const Job& job, const Cluster& cluster) {
   const int sm_count = cluster.gpu.sm_count;
   if (sm_count <= 1 || !nccl_runs_collectives(cluster) || g.ops.empty()) return;
@@ -44,9 +68,8 @@ void charge_overlap_contention(ActivityGraph& g, const Job& job, const Cluster& 
                .first;
     return it->second;
   };
-  // Each rank's collective windows as (time, +/- blocks) events; compute instances by rank.
-  std::map<Rank, std::vector<std::pair<double, int>>> events;
-  bool any = false;
+  // Each rank's collective windows.
+  std::map<Rank, SmProfile> profiles;
   const std::vector<double> finish = finish_times_without_contention(g, cluster);
   const Program* p = nullptr;
   for (const OpInstance& inst : g.ops) {
@@ -55,40 +78,13 @@ void charge_overlap_contention(ActivityGraph& g, const Job& job, const Cluster& 
     const auto* c = std::get_if<CollectiveOp>(&op.body);
     if (c == nullptr) continue;
     const int sms = sms_of(job.group(c->group));
-    const double start = finish[static_cast<size_t>(inst.begin)];
-    const double end = finish[static_cast<size_t>(inst.end)];
-    if (sms <= 0 || end <= start) continue;
-    auto& e = events[inst.rank];
-    e.emplace_back(start, sms);
-    e.emplace_back(end, -sms);
-    any = true;
+    if (sms > 0)
+      profiles[inst.rank].add(finish[static_cast<size_t>(inst.begin)],
+                              finish[static_cast<size_t>(inst.end)], sms);
   }
-  if (!any) return;
-  // Per rank: a piecewise-constant profile of blocks held, segment i from at[i] to at[i + 1].
-  struct Profile {
-    std::vector<double> at;
-    std::vector<int> held;
-  };
-  std::map<Rank, Profile> profiles;
-  for (auto& [rank, e] : events) {
-    std::sort(e.begin(), e.end());
-    Profile& prof = profiles[rank];
-    int held = 0;
-    for (size_t i = 0; i < e.size(); ++i) {
-      held += e[i].second;
-      if (i + 1 < e.size() && e[i + 1].first == e[i].first) continue;
-      prof.at.push_back(e[i].first);
-      prof.held.push_back(held);
-    }
-  }
-  // Rate of a kernel on the SMs left, over its rate on all of them, memoized per (op, blocks).
+  for (auto& [rank, profile] : profiles) profile.seal();
+  // Rate on the SMs left over the full rate, memoized per (op, blocks held).
   std::map<std::pair<const ComputeOp*, int>, double> speed_memo;
-  auto speed = [&](const ComputeOp& op, int held) {
-    const int left = std::max(1, sm_count - held);
-    auto [it, fresh] = speed_memo.emplace(std::make_pair(&op, left), 1.0);
-    if (fresh) it->second = compute_time(op, cluster.gpu) / compute_time(op, cluster.gpu, left);
-    return it->second;
-  };
   bool stretched = false;
   p = nullptr;
   for (const OpInstance& inst : g.ops) {
@@ -97,39 +93,14 @@ void charge_overlap_contention(ActivityGraph& g, const Job& job, const Cluster& 
     const auto* c = std::get_if<ComputeOp>(&op.body);
     if (c == nullptr) continue;
     const auto found = profiles.find(inst.rank);
-    if (found == profiles.end()) continue;
-    const Profile& prof = found->second;
+    if (found == profiles.end() || found->second.empty()) continue;
     GraphNode& node = g.nodes[static_cast<size_t>(inst.end)];
-    const double start = finish[static_cast<size_t>(inst.begin)];
-    double work = node.amount;  // seconds at the full rate
-    if (work <= 0) continue;
-    // The segment that holds `start` (none before the first window).
-    size_t i = static_cast<size_t>(std::upper_bound(prof.at.begin(), prof.at.end(), start) -
-                                   prof.at.begin());
-    if (i == 0 && (prof.at.empty() || start + work <= prof.at.front())) continue;
-    double t = start, elapsed = 0;
-    if (i > 0)
-      --i;
-    else {  // runs at full rate until the first window opens
-      elapsed = prof.at.front() - start;
-      work -= elapsed;
-      t = prof.at.front();
-    }
-    for (; i < prof.at.size() && work > 0; ++i) {
-      const double seg_end = i + 1 < prof.at.size() ? prof.at[i + 1] : t + work;
-      const double rate = prof.held[i] > 0 ? speed(*c, prof.held[i]) : 1.0;
-      const double span = seg_end - t;
-      if (span <= 0) continue;
-      if (work <= rate * span) {
-        elapsed += work / rate;
-        work = 0;
-        break;
-      }
-      elapsed += span;
-      work -= rate * span;
-      t = seg_end;
-    }
-    elapsed += work;  // after the last window, at full rate
+    const double elapsed = found->second.stretched(
+        finish[static_cast<size_t>(inst.begin)], node.amount, [&](int held) {
+          auto [it, fresh] = speed_memo.emplace(std::make_pair(c, held), 1.0);
+          if (fresh) it->second = speed_beside(*c, cluster.gpu, held);
+          return it->second;
+        });
     if (elapsed > node.amount * (1 + 1e-12)) {
       node.amount = elapsed;
       stretched = true;

@@ -31,12 +31,68 @@
 //   not slowed by the compute kernel beside them, and HBM bandwidth is not shared.
 #pragma once
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include "core/exec/activity_graph.h"
 
 namespace dtsim {
 
 // Thread blocks an NCCL collective of `group_size` ranks holds on each member GPU (contract).
 int collective_sms(const Cluster& cluster, int group_size);
+
+// The SMs a GPU's collectives hold over time: a piecewise-constant profile built from their
+// windows, and a compute kernel's duration against it (the integration of the contract). The
+// engines (through charge_overlap_contention) and the plan search's step evaluator
+// (driver/plan_search.cc) share it.
+class SmProfile {
+ public:
+  // A collective holding `sms` blocks from `start` to `end` (seconds); call before seal().
+  void add(double start, double end, int sms);
+  // Sorts the windows into segments; add() after seal() needs another seal().
+  void seal();
+  bool empty() const { return at_.empty(); }
+  // The duration of a kernel that starts at `start` and needs `work` seconds at its full rate,
+  // where speed(held) is its rate with `held` SMs taken over its full rate.
+  template <typename Speed>
+  double stretched(double start, double work, Speed&& speed) const;
+
+ private:
+  std::vector<std::pair<double, int>> events_;  // (time, +/- blocks)
+  std::vector<double> at_;                      // segment i runs from at_[i] to at_[i + 1]
+  std::vector<int> held_;                       // blocks held in segment i
+};
+
+template <typename Speed>
+double SmProfile::stretched(double start, double work, Speed&& speed) const {
+  if (work <= 0 || at_.empty()) return work;
+  // The segment that holds `start` (none before the first window).
+  size_t i = static_cast<size_t>(std::upper_bound(at_.begin(), at_.end(), start) - at_.begin());
+  if (i == 0 && start + work <= at_.front()) return work;
+  double t = start, elapsed = 0;
+  if (i > 0) {
+    --i;
+  } else {  // full rate until the first window opens
+    elapsed = at_.front() - start;
+    work -= elapsed;
+    t = at_.front();
+  }
+  for (; i < at_.size() && work > 0; ++i) {
+    const double segment_end = i + 1 < at_.size() ? at_[i + 1] : t + work;
+    const double rate = held_[i] > 0 ? speed(held_[i]) : 1.0;
+    const double span = segment_end - t;
+    if (span <= 0) continue;
+    if (work <= rate * span) return elapsed + work / rate;
+    elapsed += span;
+    work -= rate * span;
+    t = segment_end;
+  }
+  return elapsed + work;  // after the last window, at the full rate
+}
+
+// A compute kernel's rate on the SMs `held` blocks leave, over its rate on all of them.
+double speed_beside(const ComputeOp& op, const GpuSpec& gpu, int held);
 
 // How long a kernel of `work` seconds (at its full rate) takes when, from its start, a window of
 // `window` seconds lets it run at `speed` of that rate (0 < speed <= 1), and its full rate after.
