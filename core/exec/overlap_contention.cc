@@ -68,15 +68,27 @@ void charge_overlap_contention(ActivityGraph& g, const Job& job, const Cluster& 
                .first;
     return it->second;
   };
-  // Each rank's collective windows.
+  // Each rank's collective windows. A collective in line on a stream that runs compute kernels
+  // never runs beside them (the stream orders them), so it is left out: the windows are those of
+  // the other streams.
   std::map<Rank, SmProfile> profiles;
   const std::vector<double> finish = finish_times_without_contention(g, cluster);
   const Program* p = nullptr;
+  std::vector<char> computes;  // by stream of p: whether it holds a compute op
   for (const OpInstance& inst : g.ops) {
-    if (p == nullptr || p->rank != inst.rank) p = job.program_for(inst.rank);
+    if (p == nullptr || p->rank != inst.rank) {
+      p = job.program_for(inst.rank);
+      computes.assign(p->streams.size(), 0);
+      for (size_t s = 0; s < p->streams.size(); ++s)
+        for (const Op& op : p->streams[s].ops)
+          if (std::holds_alternative<ComputeOp>(op.body)) {
+            computes[s] = 1;
+            break;
+          }
+    }
     const Op& op = p->streams[static_cast<size_t>(inst.stream)].ops[inst.op_index];
     const auto* c = std::get_if<CollectiveOp>(&op.body);
-    if (c == nullptr) continue;
+    if (c == nullptr || computes[static_cast<size_t>(inst.stream)]) continue;
     const int sms = sms_of(job.group(c->group));
     if (sms > 0)
       profiles[inst.rank].add(finish[static_cast<size_t>(inst.begin)],

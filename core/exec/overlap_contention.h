@@ -22,7 +22,8 @@
 //   cover (nccl_system: PCIe and non-NVSwitch nodes), which keep the uncontended times. Sends and
 //   receives are not charged.
 // - When (charge_overlap_contention): a closed-form pass over the lowered graph
-//   (finish_times_without_contention) gives each rank's collectives their [start, end]; a compute
+//   (finish_times_without_contention) gives each rank's collectives on streams without compute
+//   kernels their [start, end] (one in line with the kernels never runs beside them); a compute
 //   kernel that starts at s with duration d then consumes its work at its full rate outside those
 //   windows and at rate(SMs left) / rate(all SMs) inside them (several collectives at once: their
 //   blocks add up, leaving at least one SM), and its node's duration becomes the time that takes.
