@@ -214,7 +214,10 @@ AnalyticEstimate analytic_estimate(const Scenario& scenario) {
 // evaluator emits the same dependencies with each unbroken run of compute-stream ops (kernels and
 // tensor- or context-parallel collectives that only the one simulated rank of the stage joins)
 // as one node whose duration is the sum of theirs. Runs break where another stream waits on
-// them: pipeline sends, gradient buckets, the collectives several stages join.
+// them: pipeline sends, gradient buckets, the collectives several stages join. Each run keeps its
+// chain of kernels, so that after the first longest path the kernels beside collectives are
+// stretched as lowering stretches them (core/exec/overlap_contention.h), and the longest path is
+// taken again.
 
 namespace {
 
