@@ -4,8 +4,9 @@
 // Contract:
 // - NCCL runs a collective as one kernel of one thread block (CTA) per channel (NVIDIA/nccl
 //   src/enqueue.cc ncclLaunchKernel: the grid is the plan's channel count, blocks of up to 640
-//   threads), and a GEMM's thread blocks need most of an SM's shared memory, so an SM
-//   that holds an NCCL block runs no GEMM tile beside it. Such a compute kernel therefore runs on
+//   threads). The model assumes that an SM holding an NCCL block runs no GEMM tile beside it
+//   (large GEMM kernels size their shared-memory pipelines to the SM's capacity; no published
+//   measurement of the resulting slowdown is cited here). Such a compute kernel therefore runs on
 //   sm_count minus the blocks of the collectives running at the same time, at the rate
 //   compute_time() gives on that many SMs (core/exec/compute_cost.h: the SMs' share of the peak,
 //   the tiles quantized into waves of those SMs; memory side unchanged).
@@ -13,7 +14,9 @@
 //   graph NCCL's topology search finds (core/collectives/nccl_model.h nccl_system: 12 channels
 //   inside one A100 or H100 NVSwitch node, one per NIC across nodes), doubled across Hopper nodes
 //   where the graph runs above 45 GB/s per channel with fewer than 16 channels (src/graph/
-//   connect.cc ncclTopoPostset, NCCL v2.30 commit 5067397c). The same count stands for every
+//   connect.cc ncclTopoPostset, NCCL v2.30 commit 5067397c). The group is taken to fill whole
+//   nodes, as nccl_system does (NCCL's search for a group with fewer GPUs per node than the node
+//   holds may find another count: not modelled). The same count stands for every
 //   collective kind and algorithm (NVLS runs 16 channels on Hopper, src/transport/nvls.cc; the
 //   tree runs the ring's), and for Transformer Engine's userbuffers under tp_comm_overlap (16 SMs
 //   for its bulk and pipelined overlaps, 1 for its ring exchange: transformer_engine/pytorch/
