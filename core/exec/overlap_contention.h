@@ -5,8 +5,12 @@
 // - NCCL runs a collective as one kernel of one thread block (CTA) per channel (NVIDIA/nccl
 //   src/enqueue.cc ncclLaunchKernel: the grid is the plan's channel count, blocks of up to 640
 //   threads). The model assumes that an SM holding an NCCL block runs no GEMM tile beside it
-//   (large GEMM kernels size their shared-memory pipelines to the SM's capacity; no published
-//   measurement of the resulting slowdown is cited here). Such a compute kernel therefore runs on
+//   (large GEMM kernels size their shared-memory pipelines to the SM's capacity). A published
+//   Nsight measurement agrees in one case: on an H100, a GEMM of exactly 132 blocks took nearly
+//   twice as long beside an NCCL all-gather of 24 blocks, its last blocks pushed into a second
+//   wave (NVIDIA developer forum, "Compute-Communication Overlap Causes Severe GEMM Performance
+//   Degradation because of Tail Effect", 2025); this model gives 2.0x there (132 tiles in two waves
+//   of 108 SMs; tests/core/overlap_contention_test.cc). Such a compute kernel therefore runs on
 //   sm_count minus the blocks of the collectives running at the same time, at the rate
 //   compute_time() gives on that many SMs (core/exec/compute_cost.h: the SMs' share of the peak,
 //   the tiles quantized into waves of those SMs; memory side unchanged).

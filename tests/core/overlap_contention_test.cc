@@ -119,6 +119,11 @@ TEST(OverlapContention, FewerSmsScaleTheRateAndTheWaves) {
   // 132/120 for the share of SMs, times 2 waves of 120 for 132 tiles' work.
   EXPECT_NEAR(left / full, (132.0 / 120) * (2.0 * 120 / 132), 1e-9);
   EXPECT_EQ(compute_time(gemm, cluster.gpu, 132).value(), full);
+  // The published case (NVIDIA developer forum, "Compute-Communication Overlap Causes Severe GEMM
+  // Performance Degradation because of Tail Effect", 2025: an H100 GEMM of 132 blocks "nearly
+  // doubles" beside an all-gather of 24 blocks): 132 tiles in two waves of 108 SMs.
+  const double beside_all_gather = compute_time(gemm, cluster.gpu, 132 - 24).value();
+  EXPECT_NEAR(beside_all_gather / full, 2.0, 1e-9);
 }
 
 }  // namespace
