@@ -395,10 +395,11 @@ struct FastAnalyticModel::Impl {
     double forward = 0, selective = 0, full = 0, backward = 0;
     Items forward_items, selective_items, backward_items;
   };
-  // A kernel's rate beside `held` collective blocks over its full rate, by (kernel, dtype, held).
-  std::map<std::tuple<const Kernel*, int, int>, double> speeds;
+  // A kernel's rate beside `held` collective blocks over its full rate, by (kernel, dtype,
+  // cluster, held).
+  std::map<std::tuple<const Kernel*, int, const Cluster*, int>, double> speeds;
   double speed(const Item& item, int held, const Cluster& c) {
-    const auto key = std::make_tuple(item.kernel, static_cast<int>(item.dtype), held);
+    const auto key = std::make_tuple(item.kernel, static_cast<int>(item.dtype), &c, held);
     auto it = speeds.find(key);
     if (it == speeds.end()) {
       const Kernel& k = *item.kernel;
