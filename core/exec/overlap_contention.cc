@@ -118,13 +118,14 @@ void charge_overlap_contention(ActivityGraph& g, const Job& job, const Cluster& 
       stretched = true;
     }
   }
-  if (stretched)
-    g.notes.push_back(
-        "compute kernels that run beside collectives on the same GPU run on the SMs the "
-        "collectives' NCCL thread blocks leave (one per channel, " +
-        std::to_string(collective_sms(cluster, cluster.gpus_per_node)) +
-        " inside a node here), timed in one pass over the uncontended schedule; the collectives "
-        "are not slowed by the compute kernels, and HBM bandwidth is not shared between them");
+  if (!stretched) return;
+  const int inside = collective_sms(cluster, cluster.gpus_per_node);
+  g.notes.push_back(
+      "compute kernels that run beside collectives on the same GPU run on the SMs the "
+      "collectives' NCCL thread blocks leave (one per channel" +
+      (inside > 0 ? ", " + std::to_string(inside) + " inside a node here" : std::string()) +
+      "), timed in one pass over the uncontended schedule; the collectives are not slowed by the "
+      "compute kernels, and HBM bandwidth is not shared between them");
 }
 
 }  // namespace dtsim
