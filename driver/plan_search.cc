@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -16,8 +17,10 @@
 #include "core/base/error.h"
 #include "core/base/text.h"
 #include "core/collectives/cost_model.h"
+#include "core/collectives/nccl_model.h"
 #include "core/exec/analytic_executor.h"
 #include "core/exec/compute_cost.h"
+#include "core/exec/overlap_contention.h"
 #include "core/strategy/layout.h"
 #include "core/strategy/model_state.h"
 #include "core/strategy/strategy.h"
@@ -211,7 +214,10 @@ AnalyticEstimate analytic_estimate(const Scenario& scenario) {
 // evaluator emits the same dependencies with each unbroken run of compute-stream ops (kernels and
 // tensor- or context-parallel collectives that only the one simulated rank of the stage joins)
 // as one node whose duration is the sum of theirs. Runs break where another stream waits on
-// them: pipeline sends, gradient buckets, the collectives several stages join.
+// them: pipeline sends, gradient buckets, the collectives several stages join. Each run keeps its
+// chain of kernels, so that after the first longest path the kernels beside collectives are
+// stretched as lowering stretches them (core/exec/overlap_contention.h), and the longest path is
+// taken again.
 
 namespace {
 
@@ -230,6 +236,11 @@ class StepGraph {
   void edge(int from, int to) {
     if (from >= 0) edges_.emplace_back(from, to);
   }
+  // After makespan(): when node i started; its duration, which may be changed for another
+  // makespan() over the same edges.
+  double start(int i) const { return start_[static_cast<size_t>(i)]; }
+  double duration(int i) const { return duration_[static_cast<size_t>(i)]; }
+  void set_duration(int i, double d) { duration_[static_cast<size_t>(i)] = d; }
   double makespan() {
     const size_t n = duration_.size();
     first_.assign(n + 1, 0);
@@ -368,10 +379,38 @@ struct MemoryTimeline {
 
 struct FastAnalyticModel::Impl {
   StepGraph graph;  // reused by every evaluate()
-  // Per-layer chain times of one stage: forward, recompute (selective, full), backward.
+  // One entry of a kernel chain, for the SM charge of kernels beside collectives
+  // (core/exec/overlap_contention.h): a kernel of `time` (kernel set), a TP collective in line
+  // (kernel null), or a GEMM of `time` with the collective of `comm` seconds beside it (comm >= 0).
+  struct Item {
+    double time = 0;
+    double comm = -1;
+    const Kernel* kernel = nullptr;
+    DType dtype = DType::kBf16;
+  };
+  using Items = std::vector<Item>;
+  // Per-layer chain times of one stage: forward, recompute (selective, full), backward, and
+  // their chains.
   struct LayerTimes {
     double forward = 0, selective = 0, full = 0, backward = 0;
+    Items forward_items, selective_items, backward_items;
   };
+  // A kernel's rate beside `held` collective blocks over its full rate, by (kernel, dtype,
+  // cluster, held).
+  std::map<std::tuple<const Kernel*, int, const Cluster*, int>, double> speeds;
+  double speed(const Item& item, int held, const Cluster& c) {
+    const auto key = std::make_tuple(item.kernel, static_cast<int>(item.dtype), &c, held);
+    auto it = speeds.find(key);
+    if (it == speeds.end()) {
+      const Kernel& k = *item.kernel;
+      it = speeds
+               .emplace(key, speed_beside(ComputeOp{k.kind, k.flops, k.bytes, item.dtype, k.shape,
+                                                    k.traffic},
+                                          c.gpu, held))
+               .first;
+    }
+    return it->second;
+  }
   // Shard graphs by what shapes them (one model section per search).
   std::map<std::tuple<std::string, int, bool, int, int, int64_t, int, bool>,
            std::unique_ptr<ModelGraph>>
@@ -458,7 +497,7 @@ struct FastAnalyticModel::Impl {
   // so the pair costs the longer of the two.
   double chain(const ModelGraph* g, int layer, int list, const std::vector<Kernel>& ks, DType dtype,
                const std::vector<Rank>& tp, const std::vector<Rank>& cp, const Cluster& c,
-               Rank rank, bool async_tp) {
+               Rank rank, bool async_tp, Items& items) {
     auto kernel_time = [&](size_t j) {
       const Kernel& k = ks[j];
       const auto key = std::make_tuple(g, &c, layer, list, j);
@@ -478,6 +517,7 @@ struct FastAnalyticModel::Impl {
       const Kernel& k = ks[j];
       if (k.kind != KernelKind::kCommunication) {
         sum += kernel_time(j);
+        items.push_back(Item{kernel_time(j), -1, &k, dtype});
         continue;
       }
       const CollectiveOp op{collective_kind(k.pattern), 0, k.bytes, dtype};
@@ -488,12 +528,75 @@ struct FastAnalyticModel::Impl {
           j + 2 < ks.size() && ks[j + 1].kind == KernelKind::kGemm;
       if (beside_gemm) {
         sum += std::max(communication, kernel_time(j + 1));
+        items.push_back(Item{kernel_time(j + 1), communication, &ks[j + 1], dtype});
         ++j;
         continue;
       }
       sum += communication;
+      items.push_back(Item{communication, -1, nullptr, dtype});
     }
     return sum;
+  }
+
+  // The collectives beside a stage's compute stream (gradient buckets, the tied embedding's
+  // all-reduce, the ZeRO weight gather), and its compute runs with their chains.
+  struct Window {
+    int node, stage, sms;
+  };
+  struct StageRun {
+    int node, stage;
+    const std::vector<const Items*>* run;
+  };
+
+  // The engine's charge (core/exec/overlap_contention.cc, charge_overlap_contention) on the
+  // step graph after its first longest path: each stage's profile of collective blocks (its
+  // windows and the TP collectives beside GEMMs inside its chains), then every kernel of every
+  // run stretched from its start in that uncontended schedule. Returns whether any run changed.
+  bool charge_beside_collectives(StepGraph& graph, const Cluster& c, int stages,
+                                 const std::vector<Window>& windows,
+                                 const std::vector<StageRun>& runs, int tp_sms) {
+    if (c.gpu.sm_count <= 1 || !nccl_runs_collectives(c)) return false;
+    std::vector<SmProfile> profiles(static_cast<size_t>(stages));
+    for (const Window& w : windows)
+      profiles[static_cast<size_t>(w.stage)].add(
+          graph.start(w.node), graph.start(w.node) + graph.duration(w.node), w.sms);
+    for (const StageRun& r : runs) {
+      double t = graph.start(r.node);
+      for (const Items* items : *r.run)
+        for (const Item& item : *items) {
+          if (item.comm >= 0) profiles[static_cast<size_t>(r.stage)].add(t, t + item.comm, tp_sms);
+          t += item.comm >= 0 ? std::max(item.comm, item.time) : item.time;
+        }
+    }
+    bool any = false;
+    for (auto& profile : profiles) {
+      profile.seal();
+      any = any || !profile.empty();
+    }
+    if (!any) return false;
+    bool changed = false;
+    for (const StageRun& r : runs) {
+      const SmProfile& profile = profiles[static_cast<size_t>(r.stage)];
+      if (profile.empty()) continue;
+      double t = graph.start(r.node), total = 0;
+      for (const Items* items : *r.run)
+        for (const Item& item : *items) {
+          const double uncontended = item.comm >= 0 ? std::max(item.comm, item.time) : item.time;
+          if (item.kernel == nullptr) {
+            total += item.time;
+          } else {
+            const double kernel =
+                profile.stretched(t, item.time, [&](int held) { return speed(item, held, c); });
+            total += item.comm >= 0 ? std::max(item.comm, kernel) : kernel;
+          }
+          t += uncontended;
+        }
+      if (total != graph.duration(r.node)) {
+        graph.set_duration(r.node, total);
+        changed = true;
+      }
+    }
+    return changed;
   }
 
   const LayerTimes& layer(const ModelGraph& g, int i, DType dtype, const std::vector<Rank>& tp,
@@ -503,9 +606,10 @@ struct FastAnalyticModel::Impl {
     if (it != layer_times.end()) return it->second;
     const Layer& l = g.layers[static_cast<size_t>(i)];
     LayerTimes t;
-    t.forward = chain(&g, i, 0, l.forward, dtype, tp, cp, c, rank, false);
-    t.backward = chain(&g, i, 1, l.backward, dtype, tp, cp, c, rank, async_tp);
-    t.selective = chain(&g, i, 2, l.selective_recompute, dtype, tp, cp, c, rank, false);
+    t.forward = chain(&g, i, 0, l.forward, dtype, tp, cp, c, rank, false, t.forward_items);
+    t.backward = chain(&g, i, 1, l.backward, dtype, tp, cp, c, rank, async_tp, t.backward_items);
+    t.selective =
+        chain(&g, i, 2, l.selective_recompute, dtype, tp, cp, c, rank, false, t.selective_items);
     t.full = t.forward;
     return layer_times.emplace(key, t).first->second;
   }
@@ -577,6 +681,22 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
   // Send/receive pairs, matched as lower() does: (src, dst, tag, sequence).
   std::vector<std::vector<int>> p2p(static_cast<size_t>(2 * p));
   int embedding_node = -1, grad_norm_node = -1;
+  // For the SM charge of kernels beside collectives (core/exec/overlap_contention.h).
+  std::vector<Impl::Window> windows;
+  std::vector<Impl::StageRun> runs;
+  const int tp_sms = collective_sms(cluster, t);
+  // A run's chains, in order (Impl::Items), for the SM charge after the first longest path.
+  using Run = std::vector<const Impl::Items*>;
+  struct ChunkCosts {
+    double forward = 0, backward = 0;
+    Run forward_run, backward_run;
+    std::vector<Run> bucketed_runs;                // parallel to bucketed
+    std::vector<Bytes> stash;                      // forward order
+    std::vector<std::pair<Bytes, Bytes>> release;  // backward order: recomputed, freed
+    std::vector<std::pair<double, std::vector<double>>> bucketed;  // run, then its buckets
+    std::vector<double> buckets;                                   // every bucket's time, in order
+  };
+  std::deque<std::vector<ChunkCosts>> kept_costs;
   AnalyticEstimate out;
   out.fast = true;
   std::vector<std::pair<Rank, MemoryTimeline>> memories;
@@ -591,6 +711,7 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
       for (int c = 0; c < cp; ++c) dp_ranks.push_back(layout.rank(0, c, s, dd));
     dp_ranks = sorted(dp_ranks);
     const int dp_group = im.group_id(dp_ranks);
+    const int dp_sms = collective_sms(cluster, static_cast<int>(dp_ranks.size()));
     const double p2p_s = p > 1 ? point_to_point_time(Bytes(boundary_bytes), Endpoint::gpu(rank),
                                                      Endpoint::gpu(next), cluster)
                                      .value()
@@ -644,22 +765,17 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
     // Each local chunk's forward and backward, computed once for all its micro-batches: the
     // time of the run of kernels, the activation bytes each layer stashes or frees, and for the
     // last micro-batch's backward the runs between the points where gradient buckets start.
-    struct ChunkCosts {
-      double forward = 0, backward = 0;
-      std::vector<Bytes> stash;                      // forward order
-      std::vector<std::pair<Bytes, Bytes>> release;  // backward order: recomputed, freed
-      std::vector<std::pair<double, std::vector<double>>> bucketed;  // run, then its buckets
-      std::vector<double> buckets;  // every bucket's time, in order
-    };
-    std::vector<ChunkCosts> costs(static_cast<size_t>(v));
+    // Kept until the SM charge after the loop, which reads the runs' chains.
+    std::vector<ChunkCosts>& costs = kept_costs.emplace_back(static_cast<size_t>(v));
     for (int j = 0; j < v; ++j) {
       const int c = j * p + s;
       const auto& range = chunks[static_cast<size_t>(c)];
       ChunkCosts& k = costs[static_cast<size_t>(j)];
       for (int i = range.first; i <= range.last; ++i) {
-        k.forward += im.layer(g, i, dtype, tp_ranks, cp_ranks, cluster, rank,
-                              megatron_framework(tr.framework))
-                         .forward;
+        const auto& times = im.layer(g, i, dtype, tp_ranks, cp_ranks, cluster, rank,
+                                     megatron_framework(tr.framework));
+        k.forward += times.forward;
+        k.forward_run.push_back(&times.forward_items);
         k.stash.push_back(stashed(g.layers[static_cast<size_t>(i)], tr.recompute));
       }
       const auto& chunk_buckets = buckets[static_cast<size_t>(c)];
@@ -670,15 +786,26 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
             dp_group, cluster));
       size_t next_bucket = 0;
       double run = 0;
+      Run run_items;
       for (int i = range.last; i >= range.first; --i) {
         const Layer& l = g.layers[static_cast<size_t>(i)];
         const auto& times = im.layer(g, i, dtype, tp_ranks, cp_ranks, cluster, rank,
                                      megatron_framework(tr.framework));
         const Bytes transient = recomputed(l, tr.recompute);
         double t_layer = 0;
-        if (l.recomputable && tr.recompute == Recompute::kFull) t_layer += times.full;
-        if (l.recomputable && tr.recompute == Recompute::kSelective) t_layer += times.selective;
+        Run layer_items;
+        if (l.recomputable && tr.recompute == Recompute::kFull) {
+          t_layer += times.full;
+          layer_items.push_back(&times.forward_items);
+        }
+        if (l.recomputable && tr.recompute == Recompute::kSelective) {
+          t_layer += times.selective;
+          layer_items.push_back(&times.selective_items);
+        }
         t_layer += times.backward;
+        layer_items.push_back(&times.backward_items);
+        k.backward_run.insert(k.backward_run.end(), layer_items.begin(), layer_items.end());
+        run_items.insert(run_items.end(), layer_items.begin(), layer_items.end());
         k.backward += t_layer;
         run += t_layer;
         k.release.emplace_back(transient, -(stashed(l, tr.recompute) + transient));
@@ -688,10 +815,13 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
           starting.push_back(k.buckets[next_bucket++]);
         if (!starting.empty()) {
           k.bucketed.emplace_back(run, std::move(starting));
+          k.bucketed_runs.push_back(std::move(run_items));
           run = 0;
+          run_items.clear();
         }
       }
       k.bucketed.emplace_back(run, std::vector<double>{});
+      k.bucketed_runs.push_back(std::move(run_items));
     }
 
     int compute = -1, grad_comm = -1, send_next = -1, send_prev = -1, recv_prev = -1,
@@ -706,18 +836,20 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
       if (n < 0) n = graph.add(duration);
       return n;
     };
-    auto on_compute = [&](double duration, int waits_for) {
+    auto on_compute = [&](double duration, int waits_for, const Run* run = nullptr) {
       const int n = graph.add(duration);
       graph.edge(compute, n);
       graph.edge(waits_for, n);
       compute = n;
+      if (run != nullptr) runs.push_back(Impl::StageRun{n, s, run});
       return n;
     };
-    auto on_grad_comm = [&](double duration, int waits_for) {
+    auto on_grad_comm = [&](double duration, int waits_for, int sms) {
       const int n = graph.add(duration);
       graph.edge(grad_comm, n);
       graph.edge(waits_for, n);
       grad_comm = n;
+      windows.push_back(Impl::Window{n, s, sms});
       return n;
     };
 
@@ -741,7 +873,7 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
           recv_prev = received;
         }
         for (const Bytes b : k.stash) mem.add(MemoryCategory::kActivations, b);
-        const int produced = on_compute(k.forward, received);
+        const int produced = on_compute(k.forward, received, &k.forward_run);
         if (c + 1 < p * v) {
           const int sent = pair_node(0, s, sent_count[0]++, p2p_s);
           graph.edge(send_next, sent);
@@ -763,18 +895,19 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
       const bool last = u.micro_batch == m - 1;
       int done = -1;
       if (last && tr.overlap_grad_reduce && dp_size > 1) {
-        for (const auto& [run, starting] : k.bucketed) {
-          done = on_compute(run, received);
+        for (size_t b = 0; b < k.bucketed.size(); ++b) {
+          const auto& [run, starting] = k.bucketed[b];
+          done = on_compute(run, received, &k.bucketed_runs[b]);
           received = -1;
-          for (const double t_bucket : starting) on_grad_comm(t_bucket, done);
+          for (const double t_bucket : starting) on_grad_comm(t_bucket, done, dp_sms);
         }
       } else {
-        done = on_compute(k.backward, received);
+        done = on_compute(k.backward, received, &k.backward_run);
       }
       if (last && !tr.overlap_grad_reduce && dp_size > 1) {
         bool first = true;
         for (const double t_bucket : k.buckets) {
-          on_grad_comm(t_bucket, first ? done : -1);
+          on_grad_comm(t_bucket, first ? done : -1, dp_sms);
           first = false;
         }
       }
@@ -795,6 +928,7 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
       graph.edge(grad_comm, embedding_node);
       graph.edge(compute, embedding_node);
       grad_comm = embedding_node;
+      windows.push_back(Impl::Window{embedding_node, s, collective_sms(cluster, 2)});
     }
 
     // The optimizer step after every gradient collective (parallel_step.cc, build_rank): its
@@ -847,10 +981,12 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
       on_grad_comm(im.collective(CollectiveOp{CollectiveKind::kAllGather, 0,
                                               Bytes(part_params * weight_bpp), dtype},
                                  dp_group, cluster),
-                   stepped);
+                   stepped, dp_sms);
     memories.emplace_back(rank, mem);
   }
   out.step_time_s = graph.makespan();
+  if (im.charge_beside_collectives(graph, cluster, p, windows, runs, tp_sms))
+    out.step_time_s = graph.makespan();
   // The worst rank, as compute_results() picks it: in rank order, the last of the largest.
   std::sort(memories.begin(), memories.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -7,6 +7,7 @@
 #include "core/base/error.h"
 #include "core/collectives/cost_model.h"
 #include "core/exec/compute_cost.h"
+#include "core/exec/overlap_contention.h"
 
 namespace dtsim {
 
@@ -421,6 +422,7 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
       }
     }
   }
+  charge_overlap_contention(g, job, cluster);
   return g;
 }
 
@@ -502,6 +504,7 @@ Trace trace_from_times(const ActivityGraph& g, const Job& job, const std::vector
                        const std::string& engine) {
   Trace t;
   t.engine = engine;
+  t.notes = g.notes;
   t.iterations = g.iterations;
   t.iteration_end.assign(static_cast<size_t>(g.iterations), Seconds(0));
   struct MemEvent {

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/collectives/collective_schedule.h"
@@ -92,6 +93,9 @@ struct ActivityGraph {
   // Every simulated rank's compute nodes come from one stream, so its GPU never runs two kernels
   // at once: a run of its kernels and alone collectives may be timed as one span of its GPU.
   bool one_compute_stream = true;
+  // Approximations lowering made that change the answer (overlap_contention.h); they reach the
+  // Trace's notes through trace_from_times().
+  std::vector<std::string> notes;
 
   int32_t add(GraphNode n);
   void edge(int32_t from, int32_t to);
@@ -104,7 +108,8 @@ void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, 
 // `transient` (optional) multiplies each compute kernel's duration by its rank's factor for that
 // kernel (core/exec/executor.h); `track_waits` records when each collective member arrives
 // (ActivityGraph::member_predecessors), so that trace_from_times() can report straggler waits.
-// Neither changes the graph's nodes or times when absent.
+// Neither changes the graph's nodes or times when absent. Compute kernels that overlap collectives
+// on their GPU are stretched for the SMs those hold (core/exec/overlap_contention.h).
 // `degraded` (optional, closed-form bodies only): collectives and transfers through a degraded
 // NIC take the slowest edge's time (DegradedNics).
 // `alone_collectives` (kCollectiveFlows only): collectives proven alone on their links become

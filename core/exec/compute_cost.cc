@@ -4,6 +4,15 @@
 #include <cmath>
 
 namespace dtsim {
+namespace {
+
+// The share of the GPU's peak that sms of its SMs give (1 when the SM count is unknown).
+double sm_share(const GpuSpec& gpu, int sms) {
+  if (gpu.sm_count <= 0 || sms >= gpu.sm_count) return 1.0;
+  return static_cast<double>(std::max(sms, 1)) / gpu.sm_count;
+}
+
+}  // namespace
 
 FlopsPerSecond achievable_flop_rate(const GpuSpec& gpu, KernelKind kind, DType dtype) {
   double eff = kind == KernelKind::kAttention ? gpu.attention_efficiency : gpu.gemm_efficiency;
@@ -27,35 +36,53 @@ std::optional<FlopsPerSecond> measured_flop_rate(const GpuSpec& gpu, KernelKind 
 }
 
 std::optional<FlopsPerSecond> published_flop_rate(const GpuSpec& gpu, KernelKind kind, DType dtype,
-                                                  const GemmShape& shape) {
+                                                  const GemmShape& shape, int sms) {
   if (!shape.known()) return std::nullopt;
   if (kind == KernelKind::kGemm) {
     const auto it = gpu.gemm_curve.find(dtype);
     if (it == gpu.gemm_curve.end() || it->second.empty()) return std::nullopt;
+    // On sms of the GPU's SMs: their share of the peak, with the waves of that many SMs.
     return gpu.peak_for(dtype) *
-           it->second.efficiency(shape.batch, shape.m, shape.n, shape.k, gpu.sm_count);
+           (sm_share(gpu, sms) *
+            it->second.efficiency(shape.batch, shape.m, shape.n, shape.k, sms));
   }
   if (kind == KernelKind::kAttention && shape.fused_attention) {
     const auto it = gpu.attention_curve.find(dtype);
     if (it == gpu.attention_curve.end() || it->second.empty()) return std::nullopt;
     const double eff = it->second.efficiency(shape.k, shape.n, shape.causal);
     if (eff <= 0) return std::nullopt;
-    return gpu.peak_for(dtype) * (eff * (shape.causal ? 2 : 1));
+    return gpu.peak_for(dtype) * (eff * (shape.causal ? 2 : 1) * sm_share(gpu, sms));
   }
   return std::nullopt;
 }
 
+std::optional<FlopsPerSecond> published_flop_rate(const GpuSpec& gpu, KernelKind kind, DType dtype,
+                                                  const GemmShape& shape) {
+  return published_flop_rate(gpu, kind, dtype, shape, gpu.sm_count);
+}
+
+FlopsPerSecond flop_rate(const GpuSpec& gpu, KernelKind kind, DType dtype, const GemmShape& shape,
+                         int sms) {
+  if (auto measured = measured_flop_rate(gpu, kind, dtype, shape))
+    return *measured * sm_share(gpu, sms);
+  if (auto published = published_flop_rate(gpu, kind, dtype, shape, sms)) return *published;
+  return achievable_flop_rate(gpu, kind, dtype) *
+         (sm_share(gpu, sms) * wave_efficiency(shape, sms));
+}
+
 FlopsPerSecond flop_rate(const GpuSpec& gpu, KernelKind kind, DType dtype, const GemmShape& shape) {
-  if (auto measured = measured_flop_rate(gpu, kind, dtype, shape)) return *measured;
-  if (auto published = published_flop_rate(gpu, kind, dtype, shape)) return *published;
-  return achievable_flop_rate(gpu, kind, dtype) * wave_efficiency(shape, gpu.sm_count);
+  return flop_rate(gpu, kind, dtype, shape, gpu.sm_count);
 }
 
 Seconds compute_time(const ComputeOp& op, const GpuSpec& gpu) {
+  return compute_time(op, gpu, gpu.sm_count);
+}
+
+Seconds compute_time(const ComputeOp& op, const GpuSpec& gpu, int sms) {
   Seconds t{0};
   if (op.flops.value() > 0 && op.kind != KernelKind::kElementwise &&
       op.kind != KernelKind::kOptimizer)
-    t = op.flops / flop_rate(gpu, op.kind, op.dtype, op.shape);
+    t = op.flops / flop_rate(gpu, op.kind, op.dtype, op.shape, sms);
   if (op.bytes.value() > 0)
     t = std::max(t, op.bytes / achievable_memory_bandwidth(gpu, op.traffic));
   return t + gpu.kernel_launch_overhead;

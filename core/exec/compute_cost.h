@@ -58,6 +58,17 @@ std::optional<FlopsPerSecond> published_flop_rate(const GpuSpec& gpu, KernelKind
 // The rate compute_time uses for a kernel's FLOPs (cases 1 to 3).
 FlopsPerSecond flop_rate(const GpuSpec& gpu, KernelKind kind, DType dtype, const GemmShape& shape);
 
+// The same on `sms` of the GPU's SMs (the others held by communication kernels,
+// core/exec/overlap_contention.h): the FLOP rate scales with the SMs' share of the GPU, and GEMM
+// tiles are quantized into waves of `sms` SMs. A measured table's rate (case 1) scales with the
+// share alone. The memory side and the launch overhead are unchanged. With sms >= sm_count (or
+// an unknown SM count) these equal the functions above.
+std::optional<FlopsPerSecond> published_flop_rate(const GpuSpec& gpu, KernelKind kind, DType dtype,
+                                                  const GemmShape& shape, int sms);
+FlopsPerSecond flop_rate(const GpuSpec& gpu, KernelKind kind, DType dtype, const GemmShape& shape,
+                         int sms);
+
 Seconds compute_time(const ComputeOp& op, const GpuSpec& gpu);
+Seconds compute_time(const ComputeOp& op, const GpuSpec& gpu, int sms);
 
 }  // namespace dtsim

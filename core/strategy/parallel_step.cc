@@ -534,9 +534,10 @@ class StepBuilder {
   // TP communication overlap (parallelism.tp_comm_overlap, Transformer Engine's userbuffers as
   // Megatron-LM's --tp-comm-overlap uses them): a TP collective next to the GEMM it feeds or
   // drains runs on its own stream at the same time as that GEMM, and the kernel after the pair
-  // waits for both, so the pair costs max(GEMM, collective). Optimistic: the chunked pipeline's
-  // first or last chunk and the SMs the communication kernels take are not charged. A
-  // collective at either end of a kernel list stays in line (nothing after it to join).
+  // waits for both, so the pair costs the longer of the two, the GEMM on the SMs the
+  // collective's NCCL blocks leave (lowering charges that: core/exec/overlap_contention.h).
+  // Optimistic: the chunked pipeline's first or last chunk is not charged. A collective at either
+  // end of a kernel list stays in line (nothing after it to join).
   //
   // Without it, the Megatron profiles still run a column-parallel GEMM's backward collectives
   // asynchronously: the input-gradient all-reduce (sequence parallel: reduce-scatter) is launched

@@ -2,7 +2,7 @@
 // h 6144, 64 heads, s 2048, micro-batch 4, t = 8 on A100, forward and backward times for five
 // settings. The published figures are measurements dtsim was not calibrated against (its GEMM,
 // attention and memory efficiencies come from microbenchmarks, docs/hardware.md), so this is a
-// validation: each prediction must land within 15% (the bar).
+// validation: each prediction must land within 5% (the accuracy target for this table).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 
 #include "core/collectives/cost_model.h"
 #include "core/exec/compute_cost.h"
+#include "core/exec/overlap_contention.h"
 #include "core/scenario/scenario.h"
 #include "models/model_builder.h"
 #include "models/model_spec.h"
@@ -53,19 +54,23 @@ LayerTime layer_time(const Setting& st) {
     if (l.name == "block.0") block = &l;
   EXPECT_NE(block, nullptr);
   const std::vector<Rank> tp{0, 1, 2, 3, 4, 5, 6, 7};
+  const Cluster cluster(sc.cluster);
+  // SMs a GEMM beside a TP collective keeps: the collective's NCCL blocks take the others.
+  const int sms_beside = sc.cluster.gpu.sm_count - collective_sms(cluster, 8);
+  auto op_of = [](const Kernel& k) {
+    return ComputeOp{k.kind, k.flops, k.bytes, DType::kBf16, k.shape, k.traffic};
+  };
   auto time_of = [&](const Kernel& k) {
-    if (k.kind != KernelKind::kCommunication)
-      return compute_time(ComputeOp{k.kind, k.flops, k.bytes, DType::kBf16, k.shape, k.traffic},
-                          sc.cluster.gpu)
-          .value();
+    if (k.kind != KernelKind::kCommunication) return compute_time(op_of(k), sc.cluster.gpu).value();
     CollectiveOp op;
     op.kind = collective_kind(k.pattern);
     op.bytes = k.bytes;
-    return collective_time(op, tp, Cluster(sc.cluster)).value();
+    return collective_time(op, tp, cluster).value();
   };
   // `async`: the column-parallel GEMMs' backward collectives run beside the GEMM after them, as
   // Megatron-LM launches them (core/strategy/parallel_step.cc, async_tp_backward): the pair
-  // costs the longer of the two.
+  // costs the longer of the collective and the GEMM, which runs on the SMs the collective leaves
+  // while the collective lasts (core/exec/overlap_contention.h).
   auto run = [&](const std::vector<Kernel>& ks, bool async) {
     double t = 0;
     for (size_t j = 0; j < ks.size(); ++j) {
@@ -75,7 +80,13 @@ LayerTime layer_time(const Setting& st) {
           (k.name.ends_with("_tp_enter.backward") || k.name.ends_with("_sp_regather.backward")) &&
           j + 1 < ks.size() && ks[j + 1].kind == KernelKind::kGemm;
       if (paired) {
-        t += std::max(time_of(k), time_of(ks[j + 1]));
+        const ComputeOp gemm = op_of(ks[j + 1]);
+        const double speed =
+            compute_time(gemm, sc.cluster.gpu) / compute_time(gemm, sc.cluster.gpu, sms_beside);
+        const Seconds collective(time_of(k));
+        t +=
+            std::max(collective, time_beside_window(Seconds(time_of(ks[j + 1])), collective, speed))
+                .value();
         ++j;
       } else {
         t += time_of(k);
@@ -106,8 +117,8 @@ TEST(LayerTiming, TwentyTwoBillionLayerOnA100MatchesKorthikantiTableFour) {
     const double f = t.forward * 1e3, b = t.backward * 1e3;
     std::printf("%-30s %9.2f %9.1f %+6.1f%% %9.2f %9.1f %+6.1f%%\n", st.name, f, st.forward_ms,
                 100 * (f / st.forward_ms - 1), b, st.backward_ms, 100 * (b / st.backward_ms - 1));
-    EXPECT_NEAR(f, st.forward_ms, 0.15 * st.forward_ms) << st.name;
-    EXPECT_NEAR(b, st.backward_ms, 0.15 * st.backward_ms) << st.name;
+    EXPECT_NEAR(f, st.forward_ms, 0.05 * st.forward_ms) << st.name;
+    EXPECT_NEAR(b, st.backward_ms, 0.05 * st.backward_ms) << st.name;
   }
 }
 

@@ -385,7 +385,10 @@ TEST(MixedPrecision, Fp16PaysForLossScalingAndBf16DoesNot) {
 }
 
 // TP communication overlap moves the sequence-parallel collectives next to GEMMs onto their own
-// stream: the same bytes, less exposed time, and never faster than the compute alone.
+// stream: the same bytes, less exposed time, and never faster than the compute alone. The GEMMs
+// beside the collectives run on the SMs the collectives' NCCL blocks leave
+// (core/exec/overlap_contention.h), so compute takes longer than in line, and the step is still
+// shorter.
 TEST(TensorParallelOverlap, HidesCollectivesBehindGemmsWithoutChangingTraffic) {
   auto run = [](bool overlap) {
     const auto plan = driver::plan_scenario(
@@ -403,8 +406,7 @@ TEST(TensorParallelOverlap, HidesCollectivesBehindGemmsWithoutChangingTraffic) {
   const auto [inline_r, inline_bytes] = run(false);
   const auto [overlap_r, overlap_bytes] = run(true);
   EXPECT_DOUBLE_EQ(overlap_bytes, inline_bytes);
-  EXPECT_NEAR(overlap_r.breakdown_s.compute, inline_r.breakdown_s.compute,
-              1e-9 * inline_r.breakdown_s.compute);
+  EXPECT_GT(overlap_r.breakdown_s.compute, inline_r.breakdown_s.compute);
   EXPECT_LT(overlap_r.breakdown_s.exposed_communication,
             0.7 * inline_r.breakdown_s.exposed_communication);
   EXPECT_LT(overlap_r.step_time_s, inline_r.step_time_s);

@@ -1,0 +1,131 @@
+#include "core/exec/overlap_contention.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/base/error.h"
+#include "core/collectives/nccl_model.h"
+#include "core/exec/compute_cost.h"
+
+namespace dtsim {
+
+int collective_sms(const Cluster& cluster, int group_size) {
+  if (group_size <= 1 || cluster.gpu.sm_count <= 0 || !nccl_runs_collectives(cluster)) return 0;
+  NcclSystem system;
+  try {
+    system = nccl_system(cluster, group_size);
+  } catch (const InputError&) {
+    return 0;  // a fabric NCCL's reduced search does not cover: not charged (noted by the caller)
+  }
+  int channels = system.ring.channels;
+  // ncclTopoPostset: Hopper across nodes, 4 compute channels per search channel below 16.
+  if (system.compute_capability >= 90 && system.nodes > 1 && system.ring.bw_intra_GBps > 45.0 &&
+      channels < 16)
+    channels *= 2;
+  return std::min(channels, cluster.gpu.sm_count - 1);
+}
+
+Seconds time_beside_window(Seconds work, Seconds window, double speed) {
+  if (work.value() <= speed * window.value()) return work / speed;
+  return window + (work - window * speed);
+}
+
+void SmProfile::add(double start, double end, int sms) {
+  if (sms <= 0 || end <= start) return;
+  events_.emplace_back(start, sms);
+  events_.emplace_back(end, -sms);
+}
+
+void SmProfile::seal() {
+  std::sort(events_.begin(), events_.end());
+  at_.clear();
+  held_.clear();
+  int held = 0;
+  for (size_t i = 0; i < events_.size(); ++i) {
+    held += events_[i].second;
+    if (i + 1 < events_.size() && events_[i + 1].first == events_[i].first) continue;
+    at_.push_back(events_[i].first);
+    held_.push_back(held);
+  }
+}
+
+double speed_beside(const ComputeOp& op, const GpuSpec& gpu, int held) {
+  const int left = std::max(1, gpu.sm_count - held);
+  return compute_time(op, gpu) / compute_time(op, gpu, left);
+}
+
+void charge_overlap_contention(ActivityGraph& g, const Job& job, const Cluster& cluster) {
+  const int sm_count = cluster.gpu.sm_count;
+  if (sm_count <= 1 || !nccl_runs_collectives(cluster) || g.ops.empty()) return;
+  // Blocks by group size (a few distinct sizes per job).
+  std::map<size_t, int> sms_of_size;
+  auto sms_of = [&](const Group& group) {
+    auto it = sms_of_size.find(group.ranks.size());
+    if (it == sms_of_size.end())
+      it = sms_of_size
+               .emplace(group.ranks.size(),
+                        collective_sms(cluster, static_cast<int>(group.ranks.size())))
+               .first;
+    return it->second;
+  };
+  // Each rank's collective windows. A collective in line on a stream that runs compute kernels
+  // never runs beside them (the stream orders them), so it is left out: the windows are those of
+  // the other streams.
+  std::map<Rank, SmProfile> profiles;
+  const std::vector<double> finish = finish_times_without_contention(g, cluster);
+  const Program* p = nullptr;
+  std::vector<char> computes;  // by stream of p: whether it holds a compute op
+  for (const OpInstance& inst : g.ops) {
+    if (p == nullptr || p->rank != inst.rank) {
+      p = job.program_for(inst.rank);
+      computes.assign(p->streams.size(), 0);
+      for (size_t s = 0; s < p->streams.size(); ++s)
+        for (const Op& op : p->streams[s].ops)
+          if (std::holds_alternative<ComputeOp>(op.body)) {
+            computes[s] = 1;
+            break;
+          }
+    }
+    const Op& op = p->streams[static_cast<size_t>(inst.stream)].ops[inst.op_index];
+    const auto* c = std::get_if<CollectiveOp>(&op.body);
+    if (c == nullptr || computes[static_cast<size_t>(inst.stream)]) continue;
+    const int sms = sms_of(job.group(c->group));
+    if (sms > 0)
+      profiles[inst.rank].add(finish[static_cast<size_t>(inst.begin)],
+                              finish[static_cast<size_t>(inst.end)], sms);
+  }
+  for (auto& [rank, profile] : profiles) profile.seal();
+  // Rate on the SMs left over the full rate, memoized per (op, blocks held).
+  std::map<std::pair<const ComputeOp*, int>, double> speed_memo;
+  bool stretched = false;
+  p = nullptr;
+  for (const OpInstance& inst : g.ops) {
+    if (p == nullptr || p->rank != inst.rank) p = job.program_for(inst.rank);
+    const Op& op = p->streams[static_cast<size_t>(inst.stream)].ops[inst.op_index];
+    const auto* c = std::get_if<ComputeOp>(&op.body);
+    if (c == nullptr) continue;
+    const auto found = profiles.find(inst.rank);
+    if (found == profiles.end() || found->second.empty()) continue;
+    GraphNode& node = g.nodes[static_cast<size_t>(inst.end)];
+    const double elapsed = found->second.stretched(
+        finish[static_cast<size_t>(inst.begin)], node.amount, [&](int held) {
+          auto [it, fresh] = speed_memo.emplace(std::make_pair(c, held), 1.0);
+          if (fresh) it->second = speed_beside(*c, cluster.gpu, held);
+          return it->second;
+        });
+    if (elapsed > node.amount * (1 + 1e-12)) {
+      node.amount = elapsed;
+      stretched = true;
+    }
+  }
+  if (!stretched) return;
+  const int inside = collective_sms(cluster, cluster.gpus_per_node);
+  g.notes.push_back(
+      "compute kernels that run beside collectives on the same GPU run on the SMs the "
+      "collectives' NCCL thread blocks leave (one per channel" +
+      (inside > 0 ? ", " + std::to_string(inside) + " inside a node here" : std::string()) +
+      "), timed in one pass over the uncontended schedule; the collectives are not slowed by the "
+      "compute kernels, and HBM bandwidth is not shared between them");
+}
+
+}  // namespace dtsim
