@@ -337,12 +337,14 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
   compute = merge(std::move(compute));
   collective = merge(std::move(collective));
   p2p = merge(std::move(p2p));
-  const double compute_t = length(compute);
-  const double exposed_comm = length_outside(collective, compute);
   // Pipeline bubble: on a pipelined job, the critical rank's time outside compute and
   // collectives, which it spends waiting for (or moving) a neighbour stage's activations and
-  // gradients; Narayanan et al. 2021's t_pb. Without a pipeline idle time stays in `other`.
-  const bool pipelined = !p2p.empty();
+  // gradients; Narayanan et al. 2021's t_pb. Without a pipeline idle time stays in `other`, and
+  // point-to-point transfers (a parameter server's pushes and pulls) are communication.
+  const bool pipelined = !p2p.empty() && sc.parallelism.pipeline.value > 1;
+  if (!pipelined) collective = unite(collective, p2p);
+  const double compute_t = length(compute);
+  const double exposed_comm = length_outside(collective, compute);
   const double busy = length(unite(compute, collective));
   const double bubble = pipelined ? std::max(0.0, total_time - busy) : 0.0;
   r.breakdown_s.compute = compute_t / iterations;
