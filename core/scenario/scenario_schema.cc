@@ -299,6 +299,16 @@ SchemaNode build_schema() {
                             "sync easgd: tau, the local steps between elastic exchanges with the "
                             "center variable (Zhang et al. 2015, the communication period)",
                             "1", 1, 1e6);
+  SchemaNode staleness_penalty =
+      leaf("staleness_penalty", ValueType::kFreeform,
+           "a statistical-efficiency model turning throughput under stale updates into time to "
+           "accuracy (not supported yet: dtsim reports throughput and the staleness histogram)",
+           "");
+  staleness_penalty.unsupported = [](const Value&) -> std::optional<std::string> {
+    return "dtsim reports throughput and, under async, the staleness histogram "
+           "(parameter_server.staleness_histogram), not time to accuracy; remove "
+           "training.staleness_penalty";
+  };
   SchemaNode parameter_server = section(
       "parameter_server",
       "sync parameter-server and async: the sharded servers (each holds 1/servers of every "
@@ -393,6 +403,7 @@ SchemaNode build_schema() {
        local_sgd_period,
        easgd_period,
        parameter_server,
+       staleness_penalty,
        compression,
        density,
        powersgd_rank,
