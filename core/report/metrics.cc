@@ -258,15 +258,20 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
   r.model_flops_per_step = model.model_flops_per_micro_batch().value() *
                            static_cast<double>(r.micro_batches) * r.data_parallel;
   // Hardware FLOPs: what the simulated programs execute, scaled to all GPUs (each simulated
-  // rank stands for world_size / programs ranks).
+  // rank stands for world_size / programs ranks). Ranks beyond the scenario's cluster (dedicated
+  // parameter servers on appended nodes) are not among its GPUs.
   double program_flops = 0;
-  for (const auto& p : job.programs)
+  size_t programs = 0;
+  for (const auto& p : job.programs) {
+    if (p.rank >= sc.cluster.total_gpus()) continue;
+    ++programs;
     for (const auto& s : p.streams)
       for (const auto& op : s.ops)
         if (const auto* c = std::get_if<ComputeOp>(&op.body))
           if (c->kind == KernelKind::kGemm || c->kind == KernelKind::kAttention)
             program_flops += c->flops.value();
-  const double flops_per_gpu = job.programs.empty() ? 0 : program_flops / job.programs.size();
+  }
+  const double flops_per_gpu = programs == 0 ? 0 : program_flops / static_cast<double>(programs);
   r.hardware_flops_per_step = flops_per_gpu * r.gpus;
   const double peak = sc.cluster.gpu.peak_for(sc.training.precision).value();
   if (r.step_time_s > 0) {
