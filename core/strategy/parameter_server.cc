@@ -138,6 +138,16 @@ Job parameter_server_job(Job job, const Scenario& sc) {
     WorkerShare& share = shares[static_cast<size_t>(w)];
     const StreamId grad = static_cast<StreamId>(find_stream(p, "grad_comm"));
     const auto own = colocated.find(p.rank);
+    // The exchange starts when backward has produced the gradients: what the all-reduce waited
+    // for, or the end of the compute stream.
+    if (share.ready.empty()) {
+      const int compute = find_stream(p, "compute");
+      auto& ops = p.streams[static_cast<size_t>(compute)].ops;
+      if (!ops.empty()) {
+        if (!ops.back().record) ops.back().record = p.new_event();
+        share.ready.push_back(*ops.back().record);
+      }
+    }
     bool first = true;
     for (int k = 0; k < S; ++k) {
       const int j = server_in_round(w, k, S);
