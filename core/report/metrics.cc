@@ -7,6 +7,7 @@
 
 #include "core/hardware/cluster.h"
 #include "core/strategy/layout.h"
+#include "core/strategy/parameter_server.h"
 
 namespace dtsim {
 namespace {
@@ -99,8 +100,11 @@ std::vector<CommGroupVolume> communication_volume(const Job& job, int pipeline) 
           sum.size += c->bytes.value();
           sum.bus += c->bytes.value() * bus_factor(c->kind, static_cast<double>(g.ranks.size()));
         } else if (const auto* snd = std::get_if<SendOp>(&op.body)) {
-          Sum& sum = sums["pp"]["send"];
-          ++ops[{"pp", "send"}];
+          // Pushes to and pulls from parameter servers, or pipeline traffic.
+          const std::string group =
+              snd->tag == kParameterPushTag || snd->tag == kParameterPullTag ? "ps" : "pp";
+          Sum& sum = sums[group]["send"];
+          ++ops[{group, "send"}];
           sum.size += snd->bytes.value();
           sum.bus += snd->bytes.value();
         }
@@ -125,6 +129,10 @@ std::vector<CommGroupVolume> communication_volume(const Job& job, int pipeline) 
     if (distinct.empty() && name == "pp") {  // sends only: one pipeline is the group
       v.ranks = pipeline;
       v.groups = job.world_size / std::max(1, pipeline);
+    }
+    if (distinct.empty() && name == "ps") {  // the workers and servers exchange as one group
+      v.ranks = static_cast<int>(job.programs.size());
+      v.groups = 1;
     }
     for (const auto& [kind, sum] : kinds) {
       CommVolume k;
