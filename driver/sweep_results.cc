@@ -220,6 +220,8 @@ const std::vector<std::string>& result_columns() {
     // Every key a result can have: a result with every optional part present.
     Results full;
     full.reliability = reliability::RunReport{};
+    full.parameter_server = ParameterServerResults{};
+    full.parameter_server->updates = "async";  // with the asynchronous keys
     std::vector<std::pair<std::string, nlohmann::json>> flat;
     flatten(results_to_json(full), "", flat);
     // The figures people look at first lead; the rest follow in the JSON's (sorted) order.
