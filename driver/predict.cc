@@ -6,6 +6,7 @@
 #include "core/base/error.h"
 #include "core/exec/engine_registry.h"
 #include "core/strategy/layout.h"
+#include "core/strategy/parameter_server.h"
 #include "core/strategy/strategy.h"
 #include "driver/relaxed_sync.h"
 #include "driver/reliability.h"
@@ -120,7 +121,8 @@ Plan plan_scenario(Scenario scenario, double max_memory_bytes) {
   models::ScenarioGraphs graphs = models::graphs_from_scenario(scenario);
   JobOptions options;
   options.max_ops = std::max(1.0, (max_memory_bytes - kBaseRunBytes) / kBytesPerOpIteration);
-  Cluster cluster(scenario.cluster);
+  // Dedicated parameter servers run on nodes appended to the cluster.
+  Cluster cluster(parameter_server_cluster(scenario));
   fold_around_perturbations(options, scenario, cluster, run_options(scenario));
   Job job = build_job(graphs.shard, scenario, options);
   return Plan{std::move(scenario), std::move(graphs.whole), std::move(cluster), std::move(job)};
@@ -204,7 +206,7 @@ Prediction predict(Plan plan, const PredictOptions& options) {
   }
   if (options.progress) options.progress->phase("computing the results");
   Results results = compute_results(plan.scenario, plan.model, plan.job, trace);
-  apply_relaxed_sync(plan.scenario, trace, results);
+  apply_relaxed_sync(plan.scenario, plan.job, plan.cluster, trace, results);
   if (plan.scenario.reliability.whole_run()) {
     if (options.progress) options.progress->phase("simulating the whole run step by step");
     results.reliability = run_whole(plan.scenario, plan.cluster, results, trace);

@@ -21,7 +21,8 @@ const std::vector<std::string> kRunColumns = {"status", "exit_code", "wall_s", "
 // Result keys kept as one JSON cell: lists, and maps whose keys vary from run to run.
 bool is_json_cell(const std::string& key) {
   return key == "time_by_kind_s" || key == "notes" || key == "communication.per_group" ||
-         key == "model.other_layers" || key == "memory.per_stage";
+         key == "model.other_layers" || key == "memory.per_stage" ||
+         key == "parameter_server.per_server" || key == "parameter_server.staleness_histogram";
 }
 
 void flatten(const nlohmann::json& j, const std::string& prefix,
@@ -218,6 +219,8 @@ const std::vector<std::string>& result_columns() {
     // Every key a result can have: a result with every optional part present.
     Results full;
     full.reliability = reliability::RunReport{};
+    full.parameter_server = ParameterServerResults{};
+    full.parameter_server->updates = "async";  // with the asynchronous keys
     std::vector<std::pair<std::string, nlohmann::json>> flat;
     flatten(results_to_json(full), "", flat);
     // The figures people look at first lead; the rest follow in the JSON's (sorted) order.

@@ -34,8 +34,14 @@ void validate(const Plan& plan, std::ostream& out) {
   const Cluster& c = plan.cluster;
   out << "scenario " << printable(s.name, 200) << " (" << printable(s.file, 200)
       << "): OK so far\n";
-  out << "  cluster      " << c.nodes << " nodes x " << c.gpus_per_node << " "
-      << with_overrides(c.gpu.name, c.gpu_overridden) << " = " << c.total_gpus() << " GPUs\n";
+  out << "  cluster      " << s.cluster.nodes << " nodes x " << c.gpus_per_node << " "
+      << with_overrides(c.gpu.name, c.gpu_overridden) << " = " << s.cluster.total_gpus() << " GPUs";
+  // Dedicated parameter servers run on nodes appended to the cluster (core/strategy/
+  // parameter_server.h).
+  if (c.nodes > s.cluster.nodes)
+    out << ", and " << c.nodes - s.cluster.nodes
+        << " appended node(s) of that kind for the dedicated parameter servers";
+  out << "\n";
   out << "  GPU          " << format_flop_rate(c.gpu.peak_for(s.training.precision)) << " dense "
       << to_string(s.training.precision) << ", " << format_bytes(c.gpu.memory) << ", "
       << format_bandwidth(c.gpu.memory_bandwidth) << " memory bandwidth\n";

@@ -7,6 +7,7 @@
 
 #include "core/hardware/cluster.h"
 #include "core/strategy/layout.h"
+#include "core/strategy/parameter_server.h"
 
 namespace dtsim {
 namespace {
@@ -99,8 +100,11 @@ std::vector<CommGroupVolume> communication_volume(const Job& job, int pipeline) 
           sum.size += c->bytes.value();
           sum.bus += c->bytes.value() * bus_factor(c->kind, static_cast<double>(g.ranks.size()));
         } else if (const auto* snd = std::get_if<SendOp>(&op.body)) {
-          Sum& sum = sums["pp"]["send"];
-          ++ops[{"pp", "send"}];
+          // Pushes to and pulls from parameter servers, or pipeline traffic.
+          const std::string group =
+              snd->tag == kParameterPushTag || snd->tag == kParameterPullTag ? "ps" : "pp";
+          Sum& sum = sums[group]["send"];
+          ++ops[{group, "send"}];
           sum.size += snd->bytes.value();
           sum.bus += snd->bytes.value();
         }
@@ -125,6 +129,10 @@ std::vector<CommGroupVolume> communication_volume(const Job& job, int pipeline) 
     if (distinct.empty() && name == "pp") {  // sends only: one pipeline is the group
       v.ranks = pipeline;
       v.groups = job.world_size / std::max(1, pipeline);
+    }
+    if (distinct.empty() && name == "ps") {  // the workers and servers exchange as one group
+      v.ranks = static_cast<int>(job.programs.size());
+      v.groups = 1;
     }
     for (const auto& [kind, sum] : kinds) {
       CommVolume k;
@@ -258,15 +266,20 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
   r.model_flops_per_step = model.model_flops_per_micro_batch().value() *
                            static_cast<double>(r.micro_batches) * r.data_parallel;
   // Hardware FLOPs: what the simulated programs execute, scaled to all GPUs (each simulated
-  // rank stands for world_size / programs ranks).
+  // rank stands for world_size / programs ranks). Ranks beyond the scenario's cluster (dedicated
+  // parameter servers on appended nodes) are not among its GPUs.
   double program_flops = 0;
-  for (const auto& p : job.programs)
+  size_t programs = 0;
+  for (const auto& p : job.programs) {
+    if (p.rank >= sc.cluster.total_gpus()) continue;
+    ++programs;
     for (const auto& s : p.streams)
       for (const auto& op : s.ops)
         if (const auto* c = std::get_if<ComputeOp>(&op.body))
           if (c->kind == KernelKind::kGemm || c->kind == KernelKind::kAttention)
             program_flops += c->flops.value();
-  const double flops_per_gpu = job.programs.empty() ? 0 : program_flops / job.programs.size();
+  }
+  const double flops_per_gpu = programs == 0 ? 0 : program_flops / static_cast<double>(programs);
   r.hardware_flops_per_step = flops_per_gpu * r.gpus;
   const double peak = sc.cluster.gpu.peak_for(sc.training.precision).value();
   if (r.step_time_s > 0) {
@@ -337,12 +350,14 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
   compute = merge(std::move(compute));
   collective = merge(std::move(collective));
   p2p = merge(std::move(p2p));
-  const double compute_t = length(compute);
-  const double exposed_comm = length_outside(collective, compute);
   // Pipeline bubble: on a pipelined job, the critical rank's time outside compute and
   // collectives, which it spends waiting for (or moving) a neighbour stage's activations and
-  // gradients; Narayanan et al. 2021's t_pb. Without a pipeline idle time stays in `other`.
-  const bool pipelined = !p2p.empty();
+  // gradients; Narayanan et al. 2021's t_pb. Without a pipeline idle time stays in `other`, and
+  // point-to-point transfers (a parameter server's pushes and pulls) are communication.
+  const bool pipelined = !p2p.empty() && sc.parallelism.pipeline.value > 1;
+  if (!pipelined) collective = unite(collective, p2p);
+  const double compute_t = length(compute);
+  const double exposed_comm = length_outside(collective, compute);
   const double busy = length(unite(compute, collective));
   const double bubble = pipelined ? std::max(0.0, total_time - busy) : 0.0;
   r.breakdown_s.compute = compute_t / iterations;

@@ -109,6 +109,31 @@ struct BackgroundShare {
   double other_jobs_nic_bandwidth_Bps = 0;  // what the other jobs hold of it (B/s)
 };
 
+// Parameter servers (training.sync parameter-server and async; core/strategy/parameter_server.h):
+// each server's load per step, and under asynchronous updates the staleness of the updates.
+struct ServerLoad {
+  int server = 0;
+  Rank rank = 0;  // the device and NIC it uses
+  int node = 0;
+  double bytes_in_per_step = 0;      // gradient shards received (B)
+  double bytes_out_per_step = 0;     // parameter shards sent (B)
+  double nic_in_busy_fraction = 0;   // time receiving / step time
+  double nic_out_busy_fraction = 0;  // time sending / step time
+  double update_busy_fraction = 0;   // time in its update kernels / step time
+};
+struct ParameterServerResults {
+  int servers = 0;
+  int workers = 0;
+  std::string placement;  // dedicated | colocated
+  std::string updates;    // sync | async
+  std::vector<ServerLoad> per_server;
+  // Asynchronous updates only: updates applied per second over all workers, and how many
+  // updates of other workers each one missed (staleness_histogram[k]: updates of staleness k).
+  double updates_per_s = 0;
+  std::vector<int64_t> staleness_histogram;
+  double mean_staleness = 0;
+};
+
 struct Results {
   std::string engine;
   std::string source = "predicted";  // "measured" for real mode (design.md section 5)
@@ -170,6 +195,8 @@ struct Results {
   // Only when other jobs share the network (link_fraction > 0), so results without them keep
   // their shape.
   std::optional<BackgroundShare> background;
+  // Only under training.sync parameter-server or async.
+  std::optional<ParameterServerResults> parameter_server;
 };
 
 Results compute_results(const Scenario& scenario, const ModelGraph& model, const Job& job,

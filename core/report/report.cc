@@ -200,6 +200,29 @@ nlohmann::json results_to_json(const Results& r) {
         {"other_jobs_share", r.background->link_fraction},
         {"nic_bandwidth_Bps", r.background->nic_bandwidth_Bps},
         {"other_jobs_nic_bandwidth_Bps", r.background->other_jobs_nic_bandwidth_Bps}};
+  if (r.parameter_server) {
+    const ParameterServerResults& ps = *r.parameter_server;
+    nlohmann::json servers = nlohmann::json::array();
+    for (const ServerLoad& l : ps.per_server)
+      servers.push_back({{"server", l.server},
+                         {"rank", l.rank},
+                         {"node", l.node},
+                         {"bytes_in_per_step", l.bytes_in_per_step},
+                         {"bytes_out_per_step", l.bytes_out_per_step},
+                         {"nic_in_busy_fraction", l.nic_in_busy_fraction},
+                         {"nic_out_busy_fraction", l.nic_out_busy_fraction},
+                         {"update_busy_fraction", l.update_busy_fraction}});
+    j["parameter_server"] = {{"servers", ps.servers},
+                             {"workers", ps.workers},
+                             {"placement", ps.placement},
+                             {"updates", ps.updates},
+                             {"per_server", servers}};
+    if (ps.updates == "async") {
+      j["parameter_server"]["updates_per_s"] = ps.updates_per_s;
+      j["parameter_server"]["staleness_histogram"] = ps.staleness_histogram;
+      j["parameter_server"]["mean_staleness"] = ps.mean_staleness;
+    }
+  }
   j["notes"] = r.notes;  // an empty list when the engine made no approximation it must state
   tidy(j["step_time_s"], r.step_time_s);
   tidy(j["breakdown_s"], r.step_time_s);
@@ -384,6 +407,23 @@ std::string render_summary(const Results& r) {
     out += line("  other jobs",
                 pct(b.link_fraction, 1) + " of every network link, " +
                     format_bandwidth(BytesPerSecond(b.other_jobs_nic_bandwidth_Bps)) + " per NIC");
+  }
+  if (r.parameter_server) {
+    const ParameterServerResults& ps = *r.parameter_server;
+    out += "\n  parameter servers (" + std::to_string(ps.servers) + " " + ps.placement + ", " +
+           ps.updates + " updates, " + std::to_string(ps.workers) + " workers)\n";
+    for (const ServerLoad& l : ps.per_server)
+      out +=
+          line(("  server " + std::to_string(l.server) + " (rank " + std::to_string(l.rank) + ")")
+                   .c_str(),
+               format_bytes(Bytes(l.bytes_in_per_step)) + " in, " +
+                   format_bytes(Bytes(l.bytes_out_per_step)) + " out per step; NIC in " +
+                   pct(l.nic_in_busy_fraction, 1) + ", out " + pct(l.nic_out_busy_fraction, 1) +
+                   ", update " + pct(l.update_busy_fraction, 1) + " busy");
+    if (ps.updates == "async")
+      out += line("  staleness", "mean " + format_number("%.2f", ps.mean_staleness) +
+                                     " updates missed; " + format_number("%.4g", ps.updates_per_s) +
+                                     " updates/s");
   }
   if (!r.notes.empty()) {
     out += "\n  notes (approximations of the " + r.engine + " engine)\n";

@@ -126,6 +126,14 @@ void bind_training(const Reader& r, const ParallelismConfig& par, TrainingConfig
   t.sync_where = r.where("training.sync");
   t.staleness = static_cast<int>(r.value<int64_t>("training.staleness"));
   t.local_sgd_period = static_cast<int>(r.value<int64_t>("training.local_sgd_period"));
+  t.easgd_period = static_cast<int>(r.value<int64_t>("training.easgd_period"));
+  t.parameter_server.servers =
+      static_cast<int>(r.value<int64_t>("training.parameter_server.servers"));
+  t.parameter_server.where = r.where("training.parameter_server.servers");
+  t.parameter_server.dedicated =
+      r.value<std::string>("training.parameter_server.placement") == "dedicated";
+  t.parameter_server.async =
+      t.sync == "async" || r.value<std::string>("training.parameter_server.updates") == "async";
   t.compression.method = kCompressionNames.from_valid(r.value<std::string>("training.compression"));
   t.compression.where = r.where("training.compression");
   t.compression.density = r.value<double>("training.compression_density");
@@ -181,7 +189,8 @@ void check_training_modes(const Reader& r, const Scenario& s, DiagnosticSink& si
   // exact for pure data parallelism whose gradient reduction runs after backward, where the
   // step is the slowest replica's kernels plus the reduction. Elsewhere the reduction is not one
   // separable term, so refuse rather than misreport.
-  if (t.sync == "ssp" || t.sync == "local-sgd") {
+  if (t.sync == "ssp" || t.sync == "local-sgd" || t.sync == "easgd" ||
+      t.sync == "parameter-server" || t.sync == "async") {
     std::string why;
     if (par.tensor.value > 1 || par.pipeline.value > 1 || par.context.value > 1 ||
         par.expert.value > 1)
@@ -199,6 +208,38 @@ void check_training_modes(const Reader& r, const Scenario& s, DiagnosticSink& si
                    "backward; dtsim does not combine it with " +
                    why);
   }
+  // Parameter servers (core/strategy/parameter_server.h).
+  const bool ps = t.sync == "parameter-server" || t.sync == "async";
+  for (const char* key :
+       {"training.parameter_server.servers", "training.parameter_server.placement",
+        "training.parameter_server.updates"})
+    if (!ps && r.where(key).known())
+      sink.add(r.where(key), key,
+               std::string("applies to training.sync parameter-server or async, but sync is ") +
+                   t.sync + "; remove it or set sync: parameter-server");
+  if (ps && !t.parameter_server.dedicated && t.parameter_server.servers > par.data.value)
+    sink.add(t.parameter_server.where, "training.parameter_server.servers",
+             std::to_string(t.parameter_server.servers) +
+                 " servers colocated with workers need as many workers, but there are " +
+                 std::to_string(par.data.value) +
+                 "; use at most that many servers or placement: dedicated");
+  if (ps && par.data.value < 2)
+    sink.add(t.sync_where, "training.sync",
+             "training.sync " + t.sync + " needs at least 2 data-parallel workers, but data is " +
+                 std::to_string(par.data.value) + "; use more GPUs or sync: synchronous");
+  if (t.sync == "async" && r.value<std::string>("training.parameter_server.updates") == "sync" &&
+      r.where("training.parameter_server.updates").known())
+    sink.add(r.where("training.parameter_server.updates"), "training.parameter_server.updates",
+             "sync: async applies each push on arrival, but updates is sync; use updates: async "
+             "or sync: parameter-server");
+  if (ps && t.parameter_server.async && !t.parameter_server.dedicated)
+    sink.add(r.where("training.parameter_server.placement").known()
+                 ? r.where("training.parameter_server.placement")
+                 : t.sync_where,
+             "training.parameter_server.placement",
+             "not supported yet: asynchronous updates are modelled with dedicated servers only "
+             "(a colocated server's NIC also carries its worker's traffic); use placement: "
+             "dedicated");
   if (t.compression.method == Compression::kNone) return;
   if (par.zero_stage > 0)
     sink.add(t.compression.where, "training.compression",

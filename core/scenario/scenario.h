@@ -178,10 +178,20 @@ struct TrainingConfig {
   bool flash_attention = false;
   // CUDA context, library workspaces and allocator slack held outside the modelled tensors.
   Bytes runtime_reserve{1024.0 * 1024 * 1024};
-  std::string sync = "synchronous";  // synchronous | ssp | local-sgd (async is refused)
-  int staleness = 0;                 // sync ssp: the bound s, in steps
-  int local_sgd_period = 1;          // sync local-sgd: H, steps between parameter averagings
+  // synchronous | parameter-server | async | ssp | local-sgd | easgd (docs/models.md, "Relaxed
+  // synchronisation" and "Parameter servers").
+  std::string sync = "synchronous";
+  int staleness = 0;         // sync ssp: the bound s, in steps
+  int local_sgd_period = 1;  // sync local-sgd: H, steps between parameter averagings
+  int easgd_period = 1;      // sync easgd: tau, steps between elastic exchanges
   SourceLocation sync_where;
+  // training.parameter_server (sync parameter-server and async).
+  struct ParameterServer {
+    int servers = 1;
+    bool dedicated = true;  // placement: dedicated nodes, or colocated with workers
+    bool async = false;     // updates: async (always under sync: async)
+    SourceLocation where;   // training.parameter_server.servers
+  } parameter_server;
   CompressionConfig compression;
 };
 

@@ -275,18 +275,18 @@ SchemaNode build_schema() {
       section("parallelism", "how the job is split over GPUs",
               {tp, pp, dp, cp, ep, sp, schedule, vs, zero, lps, tpo, psg, order});
 
-  auto sync = choice("sync", {"synchronous", "async", "ssp", "local-sgd"},
-                     "how data-parallel replicas synchronise (docs/models.md, \"Relaxed "
-                     "synchronisation\"): synchronous (every step all-reduces the gradients), ssp "
-                     "(stale synchronous parallel: a replica runs at most `staleness` steps ahead "
-                     "of the slowest; Ho et al. 2013) or local-sgd (local steps, the parameters "
-                     "averaged every local_sgd_period steps; Stich 2019, Lin et al. 2020)",
-                     "synchronous");
-  sync.unsupported = [](const Value& v) -> std::optional<std::string> {
-    if (std::get<std::string>(v) == "async")
-      return "dtsim does not model fully asynchronous training; use ssp with a large staleness";
-    return std::nullopt;
-  };
+  auto sync = choice(
+      "sync", {"synchronous", "parameter-server", "async", "ssp", "local-sgd", "easgd"},
+      "how data-parallel replicas synchronise (docs/models.md, \"Relaxed synchronisation\" and "
+      "\"Parameter servers\"): synchronous (every step all-reduces the gradients), "
+      "parameter-server (gradient shards pushed to and parameter shards pulled from the servers "
+      "of training.parameter_server; Li et al. 2014), async (asynchronous SGD: each worker "
+      "pushes and pulls on its own, the servers apply updates in arrival order; Dean et al. "
+      "2012), ssp (stale synchronous parallel: a replica runs at most `staleness` steps ahead "
+      "of the slowest; Ho et al. 2013), local-sgd (local steps, the parameters averaged every "
+      "local_sgd_period steps; Stich 2019, Lin et al. 2020) or easgd (elastic averaging with a "
+      "center variable every easgd_period steps; Zhang et al. 2015)",
+      "synchronous");
   auto staleness = count("staleness",
                          "sync ssp: the staleness bound s, in steps: a replica may start step c "
                          "while the slowest has finished step c - s - 1 (0 is synchronous)",
@@ -295,6 +295,34 @@ SchemaNode build_schema() {
                                 "sync local-sgd: H, the steps between parameter averagings (1 "
                                 "averages every step, as synchronous training does)",
                                 "1", 1, 1e6);
+  auto easgd_period = count("easgd_period",
+                            "sync easgd: tau, the local steps between elastic exchanges with the "
+                            "center variable (Zhang et al. 2015, the communication period)",
+                            "1", 1, 1e6);
+  SchemaNode staleness_penalty =
+      leaf("staleness_penalty", ValueType::kFreeform,
+           "a statistical-efficiency model turning throughput under stale updates into time to "
+           "accuracy (not supported yet: dtsim reports throughput and the staleness histogram)",
+           "");
+  staleness_penalty.unsupported = [](const Value&) -> std::optional<std::string> {
+    return "dtsim reports throughput and, under async, the staleness histogram "
+           "(parameter_server.staleness_histogram), not time to accuracy; remove "
+           "training.staleness_penalty";
+  };
+  SchemaNode parameter_server = section(
+      "parameter_server",
+      "sync parameter-server and async: the sharded servers (each holds 1/servers of every "
+      "gradient and parameter)",
+      {count("servers", "number of servers S (at least 1)", "1", 1, 1e5),
+       choice("placement", {"dedicated", "colocated"},
+              "dedicated: each server on a node of its own appended to the cluster (the "
+              "cluster's node kind, one NIC); colocated: server j shares worker floor(j x "
+              "workers / servers)'s GPU and NIC",
+              "dedicated"),
+       choice("updates", {"sync", "async"},
+              "sync: the servers update once every worker has pushed (one step); async: each "
+              "push is applied on arrival (as sync: async)",
+              "sync")});
   auto compression = choice(
       "compression", kCompressionNames.names(),
       "data-parallel gradient compression (docs/models.md, \"Gradient compression\"): fp16, bf16 "
@@ -373,6 +401,9 @@ SchemaNode build_schema() {
        sync,
        staleness,
        local_sgd_period,
+       easgd_period,
+       parameter_server,
+       staleness_penalty,
        compression,
        density,
        powersgd_rank,

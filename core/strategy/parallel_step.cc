@@ -44,6 +44,7 @@
 #include "core/base/error.h"
 #include "core/strategy/layout.h"
 #include "core/strategy/model_state.h"
+#include "core/strategy/parameter_server.h"
 #include "core/strategy/strategy.h"
 
 namespace dtsim {
@@ -1340,10 +1341,22 @@ class StepBuilder {
 }  // namespace
 
 Job build_job(const ModelGraph& model, const Scenario& scenario, const JobOptions& options) {
+  // Parameter servers exchange with every worker: the unfolded step, rewritten.
+  if (uses_parameter_servers(scenario.training)) {
+    JobOptions unfolded = options;
+    unfolded.folding = Folding::kNone;
+    return parameter_server_job(StepBuilder(model, scenario).build(unfolded), scenario);
+  }
   return StepBuilder(model, scenario).build(options);
 }
 
 Program build_program(const ModelGraph& model, const Scenario& scenario, Rank rank) {
+  if (uses_parameter_servers(scenario.training)) {
+    const Job job = build_job(model, scenario);
+    if (const Program* p = job.program_for(rank)) return *p;
+    throw RuntimeError("rank " + std::to_string(rank) + " has no Program in a world of " +
+                       std::to_string(job.world_size) + " ranks");
+  }
   return StepBuilder(model, scenario).build_one(rank);
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/exec/analytic_executor.h"
+#include "core/exec/compute_cost.h"
 #include "core/report/report.h"
 #include "core/strategy/layout.h"
 #include "driver/predict.h"
@@ -391,8 +392,8 @@ void expect_relaxed_sync_beats_synchronous(const std::string& engine) {
   ASSERT_GT(rest_s, 0) << engine;
   const double sync_s = predict_text(dp_scenario(engine, 1, slow)).results.step_time_s;
   EXPECT_NEAR(sync_s, kSlowdown * compute_s + rest_s, 0.01 * sync_s) << engine;
-  const auto local =
-      predict_text(with_sync(dp_scenario(engine, 1, slow), "  sync: local-sgd\n  local_sgd_period: 4\n"));
+  const auto local = predict_text(
+      with_sync(dp_scenario(engine, 1, slow), "  sync: local-sgd\n  local_sgd_period: 4\n"));
   const double local_expected_s = kSlowdown * compute_s + rest_s / 4;
   EXPECT_NEAR(local.results.step_time_s, local_expected_s, 0.01 * local_expected_s) << engine;
   EXPECT_LT(local.results.step_time_s, sync_s) << engine;
@@ -401,15 +402,32 @@ void expect_relaxed_sync_beats_synchronous(const std::string& engine) {
   const double ssp_expected_s = std::max(kSlowdown * compute_s, rest_s);
   EXPECT_NEAR(ssp.results.step_time_s, ssp_expected_s, 0.01 * ssp_expected_s) << engine;
   EXPECT_LT(ssp.results.step_time_s, sync_s) << engine;
+  // EASGD, period 4 (Zhang et al. 2015): C + (A·4/g + E) / 4, with fp32 gradients (g = 4) the
+  // parameters' exchange is the gradients', and E the elastic update (20 bytes, 4 FLOPs per fp32
+  // parameter); the center variable adds 4 bytes per parameter.
+  const auto easgd =
+      predict_text(with_sync(dp_scenario(engine, 1, slow), "  sync: easgd\n  easgd_period: 4\n"));
+  const double params = base.results.parameters;
+  const double elastic_s = compute_time(ComputeOp{KernelKind::kElementwise, Flops(4 * params),
+                                                  Bytes(20 * params), DType::kFp32},
+                                        base.cluster.gpu)
+                               .value();
+  const double easgd_expected_s = kSlowdown * compute_s + (rest_s + elastic_s) / 4;
+  EXPECT_NEAR(easgd.results.step_time_s, easgd_expected_s, 0.01 * easgd_expected_s) << engine;
+  EXPECT_LT(easgd.results.step_time_s, sync_s) << engine;
+  EXPECT_NEAR(easgd.results.peak_bytes_per_gpu, base.results.peak_bytes_per_gpu + 4 * params,
+              1e-6 * base.results.peak_bytes_per_gpu)
+      << engine;
   // Staleness 0 is synchronous training.
   const auto bsp =
       predict_text(with_sync(dp_scenario(engine, 1, slow), "  sync: ssp\n  staleness: 0\n"));
   EXPECT_NEAR(bsp.results.step_time_s, sync_s, 1e-9 * sync_s) << engine;
   // The breakdown still sums to the step, and the rates follow it.
-  for (const auto* p : {&local, &ssp}) {
+  for (const auto* p : {&local, &ssp, &easgd}) {
     const Breakdown& b = p->results.breakdown_s;
-    EXPECT_NEAR(b.compute + b.exposed_communication + b.pipeline_bubble + b.straggler_wait + b.other,
-                p->results.step_time_s, 1e-9 * p->results.step_time_s)
+    EXPECT_NEAR(
+        b.compute + b.exposed_communication + b.pipeline_bubble + b.straggler_wait + b.other,
+        p->results.step_time_s, 1e-9 * p->results.step_time_s)
         << engine;
     EXPECT_NEAR(p->results.samples_per_s * p->results.step_time_s, 64, 1e-9 * 64) << engine;
     EXPECT_FALSE(p->results.notes.empty()) << engine;
