@@ -190,8 +190,10 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
   CollectiveProtocol protocol =
       textbook ? CollectiveProtocol::kAuto
                : parse_flag(kCollectiveProtocolNames, "--protocol", q.protocol);
-  if ((textbook || protocol != CollectiveProtocol::kAuto) && named != CollectiveAlgorithm::kRing)
-    throw bad("--protocol", "protocols shape the ring only so far; add --algorithm ring");
+  if ((textbook || protocol != CollectiveProtocol::kAuto) && named != CollectiveAlgorithm::kRing &&
+      named != CollectiveAlgorithm::kTree)
+    throw bad("--protocol",
+              "protocols shape the ring and the tree only; add --algorithm ring or tree");
   if (!textbook && protocol == CollectiveProtocol::kAuto &&
       (algorithm == CollectiveAlgorithm::kRing || algorithm == CollectiveAlgorithm::kTree ||
        algorithm == CollectiveAlgorithm::kNvls))

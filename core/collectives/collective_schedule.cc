@@ -559,15 +559,15 @@ std::vector<ResolvedCollective> auto_candidates(const CollectiveOp& op,
   // Ring/LL128's).
   if (op.kind != CollectiveKind::kAllReduce) return out;
   if (!nodes.empty() && !cluster.gpus_on_pcie()) {
-    Seconds base{0};
-    if (system) {
-      std::optional<NcclEstimate> tree;
-      for (const auto& e : nccl_all_reduce_estimates(*system, op.bytes.value()))
-        if (e.algorithm == NcclAlgorithm::kTree && (!tree || e.time_us < tree->time_us)) tree = e;
-      if (tree) base = Seconds(nccl_base_latency_us(NcclAlgorithm::kTree, tree->protocol) * 1e-6);
-    }
-    out.push_back(
-        ResolvedCollective{CollectiveAlgorithm::kTree, CollectiveProtocol::kAuto, base, {}});
+    if (system)
+      for (NcclProtocol p : {NcclProtocol::kLL, NcclProtocol::kLL128, NcclProtocol::kSimple})
+        out.push_back(
+            ResolvedCollective{CollectiveAlgorithm::kTree, dtsim_protocol(p),
+                               Seconds(nccl_base_latency_us(NcclAlgorithm::kTree, p) * 1e-6),
+                               BytesPerSecond(nccl_tree_bus_bandwidth_cap_GBps(*system, p) * 1e9)});
+    else
+      out.push_back(
+          ResolvedCollective{CollectiveAlgorithm::kTree, CollectiveProtocol::kAuto, {}, {}});
   }
   // NCCL runs NVLS under Simple only (src/tuning/nvls.cc); dtsim's NVLS has no protocol effect.
   if (nvls_supported(cluster) && nodes.size() == 1)
@@ -629,14 +629,19 @@ ResolvedCollective resolve_collective(const CollectiveOp& op, const std::vector<
       }
     if (best) return *best;
   }
-  // Protocols shape the ring only; the other algorithms keep their own closed forms.
-  if (r.algorithm != CollectiveAlgorithm::kRing) r.protocol = CollectiveProtocol::kAuto;
-  // A ring with an explicit protocol runs as NCCL's ring: its base latency, and its protocol's
+  // Protocols shape the ring and the tree; the other algorithms keep their own closed forms.
+  const bool tree = r.algorithm == CollectiveAlgorithm::kTree;
+  if (r.algorithm != CollectiveAlgorithm::kRing && !tree) r.protocol = CollectiveProtocol::kAuto;
+  // A ring or tree with an explicit protocol runs as NCCL's: its base latency, and its protocol's
   // bandwidth cap where NCCL's model covers the system.
   if (r.protocol != CollectiveProtocol::kAuto) {
+    const NcclProtocol p = nccl_protocol(r.protocol);
     r.call_latency =
-        Seconds(nccl_base_latency_us(NcclAlgorithm::kRing, nccl_protocol(r.protocol)) * 1e-6);
-    r.bandwidth_cap = ring_cap(nccl_system_of(ranks, cluster), r.protocol);
+        Seconds(nccl_base_latency_us(tree ? NcclAlgorithm::kTree : NcclAlgorithm::kRing, p) * 1e-6);
+    const auto system = nccl_system_of(ranks, cluster);
+    r.bandwidth_cap = !tree    ? ring_cap(system, r.protocol)
+                      : system ? BytesPerSecond(nccl_tree_bus_bandwidth_cap_GBps(*system, p) * 1e9)
+                               : BytesPerSecond(0);
   }
   return r;
 }
@@ -715,7 +720,8 @@ Seconds TreePlan::time() const {
   return total + widest * static_cast<double>(chunks - 1);
 }
 
-TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes) {
+TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes,
+                            CollectiveProtocol protocol, BytesPerSecond bus_cap) {
   TreePlan plan;
   const auto nodes = ranks_by_node(ranks, cluster);
   if (nodes.empty() || ranks.size() < 2) return plan;
@@ -740,8 +746,33 @@ TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& clust
   while (per_tree / chunk < 8 * h && chunk > 131072) chunk /= 2;
   while (per_tree / chunk < 4 * h && chunk > 65536) chunk /= 2;
   while (per_tree / chunk < h && chunk > 32768) chunk /= 2;
-  plan.chunks = static_cast<int>(std::clamp(std::ceil(per_tree / chunk), 1.0, 4096.0));
+  double chunks = std::clamp(std::ceil(per_tree / chunk), 1.0, 4096.0);
+
+  // Under one of NCCL's protocols (core/collectives/nccl_model.h): each hop's latency scaled by
+  // NCCL's tree hardware latency over its LL ring figure (the catalog's latencies), and the bytes
+  // on the wire by the protocol's bandwidth factor (LL's flags, LL128's 8 bytes in 128).
+  const bool pcie = cluster.gpus_on_pcie();
+  double intra_scale = 1, net_scale = 1, wire = 1;
+  if (protocol != CollectiveProtocol::kAuto && protocol != CollectiveProtocol::kFastest) {
+    const NcclProtocol p = nccl_protocol(protocol);
+    // LL and LL128 forward every line (8 data bytes in 16, 120 in 128) as soon as its flag
+    // arrives, so their pipeline has no chunk-sized fill. dtsim cuts them into as many chunks as
+    // keep the fill within 1/16 of the transfer (32 h, at least Simple's count), never below a
+    // line.
+    if (p != NcclProtocol::kSimple) {
+      const double line = p == NcclProtocol::kLL ? 8 : 120;
+      chunks = std::clamp(std::ceil(per_tree / line), 1.0, std::max(chunks, 32 * h));
+    }
+    const NcclLink intra = pcie ? NcclLink::kPci : NcclLink::kNvlink;
+    intra_scale = nccl_hw_latency_us(NcclAlgorithm::kTree, p, intra) /
+                  nccl_hw_latency_us(NcclAlgorithm::kRing, NcclProtocol::kLL, intra);
+    net_scale = nccl_hw_latency_us(NcclAlgorithm::kTree, p, NcclLink::kNet) /
+                nccl_hw_latency_us(NcclAlgorithm::kRing, NcclProtocol::kLL, NcclLink::kNet);
+    wire = 1 / nccl_tree_bandwidth_factor(m, p);
+  }
+  plan.chunks = static_cast<int>(chunks);
   plan.chunk = Bytes(per_tree / plan.chunks);
+  plan.wire_chunk = plan.chunk * wire;
 
   // The edges of every channel's two trees.
   for (int c = 0; c < plan.channels; ++c) {
@@ -765,7 +796,6 @@ TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& clust
   // for flows inside a node, the GPU's NIC (by GPU-NIC affinity) across nodes, and on PCIe nodes
   // the GPU's link as well. Every edge carries one flow each way per chunk, all in flight at once
   // in steady state; other GPUs' groups of the same shape share the NICs, as for the ring.
-  const bool pcie = cluster.gpus_on_pcie();
   const double gpu_bw = cluster.usable_fabric_bandwidth().value();
   const double nic_bw = cluster.usable_nic_bandwidth().value();
   int64_t top = 0;  // the largest GPU rank or NIC index
@@ -806,10 +836,10 @@ TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& clust
     double worst = 0;
     for (const auto& [id, per_byte] : links(src, dst))
       worst = std::max(worst, flows_on[id] * per_byte);
-    return Seconds(worst * plan.chunk.value());
+    return Seconds(worst * plan.wire_chunk.value());
   };
-  const Seconds intra_alpha = cluster.intra_node.latency;
-  const Seconds net_alpha = cluster.gpu_network_latency();
+  const Seconds intra_alpha = cluster.intra_node.latency * intra_scale;
+  const Seconds net_alpha = cluster.gpu_network_latency() * net_scale;
   for (auto& edges : plan.trees)
     for (auto& e : edges) {
       e.across = cluster.node_of(e.child) != cluster.node_of(e.parent);
@@ -818,6 +848,8 @@ TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& clust
     }
   plan.net_alpha = net_alpha;
   plan.intra_alpha = intra_alpha;
+  plan.net_route_alpha = cluster.gpu_network_latency();
+  plan.intra_route_alpha = cluster.intra_node.latency;
   // Every stage runs at the pace of the busiest link of the kinds of hop it has.
   const auto stages = static_cast<size_t>(2 * plan.height);
   std::vector<Seconds> stage_alpha(stages, Seconds(0));
@@ -829,6 +861,11 @@ TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& clust
         stage_alpha[p] = std::max(stage_alpha[p], e.across ? net_alpha : intra_alpha);
         plan.stage_gap[p] = std::max(plan.stage_gap[p], e.across ? plan.net_busy : plan.intra_busy);
       }
+  // NCCL's cap on the tree's bus bandwidth B (algBw B / 2): the 2 S = 4 channels K c the busiest
+  // link moves take at least that long, so no stage takes a chunk faster than 4 channels c / B.
+  if (bus_cap.value() > 0)
+    for (auto& gap : plan.stage_gap)
+      gap = std::max(gap, plan.chunk * (4.0 * plan.channels) / bus_cap);
   for (size_t p = 0; p < stages; ++p) plan.stage_time.push_back(stage_alpha[p] + plan.stage_gap[p]);
   return plan;
 }
@@ -851,7 +888,7 @@ void tree_flows(const TreePlan& plan, Fidelity fidelity, bool merge_pairs, Colle
   s.channels = plan.channels;
   s.steps = stages;
   if (fidelity == Fidelity::kCollective) {
-    const Bytes all = plan.chunk * static_cast<double>(plan.chunks);
+    const Bytes all = plan.wire_chunk * static_cast<double>(plan.chunks);
     Seconds bulk{0};
     std::vector<Flow> chains;
     for (const auto& edges : plan.trees)
@@ -859,8 +896,8 @@ void tree_flows(const TreePlan& plan, Fidelity fidelity, bool merge_pairs, Colle
         auto& into = e.across ? s.flows : chains;
         into.push_back(Flow::between(e.child, e.parent, all));
         into.push_back(Flow::between(e.parent, e.child, all));
-        bulk = std::max(bulk, e.across ? plan.net_alpha + plan.net_busy * plan.chunks
-                                       : plan.intra_alpha + plan.intra_busy * plan.chunks);
+        bulk = std::max(bulk, e.across ? plan.net_route_alpha + plan.net_busy * plan.chunks
+                                       : plan.intra_route_alpha + plan.intra_busy * plan.chunks);
       }
     if (merge_pairs) merge_parallel_flows(chains);
     s.flows.insert(s.flows.end(), chains.begin(), chains.end());
@@ -903,7 +940,7 @@ void tree_flows(const TreePlan& plan, Fidelity fidelity, bool merge_pairs, Colle
       s.flows.push_back(Flow::delay_of(plan.stage_gap[up], clock));
       for (const auto& [t, e, going_up] : at_stage[up]) {
         Flow f = Flow::between(going_up ? e->child : e->parent, going_up ? e->parent : e->child,
-                               plan.chunk, clock);
+                               plan.wire_chunk, clock);
         if (going_up) {
           for (Rank c : shapes[t].children[e->child]) f.after.push_back(up_flow[t].at(c));
           up_flow[t][e->child] = static_cast<int>(s.flows.size());
@@ -1021,8 +1058,9 @@ CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Ran
   if (algorithm == CollectiveAlgorithm::kTree) {
     // Not on PCIe nodes, where a GPU's link carries both its chain flows and its network flows:
     // there the merged chain flows would take fewer shares of the link than the flows they replace.
-    tree_flows(double_binary_tree(ranks, cluster, op.bytes), fidelity,
-               merge_pairs && !cluster.gpus_on_pcie(), s);
+    tree_flows(
+        double_binary_tree(ranks, cluster, op.bytes, resolved.protocol, resolved.bandwidth_cap),
+        fidelity, merge_pairs && !cluster.gpus_on_pcie(), s);
     return s;
   }
   if (algorithm == CollectiveAlgorithm::kHalvingDoubling) {

@@ -215,17 +215,27 @@ struct TreePlan {
   };
   std::vector<std::vector<Edge>> trees;  // channels x 2 trees
   int channels = 1;
-  int height = 0;  // h
-  int chunks = 1;  // K
-  Bytes chunk{0};  // c
-  Seconds intra_alpha{0}, net_alpha{0};
-  Seconds intra_busy{0}, net_busy{0};  // b of the hops inside and across nodes
-  std::vector<Seconds> stage_time;     // w_p, p = 0 .. 2h-1
-  std::vector<Seconds> stage_gap;      // b_p
-  Seconds time() const;                // the closed form above
+  int height = 0;       // h
+  int chunks = 1;       // K
+  Bytes chunk{0};       // c
+  Bytes wire_chunk{0};  // c over the protocol's bandwidth factor: what a chunk's flow carries
+  Seconds intra_alpha{0}, net_alpha{0};              // a hop's latency under the protocol
+  Seconds intra_route_alpha{0}, net_route_alpha{0};  // a flow's own route latency
+  Seconds intra_busy{0}, net_busy{0};                // b of the hops inside and across nodes
+  std::vector<Seconds> stage_time;                   // w_p, p = 0 .. 2h-1
+  std::vector<Seconds> stage_gap;                    // b_p
+  Seconds time() const;                              // the closed form above
 };
+// Under one of NCCL's protocols (LL, LL128, Simple; kAuto: none) each hop's latency is NCCL's tree
+// hardware latency for it (the catalog's latency x hwLat[tree][protocol] / hwLat[ring][LL] of its
+// kind of hop, core/collectives/nccl_model.h nccl_hw_latency_us), every flow carries its chunk
+// over the protocol's bandwidth factor (nccl_tree_bandwidth_factor: 1 / 3.8, 120 / 128 or 7 / 9,
+// 1), and with `bus_cap` (NCCL's tree bus-bandwidth cap, 0: none) every stage takes a chunk no
+// faster than 4 channels c / bus_cap, so that the whole moves at most at algBw = bus_cap / 2.
 // Empty trees when the group is not the same number of ranks on every node.
-TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes);
+TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes,
+                            CollectiveProtocol protocol = CollectiveProtocol::kAuto,
+                            BytesPerSecond bus_cap = BytesPerSecond(0));
 
 // At collective fidelity the ring, all-to-all and tree merge their independent flows that share
 // both endpoints into one flow carrying their bytes (merge_parallel_flows); merge_pairs = false

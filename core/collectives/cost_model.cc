@@ -196,7 +196,8 @@ Seconds transfer_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
   if (algorithm == CollectiveAlgorithm::kTree)
     // NCCL's double binary tree, pipelined in chunks (core/collectives/collective_schedule.h,
     // TreePlan): sum over the 2h stages of (alpha + b) plus (K - 1) times the slowest stage's b.
-    return double_binary_tree(ranks, cluster, op.bytes).time();
+    return double_binary_tree(ranks, cluster, op.bytes, resolved.protocol, resolved.bandwidth_cap)
+        .time();
   if (algorithm == CollectiveAlgorithm::kHalvingDoubling) {
     // Rabenseifner: 2 log2(p) steps moving 2(p-1)/p S, plus a fold in and out of S each when
     // n is not a power of two (Thakur, Rabenseifner and Gropp 2005, section 4.4).
