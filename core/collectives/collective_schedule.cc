@@ -520,6 +520,13 @@ BytesPerSecond ring_cap(const std::optional<NcclSystem>& system, CollectiveProto
   return std::isfinite(cap_GBps) ? BytesPerSecond(cap_GBps * 1e9) : BytesPerSecond(0);
 }
 
+// NCCL's cap on the tree's bus bandwidth under `protocol` for `bytes`: its per-channel maxima
+// corrected by its size factor (nccl_tree_correction_factor), as NCCL's model times its tree.
+BytesPerSecond tree_cap(const NcclSystem& system, NcclProtocol protocol, Bytes bytes) {
+  return BytesPerSecond(nccl_tree_bus_bandwidth_cap_GBps(system, protocol) *
+                        nccl_tree_correction_factor(protocol, bytes.value()) * 1e9);
+}
+
 CollectiveProtocol dtsim_protocol(NcclProtocol p) {
   return p == NcclProtocol::kLL      ? CollectiveProtocol::kLL
          : p == NcclProtocol::kLL128 ? CollectiveProtocol::kLL128
@@ -564,10 +571,20 @@ std::vector<ResolvedCollective> auto_candidates(const CollectiveOp& op,
         out.push_back(
             ResolvedCollective{CollectiveAlgorithm::kTree, dtsim_protocol(p),
                                Seconds(nccl_base_latency_us(NcclAlgorithm::kTree, p) * 1e-6),
-                               BytesPerSecond(nccl_tree_bus_bandwidth_cap_GBps(*system, p) * 1e9)});
+                               tree_cap(*system, p, op.bytes)});
     else
       out.push_back(
           ResolvedCollective{CollectiveAlgorithm::kTree, CollectiveProtocol::kAuto, {}, {}});
+  }
+  // NVLS-tree across NVSwitch nodes (Simple only, no base latency; NCCL's bus-bandwidth cap where
+  // its model covers the system).
+  if (nvls_supported(cluster) && nodes.size() > 1) {
+    const double cap_GBps = system ? nccl_nvls_tree_bus_bandwidth_cap_GBps(*system) : 0;
+    out.push_back(
+        ResolvedCollective{CollectiveAlgorithm::kNvlsTree,
+                           system ? CollectiveProtocol::kSimple : CollectiveProtocol::kAuto,
+                           {},
+                           BytesPerSecond(cap_GBps * 1e9)});
   }
   // NCCL runs NVLS under Simple only (src/tuning/nvls.cc); dtsim's NVLS has no protocol effect.
   if (nvls_supported(cluster) && nodes.size() == 1)
@@ -640,7 +657,7 @@ ResolvedCollective resolve_collective(const CollectiveOp& op, const std::vector<
         Seconds(nccl_base_latency_us(tree ? NcclAlgorithm::kTree : NcclAlgorithm::kRing, p) * 1e-6);
     const auto system = nccl_system_of(ranks, cluster);
     r.bandwidth_cap = !tree    ? ring_cap(system, r.protocol)
-                      : system ? BytesPerSecond(nccl_tree_bus_bandwidth_cap_GBps(*system, p) * 1e9)
+                      : system ? tree_cap(*system, p, op.bytes)
                                : BytesPerSecond(0);
   }
   return r;
@@ -659,6 +676,10 @@ CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<
       return ranks_by_node(ranks, cluster).empty() ? CollectiveAlgorithm::kRing : op.algorithm;
     case CollectiveAlgorithm::kNvls:
       return nvls_supported(cluster) && ranks_by_node(ranks, cluster).size() == 1
+                 ? op.algorithm
+                 : CollectiveAlgorithm::kRing;
+    case CollectiveAlgorithm::kNvlsTree:
+      return nvls_supported(cluster) && ranks_by_node(ranks, cluster).size() > 1
                  ? op.algorithm
                  : CollectiveAlgorithm::kRing;
     case CollectiveAlgorithm::kHierarchical: {
@@ -721,7 +742,7 @@ Seconds TreePlan::time() const {
 }
 
 TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes,
-                            CollectiveProtocol protocol, BytesPerSecond bus_cap) {
+                            CollectiveProtocol protocol, BytesPerSecond bus_cap, Bytes chunk_size) {
   TreePlan plan;
   const auto nodes = ranks_by_node(ranks, cluster);
   if (nodes.empty() || ranks.size() < 2) return plan;
@@ -746,6 +767,7 @@ TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& clust
   while (per_tree / chunk < 8 * h && chunk > 131072) chunk /= 2;
   while (per_tree / chunk < 4 * h && chunk > 65536) chunk /= 2;
   while (per_tree / chunk < h && chunk > 32768) chunk /= 2;
+  if (chunk_size.value() > 0) chunk = chunk_size.value();
   double chunks = std::clamp(std::ceil(per_tree / chunk), 1.0, 4096.0);
 
   // Under one of NCCL's protocols (core/collectives/nccl_model.h): each hop's latency scaled by
@@ -870,6 +892,53 @@ TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& clust
   return plan;
 }
 
+Seconds NvlsTreePlan::time() const {
+  if (rails.empty()) return Seconds(0);
+  Seconds slowest = tree_latency + link_alpha + per_link / link_beta;
+  for (const TreePlan& rail : rails) slowest = std::max(slowest, rail.time());
+  return slowest + nvls_latency - link_alpha;
+}
+
+NvlsTreePlan nvls_tree_plan(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes,
+                            BytesPerSecond bus_cap) {
+  NvlsTreePlan plan;
+  const auto nodes = ranks_by_node(ranks, cluster);
+  if (nodes.size() < 2 || !nvls_supported(cluster)) return plan;
+  plan.nodes = nodes;
+  const double g = static_cast<double>(nodes.front().size()), n = static_cast<double>(ranks.size());
+  plan.link_alpha = cluster.intra_node.latency / 2.0;
+  plan.link_beta = cluster.usable_fabric_bandwidth();
+  plan.nvls_latency = Seconds(nccl_nvls_latency_us() * 1e-6);
+  plan.per_link = bytes * ((1.0 + 1.0 / g) / nvls_efficiency(cluster));
+  if (bus_cap.value() > 0) {
+    const double algbw = bus_cap.value() * n / (2 * (n - 1));
+    plan.per_link = std::max(plan.per_link, bytes * (plan.link_beta.value() / algbw));
+  }
+  // Every hop of a rail's tree crosses nodes; it costs NCCL's NVLS-tree network latency, relative
+  // to the catalog's (NCCL's LL ring) figure.
+  const double scale =
+      nccl_hw_latency_us(NcclAlgorithm::kNvlsTree, NcclProtocol::kSimple, NcclLink::kNet) /
+      nccl_hw_latency_us(NcclAlgorithm::kRing, NcclProtocol::kLL, NcclLink::kNet);
+  // NCCL's NVLS-tree chunk (src/enqueue.cc): its nvlsChannels (16) x nHeads (g) operations at once.
+  double chunk = 512 * 1024;
+  const double concurrent = 16 * g;
+  for (const auto& [times, size] :
+       {std::pair{32.0, 262144.0}, {16.0, 131072.0}, {4.0, 65536.0}, {1.0, 32768.0}})
+    if (bytes.value() < times * concurrent * chunk && chunk > size) chunk = size;
+  for (size_t j = 0; j < nodes.front().size(); ++j) {
+    std::vector<Rank> rail;
+    for (const auto& node : nodes) rail.push_back(node[j]);
+    TreePlan tree = double_binary_tree(rail, cluster, bytes / g, CollectiveProtocol::kAuto,
+                                       BytesPerSecond(0), Bytes(chunk));
+    tree.net_alpha = tree.net_alpha * scale;
+    for (size_t p = 0; p < tree.stage_time.size(); ++p)
+      tree.stage_time[p] = tree.net_alpha + tree.stage_gap[p];
+    plan.tree_latency = tree.net_alpha * (2.0 * tree.height);
+    plan.rails.push_back(std::move(tree));
+  }
+  return plan;
+}
+
 namespace {
 
 // The tree's flows. Chunk fidelity: every chunk on every edge, each direction, as its own flow,
@@ -966,6 +1035,14 @@ double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
   if (n <= 1) return 0;
   const CollectiveAlgorithm algorithm = resolve_algorithm(op, ranks, cluster);
   if (algorithm == CollectiveAlgorithm::kNvls) return 2 * n;
+  if (algorithm == CollectiveAlgorithm::kNvlsTree) {
+    const NvlsTreePlan plan = nvls_tree_plan(ranks, cluster, op.bytes);
+    if (plan.rails.empty()) return 2 * n;
+    const TreePlan& rail = plan.rails.front();
+    const double m = static_cast<double>(plan.nodes.size());
+    return 2 * n + static_cast<double>(plan.rails.size()) * rail.chunks *
+                       (4.0 * (m - 1) + 4.0 * rail.height);
+  }
   if (algorithm == CollectiveAlgorithm::kTree) {
     const TreePlan plan = double_binary_tree(ranks, cluster, op.bytes);
     return plan.chunks * (plan.channels * 4.0 * (n - 1) + 4.0 * plan.height);
@@ -1053,6 +1130,37 @@ CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Ran
     s.flows.push_back(
         Flow::delay_of(std::max(Seconds(0), nvls_latency - cluster.intra_node.latency / 2.0), all));
     s.steps = 1;
+    return s;
+  }
+  if (algorithm == CollectiveAlgorithm::kNvlsTree) {
+    const NvlsTreePlan plan = nvls_tree_plan(ranks, cluster, op.bytes, resolved.bandwidth_cap);
+    // The in-node part: every GPU to its switch and back, after the trees' hop latencies.
+    const int wait = static_cast<int>(s.flows.size());
+    s.flows.push_back(Flow::delay_of(plan.tree_latency));
+    for (const auto& node : plan.nodes) {
+      const Endpoint sw = Endpoint::node_switch(cluster.node_of(node.front()));
+      for (Rank r : node) {
+        s.flows.push_back(Flow::transfer(Endpoint::gpu(r), sw, plan.per_link, {wait}));
+        s.flows.push_back(Flow::transfer(sw, Endpoint::gpu(r), plan.per_link, {wait}));
+      }
+    }
+    // The rails' trees beside it, each with its own rest of the closed form after its flows.
+    for (const TreePlan& rail : plan.rails) {
+      CollectiveSchedule part;
+      tree_flows(rail, fidelity, false, part);
+      const int offset = static_cast<int>(s.flows.size());
+      std::vector<int> mine;
+      for (auto& f : part.flows) {
+        for (int& a : f.after) a += offset;
+        mine.push_back(static_cast<int>(s.flows.size()));
+        s.flows.push_back(std::move(f));
+      }
+      if (part.trailing_latency.value() > 0)
+        s.flows.push_back(Flow::delay_of(part.trailing_latency, std::move(mine)));
+      s.steps = std::max(s.steps, part.steps);
+    }
+    s.channels = static_cast<int>(plan.rails.size());
+    s.trailing_latency = plan.nvls_latency - plan.link_alpha;
     return s;
   }
   if (algorithm == CollectiveAlgorithm::kTree) {

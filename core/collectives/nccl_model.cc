@@ -180,6 +180,17 @@ double nccl_tree_bus_bandwidth_cap_GBps(const NcclSystem& s, NcclProtocol protoc
   return simple;
 }
 
+double nccl_tree_correction_factor(NcclProtocol protocol, double bytes) {
+  const int index = log2i(bytes / 64);
+  return index < 23 ? kTreeCorrection[static_cast<size_t>(protocol)][static_cast<size_t>(index)]
+                    : 1;
+}
+
+double nccl_nvls_tree_bus_bandwidth_cap_GBps(const NcclSystem& s) {
+  if (!s.nvls || s.nodes < 2) return 0;
+  return s.nvls->channels * (s.nodes == 2 ? 57.7 : 45.5);
+}
+
 double nccl_nvls_latency_us() {
   return kNvlsLatNvlink;
 }
@@ -200,8 +211,6 @@ std::vector<NcclEstimate> nccl_all_reduce_estimates(const NcclSystem& s, double 
   const double n = s.ranks, nodes = s.nodes, ppn = n / nodes;
   const double nsteps = 2 * (n - 1), inter_steps = nodes > 1 ? 2 * (nodes - 1) : 0;
   const bool hopper = s.compute_capability >= 90;
-  const int col = s.nodes <= 2 ? s.nodes - 1 : 2;  // N1 / N2 / N4 columns
-  const double nvls_tree_max = std::array<double, 3>{0, 57.7, 45.5}[col];
   const auto& intra_ring = s.nvlink_intra ? kHwLatNvlinkRing : kHwLatPciRing;
   const auto& intra_tree = s.nvlink_intra ? kHwLatNvlinkTree : kHwLatPciTree;
   std::vector<NcclEstimate> out;
@@ -238,9 +247,7 @@ std::vector<NcclEstimate> nccl_all_reduce_estimates(const NcclSystem& s, double 
       double bus = s.tree.channels * std::min(s.tree.bw_intra_GBps, s.tree.bw_inter_GBps);
       bus = std::min(0.92 * bus * nccl_tree_bandwidth_factor(s.nodes, proto),
                      nccl_tree_bus_bandwidth_cap_GBps(s, proto));
-      double algbw = 0.5 * bus;
-      const int index = log2i(bytes / 64);
-      if (index < 23) algbw *= kTreeCorrection[static_cast<size_t>(p)][static_cast<size_t>(index)];
+      const double algbw = 0.5 * bus * nccl_tree_correction_factor(proto, bytes);
       const double lat = kBaseLatTree[static_cast<size_t>(p)] +
                          2 * ((ppn - 1) * intra_tree[static_cast<size_t>(p)] +
                               log2i(nodes) * kHwLatNetTree[static_cast<size_t>(p)]);
@@ -256,7 +263,8 @@ std::vector<NcclEstimate> nccl_all_reduce_estimates(const NcclSystem& s, double 
                             g.channels * bw * n / nsteps, 0});
       } else {
         const double inter_bw = g.bw_inter_GBps * (s.nodes <= 2 ? 2 : 1);
-        const double bw = std::min({intra_bw, inter_bw, nvls_tree_max});
+        const double bw =
+            std::min({intra_bw, inter_bw, nccl_nvls_tree_bus_bandwidth_cap_GBps(s) / g.channels});
         const double lat = kNvlsLatNvlink + 2 * log2i(nodes) * kNvlsTreeLatNet;
         finish(NcclEstimate{NcclAlgorithm::kNvlsTree, proto, lat, g.channels * bw * n / nsteps, 0});
       }

@@ -124,6 +124,11 @@ enum class NcclLink { kNvlink, kPci, kNet };
 // NVLS-tree on the network 20.9 (Simple).
 double nccl_hw_latency_us(NcclAlgorithm algorithm, NcclProtocol protocol, NcclLink link);
 
+// The cap NCCL puts on NVLS-tree's bus bandwidth (src/tuning/nvls.cc, perChMaxNvlsTreeBw), in GB/s:
+// the NVLS graph's channels x 57.7 on 2 nodes, x 45.5 on 3 or more (0 on one node, where NVLS-tree
+// does not run). NCCL's algBw is bus x n / (2 (n - 1)), as for the ring.
+double nccl_nvls_tree_bus_bandwidth_cap_GBps(const NcclSystem& system);
+
 // The tree's protocol bandwidth factor against its Simple figure (src/tuning/tree.cc): LL 1 / 3.8;
 // LL128 7 / 9 on one node, 120 / 128 across nodes; Simple 1.
 double nccl_tree_bandwidth_factor(int nodes, NcclProtocol protocol);
@@ -134,5 +139,10 @@ double nccl_tree_bandwidth_factor(int nodes, NcclProtocol protocol);
 // perChMaxTreeLL128Bw (36.7 / 36.7 / 29.0 Hopper, 20 Ampere). NCCL's tree algBw is half its bus
 // bandwidth.
 double nccl_tree_bus_bandwidth_cap_GBps(const NcclSystem& system, NcclProtocol protocol);
+
+// NCCL's correction of the tree's bandwidth at a size (treeCorrectionFactor[protocol][log2(bytes /
+// 64)], src/tuning/tree.cc; 1 from 256 MiB up): 0.4 to 1 at mid sizes, its measured shortfall
+// there.
+double nccl_tree_correction_factor(NcclProtocol protocol, double bytes);
 
 }  // namespace dtsim
