@@ -1033,7 +1033,8 @@ double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
                         const Cluster& cluster) {
   const double n = static_cast<double>(ranks.size());
   if (n <= 1) return 0;
-  const CollectiveAlgorithm algorithm = resolve_algorithm(op, ranks, cluster);
+  const ResolvedCollective resolved = resolve_collective(op, ranks, cluster);
+  const CollectiveAlgorithm algorithm = resolved.algorithm;
   if (algorithm == CollectiveAlgorithm::kNvls) return 2 * n;
   if (algorithm == CollectiveAlgorithm::kNvlsTree) {
     const NvlsTreePlan plan = nvls_tree_plan(ranks, cluster, op.bytes);
@@ -1044,7 +1045,8 @@ double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
                        (4.0 * (m - 1) + 4.0 * rail.height);
   }
   if (algorithm == CollectiveAlgorithm::kTree) {
-    const TreePlan plan = double_binary_tree(ranks, cluster, op.bytes);
+    const TreePlan plan =
+        double_binary_tree(ranks, cluster, op.bytes, resolved.protocol, resolved.bandwidth_cap);
     return plan.chunks * (plan.channels * 4.0 * (n - 1) + 4.0 * plan.height);
   }
   if (algorithm == CollectiveAlgorithm::kHalvingDoubling) return (2 * std::log2(n) + 2) * n;
