@@ -1147,7 +1147,21 @@ CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Ran
       }
     }
     // The rails' trees beside it, each with its own rest of the closed form after its flows.
+    // Rails whose pipelines have the same timing share one pipeline clock (its delays depend on
+    // nothing but each other, so sharing them is exact): their trees become one plan's.
+    std::vector<TreePlan> clocks;
     for (const TreePlan& rail : plan.rails) {
+      auto same = std::find_if(clocks.begin(), clocks.end(), [&](const TreePlan& c) {
+        return c.chunks == rail.chunks && c.wire_chunk.value() == rail.wire_chunk.value() &&
+               c.stage_time == rail.stage_time && c.stage_gap == rail.stage_gap &&
+               c.net_busy == rail.net_busy && c.intra_busy == rail.intra_busy;
+      });
+      if (same == clocks.end())
+        clocks.push_back(rail);
+      else
+        same->trees.insert(same->trees.end(), rail.trees.begin(), rail.trees.end());
+    }
+    for (const TreePlan& rail : clocks) {
       CollectiveSchedule part;
       tree_flows(rail, fidelity, false, part);
       const int offset = static_cast<int>(s.flows.size());
