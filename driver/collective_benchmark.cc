@@ -190,31 +190,41 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
   CollectiveProtocol protocol =
       textbook ? CollectiveProtocol::kAuto
                : parse_flag(kCollectiveProtocolNames, "--protocol", q.protocol);
-  if ((textbook || protocol != CollectiveProtocol::kAuto) && named != CollectiveAlgorithm::kRing)
-    throw bad("--protocol", "protocols shape the ring only so far; add --algorithm ring");
+  if ((textbook || protocol != CollectiveProtocol::kAuto) && named != CollectiveAlgorithm::kRing &&
+      named != CollectiveAlgorithm::kTree)
+    throw bad("--protocol",
+              "protocols shape the ring and the tree only; add --algorithm ring or tree");
   if (!textbook && protocol == CollectiveProtocol::kAuto &&
       (algorithm == CollectiveAlgorithm::kRing || algorithm == CollectiveAlgorithm::kTree ||
-       algorithm == CollectiveAlgorithm::kNvls))
+       algorithm == CollectiveAlgorithm::kNvls || algorithm == CollectiveAlgorithm::kNvlsTree))
     protocol = CollectiveProtocol::kFastest;
   if (named && algorithm != CollectiveAlgorithm::kAuto && algorithm != CollectiveAlgorithm::kRing) {
     if (kind != CollectiveKind::kAllReduce)
       throw bad("--algorithm",
                 "'" + q.algorithm + "' is built for all-reduce only so far; use ring for " + q.op);
-    if (algorithm == CollectiveAlgorithm::kNvls && !nvls_supported(c))
-      throw bad("--algorithm",
-                "NVLS needs NVSwitch with NVLink 4 or later (H100, H200, B200 nodes); "
-                "this cluster's intra-node fabric is " +
-                    c.intra_node.name);
+    const bool nvls_tree = algorithm == CollectiveAlgorithm::kNvlsTree;
+    if ((algorithm == CollectiveAlgorithm::kNvls || nvls_tree) && !nvls_supported(c))
+      throw bad("--algorithm", std::string(nvls_tree ? "NVLS-tree" : "NVLS") +
+                                   " needs NVSwitch with NVLink 4 or later (H100, H200, B200 "
+                                   "nodes); this cluster's intra-node fabric is " +
+                                   c.intra_node.name);
     if (algorithm == CollectiveAlgorithm::kNvls && ranks > c.gpus_per_node)
       throw bad("--algorithm", "NVLS reduces inside one NVSwitch node: use --ranks " +
                                    std::to_string(c.gpus_per_node) +
-                                   " or fewer (NVLS across nodes, NVLS-tree, is not built yet)");
+                                   " or fewer, or nvls-tree across nodes");
+    if (nvls_tree && ranks <= c.gpus_per_node)
+      throw bad("--algorithm",
+                "NVLS-tree runs across nodes: use nvls inside one node, or --ranks above " +
+                    std::to_string(c.gpus_per_node));
+    if (nvls_tree && ranks % c.gpus_per_node != 0)
+      throw bad("--algorithm", "NVLS-tree needs whole nodes: --ranks a multiple of " +
+                                   std::to_string(c.gpus_per_node));
   } else if (!named) {
-    const bool planned = q.algorithm == "pat" || q.algorithm == "nvls-tree";
+    const bool planned = q.algorithm == "pat";
     throw bad("--algorithm",
               "'" + q.algorithm + (planned ? "' is not supported yet" : "' is not an algorithm") +
-                  ": choose ring, tree, halving-doubling, hierarchical, nvls or auto (the fastest "
-                  "way NCCL could run it, as dtsim times it); PAT and NVLS-tree are not built");
+                  ": choose ring, tree, halving-doubling, hierarchical, nvls, nvls-tree or auto "
+                  "(the fastest way NCCL could run it, as dtsim times it); PAT is not built");
   }
 
   // One program runs the sizes back to back; the other members are folded by symmetry.

@@ -520,6 +520,13 @@ BytesPerSecond ring_cap(const std::optional<NcclSystem>& system, CollectiveProto
   return std::isfinite(cap_GBps) ? BytesPerSecond(cap_GBps * 1e9) : BytesPerSecond(0);
 }
 
+// NCCL's cap on the tree's bus bandwidth under `protocol` for `bytes`: its per-channel maxima
+// corrected by its size factor (nccl_tree_correction_factor), as NCCL's model times its tree.
+BytesPerSecond tree_cap(const NcclSystem& system, NcclProtocol protocol, Bytes bytes) {
+  return BytesPerSecond(nccl_tree_bus_bandwidth_cap_GBps(system, protocol) *
+                        nccl_tree_correction_factor(protocol, bytes.value()) * 1e9);
+}
+
 CollectiveProtocol dtsim_protocol(NcclProtocol p) {
   return p == NcclProtocol::kLL      ? CollectiveProtocol::kLL
          : p == NcclProtocol::kLL128 ? CollectiveProtocol::kLL128
@@ -559,15 +566,25 @@ std::vector<ResolvedCollective> auto_candidates(const CollectiveOp& op,
   // Ring/LL128's).
   if (op.kind != CollectiveKind::kAllReduce) return out;
   if (!nodes.empty() && !cluster.gpus_on_pcie()) {
-    Seconds base{0};
-    if (system) {
-      std::optional<NcclEstimate> tree;
-      for (const auto& e : nccl_all_reduce_estimates(*system, op.bytes.value()))
-        if (e.algorithm == NcclAlgorithm::kTree && (!tree || e.time_us < tree->time_us)) tree = e;
-      if (tree) base = Seconds(nccl_base_latency_us(NcclAlgorithm::kTree, tree->protocol) * 1e-6);
-    }
+    if (system)
+      for (NcclProtocol p : {NcclProtocol::kLL, NcclProtocol::kLL128, NcclProtocol::kSimple})
+        out.push_back(
+            ResolvedCollective{CollectiveAlgorithm::kTree, dtsim_protocol(p),
+                               Seconds(nccl_base_latency_us(NcclAlgorithm::kTree, p) * 1e-6),
+                               tree_cap(*system, p, op.bytes)});
+    else
+      out.push_back(
+          ResolvedCollective{CollectiveAlgorithm::kTree, CollectiveProtocol::kAuto, {}, {}});
+  }
+  // NVLS-tree across NVSwitch nodes (Simple only, no base latency; NCCL's bus-bandwidth cap where
+  // its model covers the system).
+  if (nvls_supported(cluster) && nodes.size() > 1) {
+    const double cap_GBps = system ? nccl_nvls_tree_bus_bandwidth_cap_GBps(*system) : 0;
     out.push_back(
-        ResolvedCollective{CollectiveAlgorithm::kTree, CollectiveProtocol::kAuto, base, {}});
+        ResolvedCollective{CollectiveAlgorithm::kNvlsTree,
+                           system ? CollectiveProtocol::kSimple : CollectiveProtocol::kAuto,
+                           {},
+                           BytesPerSecond(cap_GBps * 1e9)});
   }
   // NCCL runs NVLS under Simple only (src/tuning/nvls.cc); dtsim's NVLS has no protocol effect.
   if (nvls_supported(cluster) && nodes.size() == 1)
@@ -629,14 +646,19 @@ ResolvedCollective resolve_collective(const CollectiveOp& op, const std::vector<
       }
     if (best) return *best;
   }
-  // Protocols shape the ring only; the other algorithms keep their own closed forms.
-  if (r.algorithm != CollectiveAlgorithm::kRing) r.protocol = CollectiveProtocol::kAuto;
-  // A ring with an explicit protocol runs as NCCL's ring: its base latency, and its protocol's
+  // Protocols shape the ring and the tree; the other algorithms keep their own closed forms.
+  const bool tree = r.algorithm == CollectiveAlgorithm::kTree;
+  if (r.algorithm != CollectiveAlgorithm::kRing && !tree) r.protocol = CollectiveProtocol::kAuto;
+  // A ring or tree with an explicit protocol runs as NCCL's: its base latency, and its protocol's
   // bandwidth cap where NCCL's model covers the system.
   if (r.protocol != CollectiveProtocol::kAuto) {
+    const NcclProtocol p = nccl_protocol(r.protocol);
     r.call_latency =
-        Seconds(nccl_base_latency_us(NcclAlgorithm::kRing, nccl_protocol(r.protocol)) * 1e-6);
-    r.bandwidth_cap = ring_cap(nccl_system_of(ranks, cluster), r.protocol);
+        Seconds(nccl_base_latency_us(tree ? NcclAlgorithm::kTree : NcclAlgorithm::kRing, p) * 1e-6);
+    const auto system = nccl_system_of(ranks, cluster);
+    r.bandwidth_cap = !tree    ? ring_cap(system, r.protocol)
+                      : system ? tree_cap(*system, p, op.bytes)
+                               : BytesPerSecond(0);
   }
   return r;
 }
@@ -654,6 +676,10 @@ CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<
       return ranks_by_node(ranks, cluster).empty() ? CollectiveAlgorithm::kRing : op.algorithm;
     case CollectiveAlgorithm::kNvls:
       return nvls_supported(cluster) && ranks_by_node(ranks, cluster).size() == 1
+                 ? op.algorithm
+                 : CollectiveAlgorithm::kRing;
+    case CollectiveAlgorithm::kNvlsTree:
+      return nvls_supported(cluster) && ranks_by_node(ranks, cluster).size() > 1
                  ? op.algorithm
                  : CollectiveAlgorithm::kRing;
     case CollectiveAlgorithm::kHierarchical: {
@@ -715,7 +741,8 @@ Seconds TreePlan::time() const {
   return total + widest * static_cast<double>(chunks - 1);
 }
 
-TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes) {
+TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes,
+                            CollectiveProtocol protocol, BytesPerSecond bus_cap, Bytes chunk_size) {
   TreePlan plan;
   const auto nodes = ranks_by_node(ranks, cluster);
   if (nodes.empty() || ranks.size() < 2) return plan;
@@ -740,8 +767,34 @@ TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& clust
   while (per_tree / chunk < 8 * h && chunk > 131072) chunk /= 2;
   while (per_tree / chunk < 4 * h && chunk > 65536) chunk /= 2;
   while (per_tree / chunk < h && chunk > 32768) chunk /= 2;
-  plan.chunks = static_cast<int>(std::clamp(std::ceil(per_tree / chunk), 1.0, 4096.0));
+  if (chunk_size.value() > 0) chunk = chunk_size.value();
+  double chunks = std::clamp(std::ceil(per_tree / chunk), 1.0, 4096.0);
+
+  // Under one of NCCL's protocols (core/collectives/nccl_model.h): each hop's latency scaled by
+  // NCCL's tree hardware latency over its LL ring figure (the catalog's latencies), and the bytes
+  // on the wire by the protocol's bandwidth factor (LL's flags, LL128's 8 bytes in 128).
+  const bool pcie = cluster.gpus_on_pcie();
+  double intra_scale = 1, net_scale = 1, wire = 1;
+  if (protocol != CollectiveProtocol::kAuto && protocol != CollectiveProtocol::kFastest) {
+    const NcclProtocol p = nccl_protocol(protocol);
+    // LL and LL128 forward every line (8 data bytes in 16, 120 in 128) as soon as its flag
+    // arrives, so their pipeline has no chunk-sized fill. dtsim cuts them into as many chunks as
+    // keep the fill within 1/16 of the transfer (32 h, at least Simple's count), never below a
+    // line.
+    if (p != NcclProtocol::kSimple) {
+      const double line = p == NcclProtocol::kLL ? 8 : 120;
+      chunks = std::clamp(std::ceil(per_tree / line), 1.0, std::max(chunks, 32 * h));
+    }
+    const NcclLink intra = pcie ? NcclLink::kPci : NcclLink::kNvlink;
+    intra_scale = nccl_hw_latency_us(NcclAlgorithm::kTree, p, intra) /
+                  nccl_hw_latency_us(NcclAlgorithm::kRing, NcclProtocol::kLL, intra);
+    net_scale = nccl_hw_latency_us(NcclAlgorithm::kTree, p, NcclLink::kNet) /
+                nccl_hw_latency_us(NcclAlgorithm::kRing, NcclProtocol::kLL, NcclLink::kNet);
+    wire = 1 / nccl_tree_bandwidth_factor(m, p);
+  }
+  plan.chunks = static_cast<int>(chunks);
   plan.chunk = Bytes(per_tree / plan.chunks);
+  plan.wire_chunk = plan.chunk * wire;
 
   // The edges of every channel's two trees.
   for (int c = 0; c < plan.channels; ++c) {
@@ -765,7 +818,6 @@ TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& clust
   // for flows inside a node, the GPU's NIC (by GPU-NIC affinity) across nodes, and on PCIe nodes
   // the GPU's link as well. Every edge carries one flow each way per chunk, all in flight at once
   // in steady state; other GPUs' groups of the same shape share the NICs, as for the ring.
-  const bool pcie = cluster.gpus_on_pcie();
   const double gpu_bw = cluster.usable_fabric_bandwidth().value();
   const double nic_bw = cluster.usable_nic_bandwidth().value();
   int64_t top = 0;  // the largest GPU rank or NIC index
@@ -806,10 +858,10 @@ TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& clust
     double worst = 0;
     for (const auto& [id, per_byte] : links(src, dst))
       worst = std::max(worst, flows_on[id] * per_byte);
-    return Seconds(worst * plan.chunk.value());
+    return Seconds(worst * plan.wire_chunk.value());
   };
-  const Seconds intra_alpha = cluster.intra_node.latency;
-  const Seconds net_alpha = cluster.gpu_network_latency();
+  const Seconds intra_alpha = cluster.intra_node.latency * intra_scale;
+  const Seconds net_alpha = cluster.gpu_network_latency() * net_scale;
   for (auto& edges : plan.trees)
     for (auto& e : edges) {
       e.across = cluster.node_of(e.child) != cluster.node_of(e.parent);
@@ -818,6 +870,8 @@ TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& clust
     }
   plan.net_alpha = net_alpha;
   plan.intra_alpha = intra_alpha;
+  plan.net_route_alpha = cluster.gpu_network_latency();
+  plan.intra_route_alpha = cluster.intra_node.latency;
   // Every stage runs at the pace of the busiest link of the kinds of hop it has.
   const auto stages = static_cast<size_t>(2 * plan.height);
   std::vector<Seconds> stage_alpha(stages, Seconds(0));
@@ -829,7 +883,59 @@ TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& clust
         stage_alpha[p] = std::max(stage_alpha[p], e.across ? net_alpha : intra_alpha);
         plan.stage_gap[p] = std::max(plan.stage_gap[p], e.across ? plan.net_busy : plan.intra_busy);
       }
+  // NCCL's cap on the tree's bus bandwidth B (algBw B / 2): the 2 S = 4 channels K c the busiest
+  // link moves take at least that long, so no stage takes a chunk faster than 4 channels c / B.
+  if (bus_cap.value() > 0)
+    for (auto& gap : plan.stage_gap)
+      gap = std::max(gap, plan.chunk * (4.0 * plan.channels) / bus_cap);
   for (size_t p = 0; p < stages; ++p) plan.stage_time.push_back(stage_alpha[p] + plan.stage_gap[p]);
+  return plan;
+}
+
+Seconds NvlsTreePlan::time() const {
+  if (rails.empty()) return Seconds(0);
+  Seconds slowest = tree_latency + link_alpha + per_link / link_beta;
+  for (const TreePlan& rail : rails) slowest = std::max(slowest, rail.time());
+  return slowest + nvls_latency - link_alpha;
+}
+
+NvlsTreePlan nvls_tree_plan(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes,
+                            BytesPerSecond bus_cap) {
+  NvlsTreePlan plan;
+  const auto nodes = ranks_by_node(ranks, cluster);
+  if (nodes.size() < 2 || !nvls_supported(cluster)) return plan;
+  plan.nodes = nodes;
+  const double g = static_cast<double>(nodes.front().size()), n = static_cast<double>(ranks.size());
+  plan.link_alpha = cluster.intra_node.latency / 2.0;
+  plan.link_beta = cluster.usable_fabric_bandwidth();
+  plan.nvls_latency = Seconds(nccl_nvls_latency_us() * 1e-6);
+  plan.per_link = bytes * ((1.0 + 1.0 / g) / nvls_efficiency(cluster));
+  if (bus_cap.value() > 0) {
+    const double algbw = bus_cap.value() * n / (2 * (n - 1));
+    plan.per_link = std::max(plan.per_link, bytes * (plan.link_beta.value() / algbw));
+  }
+  // Every hop of a rail's tree crosses nodes; it costs NCCL's NVLS-tree network latency, relative
+  // to the catalog's (NCCL's LL ring) figure.
+  const double scale =
+      nccl_hw_latency_us(NcclAlgorithm::kNvlsTree, NcclProtocol::kSimple, NcclLink::kNet) /
+      nccl_hw_latency_us(NcclAlgorithm::kRing, NcclProtocol::kLL, NcclLink::kNet);
+  // NCCL's NVLS-tree chunk (src/enqueue.cc): its nvlsChannels (16) x nHeads (g) operations at once.
+  double chunk = 512 * 1024;
+  const double concurrent = 16 * g;
+  for (const auto& [times, size] :
+       {std::pair{32.0, 262144.0}, {16.0, 131072.0}, {4.0, 65536.0}, {1.0, 32768.0}})
+    if (bytes.value() < times * concurrent * chunk && chunk > size) chunk = size;
+  for (size_t j = 0; j < nodes.front().size(); ++j) {
+    std::vector<Rank> rail;
+    for (const auto& node : nodes) rail.push_back(node[j]);
+    TreePlan tree = double_binary_tree(rail, cluster, bytes / g, CollectiveProtocol::kAuto,
+                                       BytesPerSecond(0), Bytes(chunk));
+    tree.net_alpha = tree.net_alpha * scale;
+    for (size_t p = 0; p < tree.stage_time.size(); ++p)
+      tree.stage_time[p] = tree.net_alpha + tree.stage_gap[p];
+    plan.tree_latency = tree.net_alpha * (2.0 * tree.height);
+    plan.rails.push_back(std::move(tree));
+  }
   return plan;
 }
 
@@ -851,7 +957,7 @@ void tree_flows(const TreePlan& plan, Fidelity fidelity, bool merge_pairs, Colle
   s.channels = plan.channels;
   s.steps = stages;
   if (fidelity == Fidelity::kCollective) {
-    const Bytes all = plan.chunk * static_cast<double>(plan.chunks);
+    const Bytes all = plan.wire_chunk * static_cast<double>(plan.chunks);
     Seconds bulk{0};
     std::vector<Flow> chains;
     for (const auto& edges : plan.trees)
@@ -859,8 +965,8 @@ void tree_flows(const TreePlan& plan, Fidelity fidelity, bool merge_pairs, Colle
         auto& into = e.across ? s.flows : chains;
         into.push_back(Flow::between(e.child, e.parent, all));
         into.push_back(Flow::between(e.parent, e.child, all));
-        bulk = std::max(bulk, e.across ? plan.net_alpha + plan.net_busy * plan.chunks
-                                       : plan.intra_alpha + plan.intra_busy * plan.chunks);
+        bulk = std::max(bulk, e.across ? plan.net_route_alpha + plan.net_busy * plan.chunks
+                                       : plan.intra_route_alpha + plan.intra_busy * plan.chunks);
       }
     if (merge_pairs) merge_parallel_flows(chains);
     s.flows.insert(s.flows.end(), chains.begin(), chains.end());
@@ -903,7 +1009,7 @@ void tree_flows(const TreePlan& plan, Fidelity fidelity, bool merge_pairs, Colle
       s.flows.push_back(Flow::delay_of(plan.stage_gap[up], clock));
       for (const auto& [t, e, going_up] : at_stage[up]) {
         Flow f = Flow::between(going_up ? e->child : e->parent, going_up ? e->parent : e->child,
-                               plan.chunk, clock);
+                               plan.wire_chunk, clock);
         if (going_up) {
           for (Rank c : shapes[t].children[e->child]) f.after.push_back(up_flow[t].at(c));
           up_flow[t][e->child] = static_cast<int>(s.flows.size());
@@ -927,10 +1033,20 @@ double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
                         const Cluster& cluster) {
   const double n = static_cast<double>(ranks.size());
   if (n <= 1) return 0;
-  const CollectiveAlgorithm algorithm = resolve_algorithm(op, ranks, cluster);
+  const ResolvedCollective resolved = resolve_collective(op, ranks, cluster);
+  const CollectiveAlgorithm algorithm = resolved.algorithm;
   if (algorithm == CollectiveAlgorithm::kNvls) return 2 * n;
+  if (algorithm == CollectiveAlgorithm::kNvlsTree) {
+    const NvlsTreePlan plan = nvls_tree_plan(ranks, cluster, op.bytes);
+    if (plan.rails.empty()) return 2 * n;
+    const TreePlan& rail = plan.rails.front();
+    const double m = static_cast<double>(plan.nodes.size());
+    return 2 * n + static_cast<double>(plan.rails.size()) * rail.chunks *
+                       (4.0 * (m - 1) + 4.0 * rail.height);
+  }
   if (algorithm == CollectiveAlgorithm::kTree) {
-    const TreePlan plan = double_binary_tree(ranks, cluster, op.bytes);
+    const TreePlan plan =
+        double_binary_tree(ranks, cluster, op.bytes, resolved.protocol, resolved.bandwidth_cap);
     return plan.chunks * (plan.channels * 4.0 * (n - 1) + 4.0 * plan.height);
   }
   if (algorithm == CollectiveAlgorithm::kHalvingDoubling) return (2 * std::log2(n) + 2) * n;
@@ -1018,11 +1134,57 @@ CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Ran
     s.steps = 1;
     return s;
   }
+  if (algorithm == CollectiveAlgorithm::kNvlsTree) {
+    const NvlsTreePlan plan = nvls_tree_plan(ranks, cluster, op.bytes, resolved.bandwidth_cap);
+    // The in-node part: every GPU to its switch and back, after the trees' hop latencies.
+    const int wait = static_cast<int>(s.flows.size());
+    s.flows.push_back(Flow::delay_of(plan.tree_latency));
+    for (const auto& node : plan.nodes) {
+      const Endpoint sw = Endpoint::node_switch(cluster.node_of(node.front()));
+      for (Rank r : node) {
+        s.flows.push_back(Flow::transfer(Endpoint::gpu(r), sw, plan.per_link, {wait}));
+        s.flows.push_back(Flow::transfer(sw, Endpoint::gpu(r), plan.per_link, {wait}));
+      }
+    }
+    // The rails' trees beside it, each with its own rest of the closed form after its flows.
+    // Rails whose pipelines have the same timing share one pipeline clock (its delays depend on
+    // nothing but each other, so sharing them is exact): their trees become one plan's.
+    std::vector<TreePlan> clocks;
+    for (const TreePlan& rail : plan.rails) {
+      auto same = std::find_if(clocks.begin(), clocks.end(), [&](const TreePlan& c) {
+        return c.chunks == rail.chunks && c.wire_chunk.value() == rail.wire_chunk.value() &&
+               c.stage_time == rail.stage_time && c.stage_gap == rail.stage_gap &&
+               c.net_busy == rail.net_busy && c.intra_busy == rail.intra_busy;
+      });
+      if (same == clocks.end())
+        clocks.push_back(rail);
+      else
+        same->trees.insert(same->trees.end(), rail.trees.begin(), rail.trees.end());
+    }
+    for (const TreePlan& rail : clocks) {
+      CollectiveSchedule part;
+      tree_flows(rail, fidelity, false, part);
+      const int offset = static_cast<int>(s.flows.size());
+      std::vector<int> mine;
+      for (auto& f : part.flows) {
+        for (int& a : f.after) a += offset;
+        mine.push_back(static_cast<int>(s.flows.size()));
+        s.flows.push_back(std::move(f));
+      }
+      if (part.trailing_latency.value() > 0)
+        s.flows.push_back(Flow::delay_of(part.trailing_latency, std::move(mine)));
+      s.steps = std::max(s.steps, part.steps);
+    }
+    s.channels = static_cast<int>(plan.rails.size());
+    s.trailing_latency = plan.nvls_latency - plan.link_alpha;
+    return s;
+  }
   if (algorithm == CollectiveAlgorithm::kTree) {
     // Not on PCIe nodes, where a GPU's link carries both its chain flows and its network flows:
     // there the merged chain flows would take fewer shares of the link than the flows they replace.
-    tree_flows(double_binary_tree(ranks, cluster, op.bytes), fidelity,
-               merge_pairs && !cluster.gpus_on_pcie(), s);
+    tree_flows(
+        double_binary_tree(ranks, cluster, op.bytes, resolved.protocol, resolved.bandwidth_cap),
+        fidelity, merge_pairs && !cluster.gpus_on_pcie(), s);
     return s;
   }
   if (algorithm == CollectiveAlgorithm::kHalvingDoubling) {

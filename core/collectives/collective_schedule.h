@@ -215,17 +215,58 @@ struct TreePlan {
   };
   std::vector<std::vector<Edge>> trees;  // channels x 2 trees
   int channels = 1;
-  int height = 0;  // h
-  int chunks = 1;  // K
-  Bytes chunk{0};  // c
-  Seconds intra_alpha{0}, net_alpha{0};
-  Seconds intra_busy{0}, net_busy{0};  // b of the hops inside and across nodes
-  std::vector<Seconds> stage_time;     // w_p, p = 0 .. 2h-1
-  std::vector<Seconds> stage_gap;      // b_p
-  Seconds time() const;                // the closed form above
+  int height = 0;       // h
+  int chunks = 1;       // K
+  Bytes chunk{0};       // c
+  Bytes wire_chunk{0};  // c over the protocol's bandwidth factor: what a chunk's flow carries
+  Seconds intra_alpha{0}, net_alpha{0};              // a hop's latency under the protocol
+  Seconds intra_route_alpha{0}, net_route_alpha{0};  // a flow's own route latency
+  Seconds intra_busy{0}, net_busy{0};                // b of the hops inside and across nodes
+  std::vector<Seconds> stage_time;                   // w_p, p = 0 .. 2h-1
+  std::vector<Seconds> stage_gap;                    // b_p
+  Seconds time() const;                              // the closed form above
 };
+// Under one of NCCL's protocols (LL, LL128, Simple; kAuto: none) each hop's latency is NCCL's tree
+// hardware latency for it (the catalog's latency x hwLat[tree][protocol] / hwLat[ring][LL] of its
+// kind of hop, core/collectives/nccl_model.h nccl_hw_latency_us), every flow carries its chunk
+// over the protocol's bandwidth factor (nccl_tree_bandwidth_factor: 1 / 3.8, 120 / 128 or 7 / 9,
+// 1), and with `bus_cap` (NCCL's tree bus-bandwidth cap, 0: none) every stage takes a chunk no
+// faster than 4 channels c / bus_cap, so that the whole moves at most at algBw = bus_cap / 2.
+// A `chunk_size` above 0 replaces NCCL's tree chunk rule (NVLS-tree's rails use NVLS-tree's).
 // Empty trees when the group is not the same number of ranks on every node.
-TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes);
+TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes,
+                            CollectiveProtocol protocol = CollectiveProtocol::kAuto,
+                            BytesPerSecond bus_cap = BytesPerSecond(0),
+                            Bytes chunk_size = Bytes(0));
+
+// NCCL's NVLS-tree all-reduce (multi-node NVLS; NCCL src/device/all_reduce.h runTreeNvls, cost in
+// src/tuning/nvls.cc): inside each node the NVSwitch reduces and multicasts (as NVLS on one node,
+// every GPU link carrying S (1 + 1/g) / eta each way), and across nodes g concurrent double binary
+// trees, one per local GPU index (rail), each all-reducing the S / g its GPU owns over one GPU per
+// node, through that GPU's NIC (TreePlan, under Simple, every hop NCCL's NVLS-tree network latency:
+// the route's latency x hwLat[NET][NVLSTREE] / hwLat[NET][RING][LL] = 20.9 / 2.7). NCCL pipelines
+// the two; dtsim runs them side by side, the NVLS flows after the trees' 2h hop latencies, so
+//   T = max(2h a_net + a_link + X / beta, T_tree) + L - a_link,
+// with L NCCL's 25 us NVLS latency, a_link half an NVLink hop, X the bytes per GPU link and T_tree
+// the slowest rail tree's pipelined time (TreePlan::time), its chunk NCCL's NVLS-tree chunk (512
+// KiB halved to 256, 128, 64 and 32 KiB while S is below 32, 16, 4 and 1 times 16 channels x g
+// heads x the chunk: src/enqueue.cc); at large S the slower of the two parts' bandwidths, plus
+// NCCL's latency 25 us + 2 h x 20.9 us. With `bus_cap` (NCCL's NVLS-tree bus-bandwidth cap,
+// nccl_nvls_tree_bus_bandwidth_cap_GBps; 0: none) X is at least S beta / algBw with algBw = bus_cap
+// n / (2 (n - 1)). Needs NVSwitch multicast (nvls_supported) and the same g ranks on each of m >= 2
+// nodes; `rails` is empty otherwise.
+struct NvlsTreePlan {
+  std::vector<std::vector<Rank>> nodes;  // ranks_by_node
+  std::vector<TreePlan> rails;           // one per local index, over one GPU per node
+  Bytes per_link{0};                     // X
+  Seconds tree_latency{0};               // 2 h a_net
+  Seconds link_alpha{0};                 // a_link
+  BytesPerSecond link_beta{0};           // beta, the fabric's usable bandwidth
+  Seconds nvls_latency{0};               // L
+  Seconds time() const;                  // the closed form above
+};
+NvlsTreePlan nvls_tree_plan(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes,
+                            BytesPerSecond bus_cap = BytesPerSecond(0));
 
 // At collective fidelity the ring, all-to-all and tree merge their independent flows that share
 // both endpoints into one flow carrying their bytes (merge_parallel_flows); merge_pairs = false

@@ -193,10 +193,15 @@ Seconds transfer_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
     // NCCL's NVLS latency (25 us, nccl_nvls_latency_us) for the whole call, not a link's hop.
     return Seconds(nccl_nvls_latency_us() * 1e-6) +
            op.bytes * ((1.0 + 1.0 / n) / nvls_efficiency(cluster)) / link.beta;
+  if (algorithm == CollectiveAlgorithm::kNvlsTree)
+    // In-switch reduction inside nodes beside a tree per rail across them (collective_schedule.h,
+    // NvlsTreePlan).
+    return nvls_tree_plan(ranks, cluster, op.bytes, resolved.bandwidth_cap).time();
   if (algorithm == CollectiveAlgorithm::kTree)
     // NCCL's double binary tree, pipelined in chunks (core/collectives/collective_schedule.h,
     // TreePlan): sum over the 2h stages of (alpha + b) plus (K - 1) times the slowest stage's b.
-    return double_binary_tree(ranks, cluster, op.bytes).time();
+    return double_binary_tree(ranks, cluster, op.bytes, resolved.protocol, resolved.bandwidth_cap)
+        .time();
   if (algorithm == CollectiveAlgorithm::kHalvingDoubling) {
     // Rabenseifner: 2 log2(p) steps moving 2(p-1)/p S, plus a fold in and out of S each when
     // n is not a power of two (Thakur, Rabenseifner and Gropp 2005, section 4.4).

@@ -128,6 +128,69 @@ double nccl_base_latency_us(NcclAlgorithm algorithm, NcclProtocol protocol) {
   return 0;
 }
 
+double nccl_hw_latency_us(NcclAlgorithm algorithm, NcclProtocol protocol, NcclLink link) {
+  const auto p = static_cast<size_t>(protocol);
+  const bool simple = protocol == NcclProtocol::kSimple;
+  switch (algorithm) {
+    case NcclAlgorithm::kRing:
+      return (link == NcclLink::kNvlink ? kHwLatNvlinkRing
+              : link == NcclLink::kPci  ? kHwLatPciRing
+                                        : kHwLatNetRing)[p];
+    case NcclAlgorithm::kTree:
+      return (link == NcclLink::kNvlink ? kHwLatNvlinkTree
+              : link == NcclLink::kPci  ? kHwLatPciTree
+                                        : kHwLatNetTree)[p];
+    case NcclAlgorithm::kNvls:
+      return simple && link == NcclLink::kNvlink ? kNvlsLatNvlink : 0;
+    case NcclAlgorithm::kNvlsTree:
+      return simple && link == NcclLink::kNet ? kNvlsTreeLatNet : 0;
+  }
+  return 0;
+}
+
+double nccl_tree_bandwidth_factor(int nodes, NcclProtocol protocol) {
+  switch (protocol) {
+    case NcclProtocol::kLL:
+      return 1 / 3.8;
+    case NcclProtocol::kLL128:
+      return nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
+    case NcclProtocol::kSimple:
+      return 1;
+  }
+  return 1;
+}
+
+double nccl_tree_bus_bandwidth_cap_GBps(const NcclSystem& s, NcclProtocol protocol) {
+  const bool hopper = s.compute_capability >= 90;
+  const int col = s.nodes <= 2 ? s.nodes - 1 : 2;  // N1 / N2 / N4 columns
+  const double tree_max = hopper ? std::array<double, 3>{38.7, 41.4, 36.0}[col]
+                                 : std::array<double, 3>{24.0, 23.6, 17.8}[col];
+  const double simple = s.tree.channels * tree_max;
+  switch (protocol) {
+    case NcclProtocol::kLL:
+      return std::min(simple * nccl_tree_bandwidth_factor(s.nodes, protocol), ll_max_GBps(s));
+    case NcclProtocol::kLL128: {
+      const double ll128_max = hopper ? std::array<double, 3>{36.7, 36.7, 29.0}[col] : 20;
+      return std::min(simple * nccl_tree_bandwidth_factor(s.nodes, protocol),
+                      s.tree.channels * ll128_max);
+    }
+    case NcclProtocol::kSimple:
+      return simple;
+  }
+  return simple;
+}
+
+double nccl_tree_correction_factor(NcclProtocol protocol, double bytes) {
+  const int index = log2i(bytes / 64);
+  return index < 23 ? kTreeCorrection[static_cast<size_t>(protocol)][static_cast<size_t>(index)]
+                    : 1;
+}
+
+double nccl_nvls_tree_bus_bandwidth_cap_GBps(const NcclSystem& s) {
+  if (!s.nvls || s.nodes < 2) return 0;
+  return s.nvls->channels * (s.nodes == 2 ? 57.7 : 45.5);
+}
+
 double nccl_nvls_latency_us() {
   return kNvlsLatNvlink;
 }
@@ -148,12 +211,6 @@ std::vector<NcclEstimate> nccl_all_reduce_estimates(const NcclSystem& s, double 
   const double n = s.ranks, nodes = s.nodes, ppn = n / nodes;
   const double nsteps = 2 * (n - 1), inter_steps = nodes > 1 ? 2 * (nodes - 1) : 0;
   const bool hopper = s.compute_capability >= 90;
-  const int col = s.nodes <= 2 ? s.nodes - 1 : 2;  // N1 / N2 / N4 columns
-  const double ll_max = ll_max_GBps(s);
-  const double tree_ll128_max = hopper ? std::array<double, 3>{36.7, 36.7, 29.0}[col] : 20;
-  const double tree_max = hopper ? std::array<double, 3>{38.7, 41.4, 36.0}[col]
-                                 : std::array<double, 3>{24.0, 23.6, 17.8}[col];
-  const double nvls_tree_max = std::array<double, 3>{0, 57.7, 45.5}[col];
   const auto& intra_ring = s.nvlink_intra ? kHwLatNvlinkRing : kHwLatPciRing;
   const auto& intra_tree = s.nvlink_intra ? kHwLatNvlinkTree : kHwLatPciTree;
   std::vector<NcclEstimate> out;
@@ -188,14 +245,9 @@ std::vector<NcclEstimate> nccl_all_reduce_estimates(const NcclSystem& s, double 
     // Tree (src/tuning/tree.cc).
     {
       double bus = s.tree.channels * std::min(s.tree.bw_intra_GBps, s.tree.bw_inter_GBps);
-      bus = std::min(0.92 * bus, s.tree.channels * tree_max);
-      if (proto == NcclProtocol::kLL) bus = std::min(bus / 3.8, ll_max);
-      if (proto == NcclProtocol::kLL128)
-        bus = std::min(bus * (s.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
-                       s.tree.channels * tree_ll128_max);
-      double algbw = 0.5 * bus;
-      const int index = log2i(bytes / 64);
-      if (index < 23) algbw *= kTreeCorrection[static_cast<size_t>(p)][static_cast<size_t>(index)];
+      bus = std::min(0.92 * bus * nccl_tree_bandwidth_factor(s.nodes, proto),
+                     nccl_tree_bus_bandwidth_cap_GBps(s, proto));
+      const double algbw = 0.5 * bus * nccl_tree_correction_factor(proto, bytes);
       const double lat = kBaseLatTree[static_cast<size_t>(p)] +
                          2 * ((ppn - 1) * intra_tree[static_cast<size_t>(p)] +
                               log2i(nodes) * kHwLatNetTree[static_cast<size_t>(p)]);
@@ -211,7 +263,8 @@ std::vector<NcclEstimate> nccl_all_reduce_estimates(const NcclSystem& s, double 
                             g.channels * bw * n / nsteps, 0});
       } else {
         const double inter_bw = g.bw_inter_GBps * (s.nodes <= 2 ? 2 : 1);
-        const double bw = std::min({intra_bw, inter_bw, nvls_tree_max});
+        const double bw =
+            std::min({intra_bw, inter_bw, nccl_nvls_tree_bus_bandwidth_cap_GBps(s) / g.channels});
         const double lat = kNvlsLatNvlink + 2 * log2i(nodes) * kNvlsTreeLatNet;
         finish(NcclEstimate{NcclAlgorithm::kNvlsTree, proto, lat, g.channels * bw * n / nsteps, 0});
       }

@@ -115,4 +115,34 @@ double nccl_nvls_latency_us();
 // Ampere); infinity for Simple. The protocol's bandwidth factor (0.5, 0.92) comes on top.
 double nccl_ring_bus_bandwidth_cap_GBps(const NcclSystem& system, NcclProtocol protocol);
 
+// The kinds of hop NCCL's model gives a hardware latency (hwLat[NVLINK | PCI | NET]).
+enum class NcclLink { kNvlink, kPci, kNet };
+// NCCL's per-hop hardware latency for an algorithm and protocol, in us (src/tuning/cost_model.cc
+// ncclTunerConstantsDefaults; v2.28 src/graph/tuning.cc hwLat): the ring 0.6 / 1.9 / 3.4 on NVLink,
+// 1.0 / 2.5 / 5.7 on PCIe, 2.7 / 4.0 / 14 on the network; the tree 0.6 / 1.25 / 4.0, 1.0 / 1.9 /
+// 4.0 and 5.0 / 8.5 / 14 (LL / LL128 / Simple); NVLS and NVLS-tree 0 except NVLS on NVLink 25 and
+// NVLS-tree on the network 20.9 (Simple).
+double nccl_hw_latency_us(NcclAlgorithm algorithm, NcclProtocol protocol, NcclLink link);
+
+// The cap NCCL puts on NVLS-tree's bus bandwidth (src/tuning/nvls.cc, perChMaxNvlsTreeBw), in GB/s:
+// the NVLS graph's channels x 57.7 on 2 nodes, x 45.5 on 3 or more (0 on one node, where NVLS-tree
+// does not run). NCCL's algBw is bus x n / (2 (n - 1)), as for the ring.
+double nccl_nvls_tree_bus_bandwidth_cap_GBps(const NcclSystem& system);
+
+// The tree's protocol bandwidth factor against its Simple figure (src/tuning/tree.cc): LL 1 / 3.8;
+// LL128 7 / 9 on one node, 120 / 128 across nodes; Simple 1.
+double nccl_tree_bandwidth_factor(int nodes, NcclProtocol protocol);
+
+// The cap NCCL puts on the tree's bus bandwidth under a protocol (src/tuning/tree.cc), in GB/s:
+// channels x perChMaxTreeBw (Simple; 38.7 / 41.4 / 36.0 on 1 / 2 / 4+ Hopper nodes, 24.0 / 23.6 /
+// 17.8 Ampere), times the protocol's factor; LL at most llMaxBw, LL128 at most channels x
+// perChMaxTreeLL128Bw (36.7 / 36.7 / 29.0 Hopper, 20 Ampere). NCCL's tree algBw is half its bus
+// bandwidth.
+double nccl_tree_bus_bandwidth_cap_GBps(const NcclSystem& system, NcclProtocol protocol);
+
+// NCCL's correction of the tree's bandwidth at a size (treeCorrectionFactor[protocol][log2(bytes /
+// 64)], src/tuning/tree.cc; 1 from 256 MiB up): 0.4 to 1 at mid sizes, its measured shortfall
+// there.
+double nccl_tree_correction_factor(NcclProtocol protocol, double bytes);
+
 }  // namespace dtsim

@@ -105,14 +105,23 @@ constexpr std::string_view to_string(CollectiveProtocol p) {
   return kCollectiveProtocolNames.to_string(p);
 }
 
-enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHalvingDoubling, kHierarchical, kNvls };
+enum class CollectiveAlgorithm {
+  kAuto,
+  kRing,
+  kTree,
+  kHalvingDoubling,
+  kHierarchical,
+  kNvls,
+  kNvlsTree
+};
 inline constexpr auto kCollectiveAlgorithmNames = make_enum_table<CollectiveAlgorithm>(
     {{CollectiveAlgorithm::kAuto, "auto"},
      {CollectiveAlgorithm::kRing, "ring"},
      {CollectiveAlgorithm::kTree, "tree"},
      {CollectiveAlgorithm::kHalvingDoubling, "halving-doubling"},
      {CollectiveAlgorithm::kHierarchical, "hierarchical"},
-     {CollectiveAlgorithm::kNvls, "nvls"}});
+     {CollectiveAlgorithm::kNvls, "nvls"},
+     {CollectiveAlgorithm::kNvlsTree, "nvls-tree"}});
 constexpr std::string_view to_string(CollectiveAlgorithm a) {
   return kCollectiveAlgorithmNames.to_string(a);
 }

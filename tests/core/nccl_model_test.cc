@@ -105,6 +105,44 @@ TEST(NcclModel, BaseLatenciesAndRingProtocolCaps) {
   EXPECT_DOUBLE_EQ(nccl_ring_bus_bandwidth_cap_GBps(a100, NcclProtocol::kLL), 87.7);
 }
 
+TEST(NcclModel, TreeAndNvlsTreeTermsFollowNcclsConstants) {
+  // hwLat (src/tuning/cost_model.cc ncclTunerConstantsDefaults): the tree 0.6 / 1.25 / 4.0 on
+  // NVLink, 5.0 / 8.5 / 14 on the network; NVLS 25 on NVLink, NVLS-tree 20.9 on the network.
+  EXPECT_DOUBLE_EQ(
+      nccl_hw_latency_us(NcclAlgorithm::kTree, NcclProtocol::kLL128, NcclLink::kNvlink), 1.25);
+  EXPECT_DOUBLE_EQ(nccl_hw_latency_us(NcclAlgorithm::kTree, NcclProtocol::kLL, NcclLink::kNet),
+                   5.0);
+  EXPECT_DOUBLE_EQ(nccl_hw_latency_us(NcclAlgorithm::kRing, NcclProtocol::kLL, NcclLink::kNet),
+                   2.7);
+  EXPECT_DOUBLE_EQ(
+      nccl_hw_latency_us(NcclAlgorithm::kNvlsTree, NcclProtocol::kSimple, NcclLink::kNet), 20.9);
+  EXPECT_DOUBLE_EQ(
+      nccl_hw_latency_us(NcclAlgorithm::kNvls, NcclProtocol::kSimple, NcclLink::kNvlink), 25);
+  // Protocol factors (src/tuning/tree.cc): LL 1 / 3.8, LL128 7/9 on one node and 120/128 across.
+  EXPECT_DOUBLE_EQ(nccl_tree_bandwidth_factor(1, NcclProtocol::kLL128), 7.0 / 9.0);
+  EXPECT_DOUBLE_EQ(nccl_tree_bandwidth_factor(4, NcclProtocol::kLL128), 120.0 / 128.0);
+  // 16 nodes of 8 H100, 8 NDR NICs: tree channels 8, perChMaxTreeBw 36 (4+ nodes), LL128 at most
+  // 8 x 29; NVLS-tree 8 channels x 45.5. treeCorrectionFactor[LL128][log2(1 MiB / 64) = 14] = 0.6.
+  const NcclSystem h100 = nccl_system(
+      cluster("cluster: {gpu: H100-SXM, nodes: 16, gpus_per_node: 8, network: {preset: ib-ndr}}\n"),
+      128);
+  EXPECT_NEAR(nccl_tree_bus_bandwidth_cap_GBps(h100, NcclProtocol::kSimple), 8 * 36.0, 1e-9);
+  EXPECT_NEAR(nccl_tree_bus_bandwidth_cap_GBps(h100, NcclProtocol::kLL128), 8 * 29.0, 1e-9);
+  // LL: 8 x 36 / 3.8 = 75.8, at most llMaxBw on 4+ nodes of Intel hosts, 20.4.
+  EXPECT_NEAR(nccl_tree_bus_bandwidth_cap_GBps(h100, NcclProtocol::kLL), 20.4, 1e-9);
+  EXPECT_NEAR(nccl_nvls_tree_bus_bandwidth_cap_GBps(h100), 8 * 45.5, 1e-9);
+  EXPECT_DOUBLE_EQ(nccl_tree_correction_factor(NcclProtocol::kLL128, 1048576.0), 0.6);
+  EXPECT_DOUBLE_EQ(nccl_tree_correction_factor(NcclProtocol::kSimple, 4 * kGiB), 1.0);
+  // NCCL's Tree/LL at 1 KiB there: 6.8 + 2 (7 x 0.6 + 4 x 5.0) us plus the bytes.
+  for (const auto& e : nccl_all_reduce_estimates(h100, 1024))
+    if (e.algorithm == NcclAlgorithm::kTree && e.protocol == NcclProtocol::kLL) {
+      EXPECT_NEAR(e.latency_us, 6.8 + 2 * (7 * 0.6 + 4 * 5.0), 1e-9);
+    }
+  const NcclSystem one =
+      nccl_system(cluster("cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n"), 8);
+  EXPECT_EQ(nccl_nvls_tree_bus_bandwidth_cap_GBps(one), 0);
+}
+
 TEST(NcclModel, OtherSystemsAreRefusedNotGuessed) {
   EXPECT_THROW(
       nccl_system(cluster("cluster: {gpu: V100-SXM2-32GB, nodes: 1, gpus_per_node: 8}\n"), 8),
