@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "sim/dragonfly_zone.h"
 #include "sim/torus_zone.h"
 
 namespace dtsim::sim {
@@ -94,7 +95,48 @@ Platform build_platform(const Cluster& c, DType precision,
           static_cast<sg4::SplitDuplexLink*>(gpu_link[static_cast<size_t>(r)]);
     const TorusZone* torus =
         TorusZone::create("network-torus", root, shape, p.gpu_speed, injection);
-    for (int r = 0; r < world; ++r) p.torus.push_back(torus->endpoint(r));
+    for (int r = 0; r < world; ++r) p.routed.push_back(torus->endpoint(r));
+    root->seal();
+    return p;
+  }
+
+  const double nic_bw = c.usable_nic_bandwidth().value();
+  const double nic_latency = c.network.latency.value() / 2;
+  // The node's NIC links, at their degraded fraction where one is.
+  auto nic_links_of = [&](sg4::NetZone* zone, int n) {
+    std::vector<sg4::Link*> links;
+    for (int q = 0; q < c.nics(); ++q) {
+      double bw = nic_bw;
+      for (const DegradedNic& d : degraded)
+        if (d.node == n && d.nic == q) bw *= d.fraction;
+      links.push_back(
+          duplex(zone, "nic-" + std::to_string(n) + "-" + std::to_string(q), bw, nic_latency));
+    }
+    return links;
+  };
+
+  if (c.is_dragonfly()) {
+    // Dragonfly: NICs to the routers, router links at the NIC rate, routes computed per flow.
+    auto* nics = sg4::create_star_zone("network-nics");
+    nics->set_parent(root);
+    std::vector<std::vector<sg4::SplitDuplexLink*>> injection(static_cast<size_t>(world));
+    std::vector<sg4::Link*> node_nics;
+    DragonflyZone::Shape shape;
+    shape.network = c.network.dragonfly;
+    shape.link_bytes_per_s = nic_bw;
+    for (Rank r = 0; r < world; ++r) {
+      if (c.local_index(r) == 0) node_nics = nic_links_of(nics, c.node_of(r));
+      auto& links = injection[static_cast<size_t>(r)];
+      if (pcie)
+        links.push_back(static_cast<sg4::SplitDuplexLink*>(gpu_link[static_cast<size_t>(r)]));
+      links.push_back(
+          static_cast<sg4::SplitDuplexLink*>(node_nics[static_cast<size_t>(c.local_nic_of(r))]));
+      shape.node_of_rank.push_back(c.node_of(r));
+    }
+    nics->seal();
+    const DragonflyZone* dragonfly =
+        DragonflyZone::create("network-dragonfly", root, shape, p.gpu_speed, injection);
+    for (int r = 0; r < world; ++r) p.routed.push_back(dragonfly->endpoint(r));
     root->seal();
     return p;
   }
@@ -108,8 +150,6 @@ Platform build_platform(const Cluster& c, DType precision,
   // SimGrid 3.32 creates links and hosts in time proportional to the number of zones, so a zone
   // per leaf would make large platforms quadratic (512 leaves: 2 minutes to build).
   const auto& net = c.network;
-  const double nic_bw = c.usable_nic_bandwidth().value();
-  const double nic_latency = net.latency.value() / 2;
   const bool rails = c.has_rails();
   const bool pods = c.has_pods();
   const int groups = c.network_groups();
@@ -143,14 +183,7 @@ Platform build_platform(const Cluster& c, DType precision,
   for (Rank r = 0; r < world; ++r) {
     if (c.local_index(r) == 0) {
       const int n = c.node_of(r);
-      nic_links.clear();
-      for (int q = 0; q < c.nics(); ++q) {
-        double bw = nic_bw;
-        for (const DegradedNic& d : degraded)
-          if (d.node == n && d.nic == q) bw *= d.fraction;
-        nic_links.push_back(
-            duplex(local, "nic-" + std::to_string(n) + "-" + std::to_string(q), bw, nic_latency));
-      }
+      nic_links = nic_links_of(local, n);
     }
     const auto ur = static_cast<size_t>(r);
     const auto k = static_cast<size_t>(c.network_group(r));

@@ -22,7 +22,9 @@
 //   every node; rails meet at a spine through uplinks / oversubscription). The grouping is the
 //   Cluster's (network_group, pod_of: core/hardware/cluster.h). Torus (sim/torus_zone.h:
 //   one endpoint `torus-r` per rank, cables between neighbouring nodes, dimension-order routes
-//   computed on demand; the NIC endpoints above are not built).
+//   computed on demand; the NIC endpoints above are not built). Dragonfly (sim/dragonfly_zone.h:
+//   one endpoint `dragonfly-r` per rank, the node's NIC links to its router, local and global
+//   router links at the NIC rate, minimal or Valiant routes computed on demand).
 // - Compute hosts run at the GPU's dense peak for the training precision; a kernel is an Exec of
 //   (roofline seconds x peak) FLOPs, so its duration is exactly the roofline time.
 // - One `timer` host with a million cores times delays and zero-time joins without sharing.
@@ -46,14 +48,16 @@ struct Platform {
   std::vector<simgrid::s4u::Host*> nic_pod;     // by global rank: flows to other leaves of its pod
   std::vector<simgrid::s4u::Host*> nic_global;  // by global rank: flows to other pods (3 levels)
   std::vector<simgrid::s4u::Host*> nvswitch;    // by node: the switch as an NVLS endpoint
-  std::vector<simgrid::s4u::Host*> torus;       // by global rank (topology: torus), else empty
+  // By global rank: the endpoints of a network zone that computes its routes per flow (topology:
+  // torus or dragonfly), else empty.
+  std::vector<simgrid::s4u::Host*> routed;
   simgrid::s4u::Host* timer = nullptr;
   double gpu_speed = 1;  // FLOP/s of every gpu host
 };
 
 // The hosts a flow from endpoint a to endpoint b uses: the GPU hosts inside a node (a switch is
 // its node's nvswitch host, reached over the GPU's own link), else the NIC hosts for the
-// distance between the two GPUs' leaves (or rails) and pods, or their torus hosts.
+// distance between the two GPUs' leaves (or rails) and pods, or their torus or dragonfly hosts.
 inline std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*> hosts_for(const Platform& p, Endpoint a,
                                                                      Endpoint b,
                                                                      const Cluster& cluster) {
@@ -65,7 +69,7 @@ inline std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*> hosts_for(const Platf
     return {inside(a), inside(b)};
   const Rank ra = a.rank(), rb = b.rank();
   const auto ua = static_cast<size_t>(ra), ub = static_cast<size_t>(rb);
-  if (!p.torus.empty()) return {p.torus[ua], p.torus[ub]};
+  if (!p.routed.empty()) return {p.routed[ua], p.routed[ub]};
   if (cluster.network_group(ra) == cluster.network_group(rb))
     return {p.nic_local[ua], p.nic_local[ub]};
   if (cluster.pod_of(ra) == cluster.pod_of(rb)) return {p.nic_pod[ua], p.nic_pod[ub]};

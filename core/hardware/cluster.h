@@ -27,7 +27,8 @@
 //   rail switch k. network_group(r) is the leaf or rail of rank r's NIC (0 on a star or torus);
 //   the last leaf may hold fewer nodes (nics_in_group).
 // - Torus (is_torus): topology torus over more than one node; a single node has no network to
-//   route, whatever the topology says.
+//   route, whatever the topology says. Dragonfly (is_dragonfly) likewise; its groups are not
+//   network_group()s (those are fat-tree leaves and rails).
 // - speed_scale(r) is rank r's compute speed relative to the GPU's nominal figures (1.0: as
 //   catalogued; 0.5: every kernel takes twice as long). All 1.0 unless a perturbation says
 //   otherwise.
@@ -84,6 +85,8 @@ class Cluster : public ClusterConfig {
   bool is_torus() const {
     return network.topology == Topology::kTorus && nodes > 1 && !network.torus_dims.empty();
   }
+  // A dragonfly network between nodes (topology: dragonfly, more than one node).
+  bool is_dragonfly() const { return network.topology == Topology::kDragonfly && nodes > 1; }
   // Torus coordinates of a node (is_torus; empty otherwise).
   std::vector<int> torus_coordinates_of(int node) const;
 

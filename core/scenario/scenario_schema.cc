@@ -165,6 +165,28 @@ SchemaNode build_schema() {
       "near-cube: the smallest largest dimension, then the fewest (16 -> [4, 4], 64 -> [4, 4, 4])");
   torus_dims.min = 1;
   torus_dims.max = kMaxNodes;
+  // Dragonfly (Kim et al., ISCA 2008; core/hardware/dragonfly.h).
+  SchemaNode dragonfly = section(
+      "dragonfly",
+      "the shape of a dragonfly network (topology: dragonfly; Kim et al., ISCA 2008): groups of "
+      "routers joined all-to-all inside a group by local links and between groups by global "
+      "links, every link one cable at nic_bandwidth x protocol_efficiency per direction; a route "
+      "takes the network's latency once, whatever its router hops",
+      {count("groups", "groups of routers; groups x routers_per_group x nodes_per_router = nodes",
+             "nodes / (routers_per_group x nodes_per_router)", 1, kMaxNodes),
+       count("routers_per_group",
+             "routers in a group, every pair joined by a local link (a in Kim et al.)",
+             "2 x nodes_per_router (Kim et al.'s balanced a = 2p)", 1, 1e4),
+       count("nodes_per_router", "nodes on each router (p in Kim et al.)", "1", 1, 1e4),
+       count("global_links_per_router",
+             "global links on each router (h in Kim et al.); every pair of groups gets the same "
+             "number of them, so groups - 1 must divide routers_per_group x "
+             "global_links_per_router",
+             "nodes_per_router (Kim et al.'s balanced h = p)", 1, 1e4),
+       choice("routing", kDragonflyRoutingNames.names(),
+              "minimal (local, global, local hops) or valiant (through an intermediate group, "
+              "the sources of a group spread evenly over the candidates)",
+              std::string(kDragonflyRoutingNames.to_string(DragonflyRouting::kMinimal)))});
   SchemaNode network = section(
       "network", "the network between nodes",
       {net_preset,
@@ -192,7 +214,7 @@ SchemaNode build_schema() {
        positive(leaf("oversubscription", ValueType::kNumber,
                      "downlink:uplink ratio at the first switch level above the leaves", "1"),
                 1024),
-       torus_dims,
+       torus_dims, dragonfly,
        at_most(leaf("torus_hop_latency", ValueType::kDuration,
                     "torus: latency each hop adds beyond the first (a route of h hops takes "
                     "latency + (h - 1) x torus_hop_latency)",

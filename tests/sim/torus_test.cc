@@ -211,11 +211,11 @@ TEST(TorusPlatform, BuildsSixteenCubedNodesOfEightGpusInSeconds) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("16 x 16 x 16 nodes x 8 GPUs: platform built in %.2f s\n", seconds);
-  ASSERT_EQ(p.torus.size(), 32768u);
+  ASSERT_EQ(p.routed.size(), 32768u);
   std::vector<simgrid::s4u::Link*> links;
   double latency = 0;
   // Node 0 to node (8, 8, 8): 24 hops, 8 in each dimension.
-  p.torus[0]->route_to(p.torus[static_cast<size_t>(8 * torus_node({8, 8, 8}, {16, 16, 16}))], links,
+  p.routed[0]->route_to(p.routed[static_cast<size_t>(8 * torus_node({8, 8, 8}, {16, 16, 16}))], links,
                        &latency);
   EXPECT_EQ(links.size(), 24u);
   EXPECT_LT(seconds, 60);
