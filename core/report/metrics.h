@@ -109,6 +109,18 @@ struct BackgroundShare {
   double other_jobs_nic_bandwidth_Bps = 0;  // what the other jobs hold of it (B/s)
 };
 
+// A second job on the same cluster (scenario key background.scenario, driver/shared_cluster.h),
+// simulated together with this one on one platform.
+struct BackgroundJob {
+  std::string scenario;   // the other job's scenario file, as loaded
+  std::string placement;  // background.placement: after | interleaved
+  int nodes = 0, gpus = 0;
+  double step_time_s = 0;  // the other job's step time in the shared run
+  double samples_per_s = 0, tokens_per_s = 0;
+  double this_job_alone_step_time_s = 0;  // this job on its own cluster, same engine
+  double this_job_slowdown = 1;           // step_time_s / this_job_alone_step_time_s
+};
+
 struct Results {
   std::string engine;
   std::string source = "predicted";  // "measured" for real mode (design.md section 5)
@@ -170,6 +182,8 @@ struct Results {
   // Only when other jobs share the network (link_fraction > 0), so results without them keep
   // their shape.
   std::optional<BackgroundShare> background;
+  // Only when a second job shares the cluster (background.scenario).
+  std::optional<BackgroundJob> background_job;
 };
 
 Results compute_results(const Scenario& scenario, const ModelGraph& model, const Job& job,

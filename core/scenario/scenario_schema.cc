@@ -500,15 +500,20 @@ SchemaNode build_schema() {
   // traffic is a steady share of every network link, applied once to the Cluster's usable NIC
   // rate (core/hardware/cluster.h), from which the SimGrid platform's NIC, uplink and torus
   // links and the analytic closed forms all read.
-  SchemaNode background_scenario =
-      leaf("scenario", ValueType::kString,
-           "another job's scenario file, simulated on the same platform as this one (not "
-           "supported yet: give its share of the network as link_fraction)",
-           "");
-  background_scenario.unsupported = [](const Value&) -> std::optional<std::string> {
-    return "a second job read from its own scenario file; give the share of each network link "
-           "its traffic takes as background.link_fraction (e.g. 0.3)";
-  };
+  // A second job read from its own scenario (driver/shared_cluster.h): both jobs on one SimGrid
+  // platform of this cluster's hardware, the other job on further nodes.
+  SchemaNode background_scenario = leaf(
+      "scenario", ValueType::kString,
+      "another job's scenario file (relative to this file's directory), placed on further nodes "
+      "of this cluster (same GPU, fabric and network, checked) and simulated together with this "
+      "job on one platform, so that both share the network's uplinks; simgrid engine only. The "
+      "results report both jobs (background_job.*)",
+      "none");
+  SchemaNode background_placement =
+      choice("placement", {"after", "interleaved"},
+             "where the other job's nodes go: after this job's nodes, or interleaved node by node "
+             "with them (so that both jobs share every leaf switch)",
+             "after");
   SchemaNode background = section(
       "background", "other jobs' traffic on the same cluster's network",
       {below(leaf("link_fraction", ValueType::kNumber,
@@ -517,7 +522,7 @@ SchemaNode build_schema() {
                   "sees (1 - link_fraction) of each; links inside a node are not shared",
                   "0"),
              1),
-       background_scenario});
+       background_scenario, background_placement});
 
   auto engine = choice("engine", {},
                        "executor, one of the registered engines (`dtsim catalog engines` "

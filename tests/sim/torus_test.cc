@@ -215,8 +215,8 @@ TEST(TorusPlatform, BuildsSixteenCubedNodesOfEightGpusInSeconds) {
   std::vector<simgrid::s4u::Link*> links;
   double latency = 0;
   // Node 0 to node (8, 8, 8): 24 hops, 8 in each dimension.
-  p.routed[0]->route_to(p.routed[static_cast<size_t>(8 * torus_node({8, 8, 8}, {16, 16, 16}))], links,
-                       &latency);
+  p.routed[0]->route_to(p.routed[static_cast<size_t>(8 * torus_node({8, 8, 8}, {16, 16, 16}))],
+                        links, &latency);
   EXPECT_EQ(links.size(), 24u);
   EXPECT_LT(seconds, 60);
 }
