@@ -44,14 +44,14 @@ TEST(NcclAgreement, RingAndAutoAgainstNcclsModelOnH100AndA100) {
   const Row rows[] = {{"H100-SXM", "ib-ndr"}, {"A100-SXM-80GB", "ib-hdr"}};
   const CollectiveKind kinds[] = {CollectiveKind::kAllReduce, CollectiveKind::kAllGather,
                                   CollectiveKind::kReduceScatter};
-  std::printf(
-      "| GPUs | nodes | collective | size | NCCL ring us | dtsim ring us | ring | NCCL pick |"
-      " dtsim auto | auto / NCCL |\n");
+  std::printf("| GPUs | nodes | collective | size | NCCL ring us | dtsim ring us | ring | NCCL pick |"
+              " dtsim auto | auto / NCCL |\n");
   for (const Row& row : rows)
     for (int nodes : {1, 2, 4, 8, 16}) {
-      const Cluster c = cluster_from(
-          std::string("cluster: {gpu: ") + row.gpu + ", nodes: " + std::to_string(nodes) +
-          ", gpus_per_node: 8, network: {preset: " + row.network + ", nics_per_node: 8}}\n");
+      const Cluster c = cluster_from(std::string("cluster: {gpu: ") + row.gpu +
+                                     ", nodes: " + std::to_string(nodes) +
+                                     ", gpus_per_node: 8, network: {preset: " + row.network +
+                                     ", nics_per_node: 8}}\n");
       const auto ranks = first_ranks(8 * nodes);
       const NcclSystem system = nccl_system(c, 8 * nodes);
       for (CollectiveKind kind : kinds)
@@ -74,16 +74,15 @@ TEST(NcclAgreement, RingAndAutoAgainstNcclsModelOnH100AndA100) {
           const ResolvedCollective chosen = resolve_collective(op, ranks, c);
           const double auto_us = collective_time(op, ranks, c).value() * 1e6;
           const bool built = dtsim_algorithm(pick.algorithm) != CollectiveAlgorithm::kAuto;
-          std::printf(
-              "| %s | %d | %s | %.0f | %.1f | %.1f | %+.0f%% | %s/%s %.1f | %s/%s %.1f | %s |\n",
-              row.gpu, nodes, std::string(to_string(kind)).c_str(), s, nccl_ring, ring_us,
-              100 * (ring_us / nccl_ring - 1), std::string(to_string(pick.algorithm)).c_str(),
-              std::string(to_string(pick.protocol)).c_str(), pick.time_us,
-              std::string(to_string(chosen.algorithm)).c_str(),
-              std::string(to_string(chosen.protocol)).c_str(), auto_us,
-              built ? (std::to_string(static_cast<int>(100 * (auto_us / pick.time_us - 1))) + "%")
-                          .c_str()
-                    : "not built");
+          std::printf("| %s | %d | %s | %.0f | %.1f | %.1f | %+.0f%% | %s/%s %.1f | %s/%s %.1f | %s |\n",
+                      row.gpu, nodes, std::string(to_string(kind)).c_str(), s, nccl_ring, ring_us,
+                      100 * (ring_us / nccl_ring - 1),
+                      std::string(to_string(pick.algorithm)).c_str(),
+                      std::string(to_string(pick.protocol)).c_str(), pick.time_us,
+                      std::string(to_string(chosen.algorithm)).c_str(),
+                      std::string(to_string(chosen.protocol)).c_str(), auto_us,
+                      built ? (std::to_string(static_cast<int>(100 * (auto_us / pick.time_us - 1))) + "%").c_str()
+                            : "not built");
           const std::string where = std::string(row.gpu) + " " + std::to_string(nodes) + " " +
                                     std::string(to_string(kind)) + " " + std::to_string(s);
           EXPECT_NEAR(ring_us, nccl_ring, 0.1 * nccl_ring) << where;

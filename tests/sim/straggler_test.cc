@@ -391,8 +391,8 @@ void expect_relaxed_sync_beats_synchronous(const std::string& engine) {
   ASSERT_GT(rest_s, 0) << engine;
   const double sync_s = predict_text(dp_scenario(engine, 1, slow)).results.step_time_s;
   EXPECT_NEAR(sync_s, kSlowdown * compute_s + rest_s, 0.01 * sync_s) << engine;
-  const auto local = predict_text(
-      with_sync(dp_scenario(engine, 1, slow), "  sync: local-sgd\n  local_sgd_period: 4\n"));
+  const auto local =
+      predict_text(with_sync(dp_scenario(engine, 1, slow), "  sync: local-sgd\n  local_sgd_period: 4\n"));
   const double local_expected_s = kSlowdown * compute_s + rest_s / 4;
   EXPECT_NEAR(local.results.step_time_s, local_expected_s, 0.01 * local_expected_s) << engine;
   EXPECT_LT(local.results.step_time_s, sync_s) << engine;
@@ -408,9 +408,8 @@ void expect_relaxed_sync_beats_synchronous(const std::string& engine) {
   // The breakdown still sums to the step, and the rates follow it.
   for (const auto* p : {&local, &ssp}) {
     const Breakdown& b = p->results.breakdown_s;
-    EXPECT_NEAR(
-        b.compute + b.exposed_communication + b.pipeline_bubble + b.straggler_wait + b.other,
-        p->results.step_time_s, 1e-9 * p->results.step_time_s)
+    EXPECT_NEAR(b.compute + b.exposed_communication + b.pipeline_bubble + b.straggler_wait + b.other,
+                p->results.step_time_s, 1e-9 * p->results.step_time_s)
         << engine;
     EXPECT_NEAR(p->results.samples_per_s * p->results.step_time_s, 64, 1e-9 * 64) << engine;
     EXPECT_FALSE(p->results.notes.empty()) << engine;
