@@ -160,7 +160,8 @@ Platform build_platform(const Cluster& c, DType precision,
   auto* global = pods ? star_with_gateway("network-global", root, &center) : nullptr;
   std::vector<sg4::Link*> uplink(static_cast<size_t>(groups), nullptr);
   std::vector<double> pod_injection(static_cast<size_t>(pod_count), 0.0);
-  for (int k = 0; k < groups && (rails || c.has_leaves()); ++k) {
+  const bool rail_only = c.is_rail_only();
+  for (int k = 0; k < groups && ((rails && !rail_only) || c.has_leaves()); ++k) {
     const double bw = c.nics_in_group(k) * nic_bw / net.oversubscription;
     uplink[static_cast<size_t>(k)] = duplex(
         pod_zone, std::string(rails ? "rail-" : "leaf-") + std::to_string(k) + "-uplink", bw, 0);
@@ -192,6 +193,16 @@ Platform build_platform(const Cluster& c, DType precision,
     route.emplace_back(nic_links[static_cast<size_t>(c.local_nic_of(r))], Direction::UP);
     const std::string id = std::to_string(r);
     p.nic_local[ur] = endpoint(local, "nic-local-" + id, route);
+    for (int k = 0; k < c.nics() && rail_only; ++k) {
+      const Rank relay = c.rail_relay(r, k);
+      const auto ux = static_cast<size_t>(relay);
+      std::vector<sg4::LinkInRoute> via{{gpu_link[ur], Direction::UP}};
+      if (relay != r) via.emplace_back(gpu_link[ux], Direction::DOWN);
+      if (relay != r && pcie) via.emplace_back(gpu_link[ux], Direction::UP);
+      if (relay == r && !pcie) via.clear();
+      via.emplace_back(nic_links[static_cast<size_t>(k)], Direction::UP);
+      p.nic_relay.push_back(endpoint(local, "nic-relay-" + id + "-" + std::to_string(k), via));
+    }
     if (uplink[k]) route.emplace_back(uplink[k], Direction::UP);
     p.nic_pod[ur] = endpoint(pod_zone, "nic-pod-" + id, route);
     if (pods) {

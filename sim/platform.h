@@ -19,7 +19,10 @@
 //   cluster.network.nodes_per_leaf, by default 32 NICs per leaf as on 64-port NDR switches with
 //   half their ports down; with levels: 3, leaves_per_pod leaves share a pod whose uplink carries
 //   their uplinks' bandwidth / pod_oversubscription); rail-optimized (rail zone k holds NIC k of
-//   every node; rails meet at a spine through uplinks / oversubscription). The grouping is the
+//   every node; rails meet at a spine through uplinks / oversubscription); rail-only (the rails
+//   without a spine: a flow to another rail leaves from the `nic-relay-r-k` endpoint, whose route
+//   crosses r's fabric link UP, the relay GPU's (Cluster::rail_relay) DOWN, on PCIe nodes that
+//   GPU's link UP again, and the NIC on rail k). The grouping is the
 //   Cluster's (network_group, pod_of: core/hardware/cluster.h). Torus (sim/torus_zone.h:
 //   one endpoint `torus-r` per rank, cables between neighbouring nodes, dimension-order routes
 //   computed on demand; the NIC endpoints above are not built). Dragonfly (sim/dragonfly_zone.h:
@@ -48,6 +51,9 @@ struct Platform {
   std::vector<simgrid::s4u::Host*> nic_pod;     // by global rank: flows to other leaves of its pod
   std::vector<simgrid::s4u::Host*> nic_global;  // by global rank: flows to other pods (3 levels)
   std::vector<simgrid::s4u::Host*> nvswitch;    // by node: the switch as an NVLS endpoint
+  // By global rank x NICs per node + rail (topology: rail-only), else empty: rank r's flows to
+  // another rail, relayed over its node's fabric to the GPU on that rail and out of its NIC.
+  std::vector<simgrid::s4u::Host*> nic_relay;
   // By global rank: the endpoints of a network zone that computes its routes per flow (topology:
   // torus or dragonfly), else empty.
   std::vector<simgrid::s4u::Host*> routed;
@@ -70,6 +76,10 @@ inline std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*> hosts_for(const Platf
   const Rank ra = a.rank(), rb = b.rank();
   const auto ua = static_cast<size_t>(ra), ub = static_cast<size_t>(rb);
   if (!p.routed.empty()) return {p.routed[ua], p.routed[ub]};
+  if (!p.nic_relay.empty() && cluster.network_group(ra) != cluster.network_group(rb))
+    return {p.nic_relay[ua * static_cast<size_t>(cluster.nics()) +
+                        static_cast<size_t>(cluster.network_group(rb))],
+            p.nic_local[ub]};
   if (cluster.network_group(ra) == cluster.network_group(rb))
     return {p.nic_local[ua], p.nic_local[ub]};
   if (cluster.pod_of(ra) == cluster.pod_of(rb)) return {p.nic_pod[ua], p.nic_pod[ub]};

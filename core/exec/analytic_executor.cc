@@ -13,6 +13,7 @@ namespace {
 struct Crossing {
   bool leaves = false, pods = false;
   bool dragonfly_groups = false;  // traffic between groups of a dragonfly, over global links
+  bool rail_relays = false;       // a collective between rails of a rail-only network
 };
 
 Crossing oversubscribed_crossings(const Job& job, const Cluster& cluster) {
@@ -21,7 +22,8 @@ Crossing oversubscribed_crossings(const Job& job, const Cluster& cluster) {
   const bool pod_limited = cluster.has_pods() && cluster.network.pod_oversubscription > 1;
   const int dragonfly_group_nodes =
       cluster.is_dragonfly() ? cluster.network.dragonfly.nodes_per_group() : 0;
-  if (!leaf_limited && !pod_limited && dragonfly_group_nodes == 0) return c;
+  if (!leaf_limited && !pod_limited && dragonfly_group_nodes == 0 && !cluster.is_rail_only())
+    return c;
   auto note_pair = [&](Rank a, Rank b) {
     if (cluster.node_of(a) == cluster.node_of(b)) return;
     if (dragonfly_group_nodes > 0 &&
@@ -41,7 +43,12 @@ Crossing oversubscribed_crossings(const Job& job, const Cluster& cluster) {
       }
   for (GroupId id : groups) {
     const auto& ranks = job.group(id).ranks;
-    for (size_t i = 1; i < ranks.size(); ++i) note_pair(ranks.front(), ranks[i]);
+    for (size_t i = 1; i < ranks.size(); ++i) {
+      note_pair(ranks.front(), ranks[i]);
+      if (cluster.is_rail_only() && cluster.node_of(ranks.front()) != cluster.node_of(ranks[i]) &&
+          cluster.network_group(ranks.front()) != cluster.network_group(ranks[i]))
+        c.rail_relays = true;
+    }
   }
   return c;
 }
@@ -75,6 +82,12 @@ Trace AnalyticExecutor::run(const Job& job, const Cluster& nominal, const RunOpt
         format_number("%g", cluster.network.pod_oversubscription) +
         ":1 oversubscription above the pods: traffic between pods runs at the full NIC rate "
         "here; the simgrid engine models it");
+  if (crossing.rail_relays)
+    trace.notes.push_back(
+        "the analytic engine times collectives between the rails of a rail-only network as if "
+        "each hop went straight to its peer's NIC; their hops between rails relay over the "
+        "fabric inside the node, whose latency and shared GPU links only the simgrid engine "
+        "models");
   if (crossing.dragonfly_groups)
     trace.notes.push_back(
         "the analytic engine does not model the dragonfly's shared local and global links: "

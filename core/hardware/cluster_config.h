@@ -15,11 +15,12 @@
 
 namespace dtsim {
 
-enum class Topology { kStar, kFatTree, kRailOptimized, kTorus, kDragonfly };
+enum class Topology { kStar, kFatTree, kRailOptimized, kRailOnly, kTorus, kDragonfly };
 // In the order the scenario reference lists them.
 inline constexpr auto kTopologyNames =
     make_enum_table<Topology>({{Topology::kFatTree, "fat-tree"},
                                {Topology::kRailOptimized, "rail-optimized"},
+                               {Topology::kRailOnly, "rail-only"},
                                {Topology::kTorus, "torus"},
                                {Topology::kDragonfly, "dragonfly"},
                                {Topology::kStar, "star"}});

@@ -144,7 +144,8 @@ bool folding_is_exact(const ClusterConfig& c) {
   const auto& net = c.network;
   return net.nics_per_node >= c.gpus_per_node && c.intra_node.kind != FabricKind::kPcie &&
          net.topology != Topology::kTorus && net.topology != Topology::kDragonfly &&
-         net.oversubscription <= 1 && net.pod_oversubscription <= 1;
+         net.topology != Topology::kRailOnly && net.oversubscription <= 1 &&
+         net.pod_oversubscription <= 1;
 }
 
 // Everything one rank's program needs to know, and the job's groups.
