@@ -54,7 +54,7 @@ void DragonflyZone::get_local_route(const NetPoint* src, const NetPoint* dst,
   for (sg4::SplitDuplexLink* in : injection_[static_cast<size_t>(a)]) add(in->get_link_up());
   for (const DragonflyHop& hop :
        dragonfly_route(shape_.node_of_rank[static_cast<size_t>(a)],
-                       shape_.node_of_rank[static_cast<size_t>(b)], shape_.network)) {
+                       shape_.node_of_rank[static_cast<size_t>(b)], shape_.network, a)) {
     sg4::SplitDuplexLink* link = (hop.global ? global_ : local_)[static_cast<size_t>(hop.link)];
     add(hop.up ? link->get_link_up() : link->get_link_down());
   }

@@ -11,7 +11,8 @@
 // Contract:
 // - endpoint(r) is rank r's host (`dragonfly-r`). A route from rank a to rank b (different nodes)
 //   is a's links towards its router UP (its PCIe link on PCIe nodes, then its NIC), the router
-//   links of dragonfly_route(node a, node b) in their directions, then b's links DOWN in reverse.
+//   links of dragonfly_route(node a, node b, flow key a) in their directions, then b's links DOWN
+//   in reverse.
 // - Router links (`dragonfly-local-i`, `dragonfly-global-i`) are split-duplex at the given
 //   bandwidth per direction with no latency of their own: a route's latency is that of the
 //   links in front of the routers (the NICs carry half the network latency each).

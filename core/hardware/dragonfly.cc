@@ -48,7 +48,7 @@ int global_hop(const DragonflyShape& shape, int s, int at, int t, int k,
 
 }  // namespace
 
-std::vector<DragonflyHop> dragonfly_route(int from, int to, const DragonflyShape& shape) {
+std::vector<DragonflyHop> dragonfly_route(int from, int to, const DragonflyShape& shape, int flow) {
   std::vector<DragonflyHop> hops;
   const int per_group = shape.nodes_per_group();
   const Router src{from / per_group, (from % per_group) / shape.nodes_per_router};
@@ -58,11 +58,11 @@ std::vector<DragonflyHop> dragonfly_route(int from, int to, const DragonflyShape
     return hops;
   }
   const int links = shape.links_per_group_pair();
-  const int k = from % links;
+  const int k = flow % links;
   int at = src.router, group = src.group;
   if (shape.routing == DragonflyRouting::kValiant && shape.groups > 2) {
     // Candidates by distance from the source group, skipping the destination group.
-    const int index = mod(from % per_group + dst.group, shape.groups - 2);
+    const int index = mod(flow + dst.group, shape.groups - 2);
     int m = src.group;
     for (int seen = -1; seen < index;) {
       m = mod(m + 1, shape.groups);

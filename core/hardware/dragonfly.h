@@ -14,14 +14,14 @@
 //   (q div (g - 1))-th link of that pair; it sits on router q div h.
 // - Every link is split-duplex; UP runs from the lower-numbered router or group to the higher.
 // - Minimal routing (Kim et al. §4.1): at most local, global, local. Between a pair of groups
-//   joined by L links, the flows from node u take link u mod L (a group's sources spread evenly
-//   over the pair's links, as source-hashed routing does).
+//   joined by L links, the flow with key f (its source GPU's rank) takes link f mod L (sources
+//   spread evenly over the pair's links, as source-hashed routing does).
 // - Valiant routing (Valiant 1982; Kim et al. §4.2): a flow between groups first goes minimally to
 //   an intermediate group m (neither its source nor its destination group), then minimally on to
 //   its destination: at most local, global, local, global, local. dtsim picks m deterministically
-//   so that the sources of a group spread evenly over the g - 2 candidates, which is what a random
-//   choice gives on average: candidate ((u mod a p) + destination group) mod (g - 2), candidates
-//   counted by their distance from the source group. Flows inside a group route minimally, and
+//   so that sources spread evenly over the g - 2 candidates, which is what a random choice gives
+//   on average: candidate (f + destination group) mod (g - 2), candidates counted by their
+//   distance from the source group. Flows inside a group route minimally, and
 //   with two groups there is no intermediate (Valiant is minimal).
 #pragma once
 
@@ -61,7 +61,8 @@ struct DragonflyHop {
   bool up = true;
 };
 
-// The router-to-router hops from node `from` to node `to` (empty on the same router).
-std::vector<DragonflyHop> dragonfly_route(int from, int to, const DragonflyShape& shape);
+// The router-to-router hops from node `from` to node `to` (empty on the same router) of the flow
+// with key `flow` (the source GPU's global rank: flows of a node's GPUs spread over the links).
+std::vector<DragonflyHop> dragonfly_route(int from, int to, const DragonflyShape& shape, int flow);
 
 }  // namespace dtsim

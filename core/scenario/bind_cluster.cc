@@ -311,7 +311,15 @@ void resolve_dragonfly(const Reader& r, ClusterConfig& c, DiagnosticSink& sink) 
   }
   DragonflyShape& d = net.dragonfly;
   d.nodes_per_router = r.count(p + ".nodes_per_router").value;
-  d.routers_per_group = r.count(p + ".routers_per_group", 2 * d.nodes_per_router).value;
+  // With groups given, the routers a group needs to hold the nodes; else Kim et al.'s a = 2p.
+  const auto given_groups = r.get<int64_t>(p + ".groups");
+  const int64_t in_group = given_groups && *given_groups > 0 ? c.nodes / *given_groups : 0;
+  const bool fills = given_groups && in_group > 0 && in_group * *given_groups == c.nodes &&
+                     in_group % d.nodes_per_router == 0;
+  d.routers_per_group =
+      r.count(p + ".routers_per_group",
+              fills ? static_cast<int>(in_group / d.nodes_per_router) : 2 * d.nodes_per_router)
+          .value;
   d.global_links_per_router = r.count(p + ".global_links_per_router", d.nodes_per_router).value;
   d.routing = kDragonflyRoutingNames.from_valid(r.value<std::string>(p + ".routing"));
   const double per_group = static_cast<double>(d.routers_per_group) * d.nodes_per_router;

@@ -176,7 +176,9 @@ SchemaNode build_schema() {
              "nodes / (routers_per_group x nodes_per_router)", 1, kMaxNodes),
        count("routers_per_group",
              "routers in a group, every pair joined by a local link (a in Kim et al.)",
-             "2 x nodes_per_router (Kim et al.'s balanced a = 2p)", 1, 1e4),
+             "nodes / (groups x nodes_per_router) when groups is given, else 2 x nodes_per_router "
+             "(Kim et al.'s balanced a = 2p)",
+             1, 1e4),
        count("nodes_per_router", "nodes on each router (p in Kim et al.)", "1", 1, 1e4),
        count("global_links_per_router",
              "global links on each router (h in Kim et al.); every pair of groups gets the same "

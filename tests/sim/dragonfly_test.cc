@@ -43,7 +43,7 @@ int busiest_link(const std::vector<std::vector<Rank>>& pairs, const DragonflySha
   std::map<std::tuple<bool, int, bool>, int> load;
   int busiest = 1;  // a node's own NIC carries its one flow
   for (const auto& p : pairs)
-    for (const DragonflyHop& h : dragonfly_route(p[0] / 2, p[1] / 2, s))
+    for (const DragonflyHop& h : dragonfly_route(p[0] / 2, p[1] / 2, s, p[0]))
       busiest = std::max(busiest, ++load[{h.global, h.link, h.up}]);
   return busiest;
 }
@@ -57,10 +57,10 @@ TEST(DragonflyRouting, MinimalAndValiantRoutesHaveTheExpectedHops) {
   EXPECT_EQ(s.links_per_group_pair(), 1);
   EXPECT_EQ(s.global_links(), 10);
   EXPECT_EQ(s.local_links(), 5);
-  EXPECT_TRUE(dragonfly_route(0, 2, s).empty());   // same router
-  EXPECT_EQ(dragonfly_route(0, 3, s).size(), 1u);  // same group: one local link
-  for (int to = 6; to < 30; ++to) {                // another group: at most l, g, l
-    const auto r = dragonfly_route(0, to, s);
+  EXPECT_TRUE(dragonfly_route(0, 2, s, 0).empty());   // same router
+  EXPECT_EQ(dragonfly_route(0, 3, s, 0).size(), 1u);  // same group: one local link
+  for (int to = 6; to < 30; ++to) {                   // another group: at most l, g, l
+    const auto r = dragonfly_route(0, to, s, 0);
     int globals = 0;
     for (const auto& h : r) globals += h.global;
     EXPECT_EQ(globals, 1) << to;
@@ -68,7 +68,7 @@ TEST(DragonflyRouting, MinimalAndValiantRoutesHaveTheExpectedHops) {
   }
   s.routing = DragonflyRouting::kValiant;
   for (int to = 6; to < 30; ++to) {  // through an intermediate group: two global links
-    const auto r = dragonfly_route(0, to, s);
+    const auto r = dragonfly_route(0, to, s, 0);
     int globals = 0;
     for (const auto& h : r) globals += h.global;
     EXPECT_EQ(globals, 2) << to;
