@@ -2,6 +2,8 @@
 
 #include <simgrid/kernel/routing/NetPoint.hpp>
 
+#include "sim/rank_hosts.h"
+
 #include <string>
 
 namespace dtsim::sim {
@@ -31,14 +33,7 @@ DragonflyZone* DragonflyZone::create(
   zone->injection_ = injection;
   const int world = static_cast<int>(shape.node_of_rank.size());
   zone->injection_.resize(static_cast<size_t>(world));
-  for (int r = 0; r < world; ++r) {
-    sg4::Host* h = iface->create_host("dragonfly-" + std::to_string(r), host_speed);
-    h->seal();
-    const auto id = static_cast<size_t>(h->get_netpoint()->id());
-    if (zone->rank_of_vertex_.size() <= id) zone->rank_of_vertex_.resize(id + 1, -1);
-    zone->rank_of_vertex_[id] = r;
-    zone->endpoint_.push_back(h);
-  }
+  create_rank_hosts(iface, "dragonfly", world, host_speed, zone->endpoint_, zone->rank_of_vertex_);
   iface->seal();
   return zone;
 }

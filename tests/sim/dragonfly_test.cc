@@ -6,6 +6,7 @@
 #include <simgrid/s4u.hpp>
 
 #include "core/hardware/dragonfly.h"
+#include "route_probe.h"
 #include "sim/platform.h"
 #include "sim_fixtures.h"
 
@@ -78,20 +79,8 @@ TEST(DragonflyRouting, MinimalAndValiantRoutesHaveTheExpectedHops) {
 
 TEST(DragonflyRouting, PlatformRoutesCrossTheNicsAndRouterLinks) {
   const Cluster c = dragonfly("minimal");
-  int argc = 2;
-  char arg0[] = "dragonfly_test", arg1[] = "--log=root.thres:critical";
-  char* argv[] = {arg0, arg1, nullptr};
-  simgrid::s4u::Engine engine(&argc, argv);
-  const sim::Platform p = sim::build_platform(c, DType::kBf16);
-  auto route = [&](Rank a, Rank b) {
-    const auto [src, dst] = sim::hosts_for(p, Endpoint::gpu(a), Endpoint::gpu(b), c);
-    std::vector<simgrid::s4u::Link*> links;
-    double latency = 0;
-    src->route_to(dst, links, &latency);
-    std::string names;
-    for (auto* l : links) names += l->get_name() + " ";
-    return std::make_pair(names, latency);
-  };
+  const RouteProbe probe(c);
+  auto route = [&](Rank a, Rank b) { return probe.route(a, b); };
   // Node 0 (group 0, router 0) to node 12 (group 1, router 0): group 0's port 0 (router 0) leads
   // to group 1, whose port 3 (router 3) leads back, so: NIC, global link 0 up, then group 1's local
   // link between routers 0 and 3 (its third, index 6 + 2) down.

@@ -6,6 +6,7 @@
 #include <simgrid/s4u.hpp>
 
 #include "core/collectives/cost_model.h"
+#include "route_probe.h"
 #include "sim/platform.h"
 #include "sim_fixtures.h"
 
@@ -32,20 +33,8 @@ TEST(RailOnly, AFlowBetweenRailsRelaysOverTheFabricToTheDestinationsRail) {
   const Cluster c = rails("rail-only", 2);
   EXPECT_EQ(c.rail_relay(0, 1), 1);
   EXPECT_EQ(c.rail_relay(10, 5), 13);
-  int argc = 2;
-  char arg0[] = "rail_only_test", arg1[] = "--log=root.thres:critical";
-  char* argv[] = {arg0, arg1, nullptr};
-  simgrid::s4u::Engine engine(&argc, argv);
-  const sim::Platform p = sim::build_platform(c, DType::kBf16);
-  auto route = [&](Rank a, Rank b) {
-    const auto [src, dst] = sim::hosts_for(p, Endpoint::gpu(a), Endpoint::gpu(b), c);
-    std::vector<simgrid::s4u::Link*> links;
-    double latency = 0;
-    src->route_to(dst, links, &latency);
-    std::string names;
-    for (auto* l : links) names += l->get_name() + " ";
-    return std::make_pair(names, latency);
-  };
+  const RouteProbe probe(c);
+  auto route = [&](Rank a, Rank b) { return probe.route(a, b); };
   // GPU 0 of node 0 to GPU 1 of node 1: over NVSwitch to GPU 1 of node 0, out of its NIC (rail 1).
   const auto [cross, cross_latency] = route(0, 9);
   EXPECT_EQ(cross, "fabric-0_UP fabric-1_DOWN nic-0-1_UP nic-1-1_DOWN ");
