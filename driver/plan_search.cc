@@ -330,6 +330,7 @@ bool folds_to_one_rank_per_stage(const Scenario& sc) {
   const auto& net = c.network;
   return sc.simulate.symmetry_folding && net.nics_per_node >= c.gpus_per_node &&
          c.intra_node.kind != FabricKind::kPcie && net.topology != Topology::kTorus &&
+         net.topology != Topology::kDragonfly && net.topology != Topology::kRailOnly &&
          net.oversubscription <= 1 && net.pod_oversubscription <= 1;
 }
 

@@ -10,6 +10,7 @@
 #include "core/strategy/strategy.h"
 #include "driver/relaxed_sync.h"
 #include "driver/reliability.h"
+#include "driver/shared_cluster.h"
 #include "models/scenario_model.h"
 
 namespace dtsim::driver {
@@ -199,13 +200,22 @@ Prediction predict(Plan plan, const PredictOptions& options) {
         " M ops per iteration on " + std::to_string(plan.job.programs.size()) +
         " simulated ranks with the " + plan.scenario.simulate.engine + " engine");
   Trace trace;
+  std::optional<SharedRun> shared;
   try {
-    trace = executor->run(plan.job, plan.cluster, run_options(plan.scenario));
+    shared = run_with_background_job(plan, *executor, run_options(plan.scenario),
+                                     options.max_memory_bytes);
+    trace = shared ? std::move(shared->this_job)
+                   : executor->run(plan.job, plan.cluster, run_options(plan.scenario));
   } catch (const InputError& e) {
     throw located(e, plan.scenario);
   }
   if (options.progress) options.progress->phase("computing the results");
   Results results = compute_results(plan.scenario, plan.model, plan.job, trace);
+  if (shared) {
+    shared->other.this_job_slowdown =
+        results.step_time_s / shared->other.this_job_alone_step_time_s;
+    results.background_job = shared->other;
+  }
   apply_relaxed_sync(plan.scenario, plan.job, plan.cluster, trace, results);
   if (plan.scenario.reliability.whole_run()) {
     if (options.progress) options.progress->phase("simulating the whole run step by step");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "sim/dragonfly_zone.h"
 #include "sim/torus_zone.h"
 
 namespace dtsim::sim {
@@ -94,7 +95,48 @@ Platform build_platform(const Cluster& c, DType precision,
           static_cast<sg4::SplitDuplexLink*>(gpu_link[static_cast<size_t>(r)]);
     const TorusZone* torus =
         TorusZone::create("network-torus", root, shape, p.gpu_speed, injection);
-    for (int r = 0; r < world; ++r) p.torus.push_back(torus->endpoint(r));
+    for (int r = 0; r < world; ++r) p.routed.push_back(torus->endpoint(r));
+    root->seal();
+    return p;
+  }
+
+  const double nic_bw = c.usable_nic_bandwidth().value();
+  const double nic_latency = c.network.latency.value() / 2;
+  // The node's NIC links, at their degraded fraction where one is.
+  auto nic_links_of = [&](sg4::NetZone* zone, int n) {
+    std::vector<sg4::Link*> links;
+    for (int q = 0; q < c.nics(); ++q) {
+      double bw = nic_bw;
+      for (const DegradedNic& d : degraded)
+        if (d.node == n && d.nic == q) bw *= d.fraction;
+      links.push_back(
+          duplex(zone, "nic-" + std::to_string(n) + "-" + std::to_string(q), bw, nic_latency));
+    }
+    return links;
+  };
+
+  if (c.is_dragonfly()) {
+    // Dragonfly: NICs to the routers, router links at the NIC rate, routes computed per flow.
+    auto* nics = sg4::create_star_zone("network-nics");
+    nics->set_parent(root);
+    std::vector<std::vector<sg4::SplitDuplexLink*>> injection(static_cast<size_t>(world));
+    std::vector<sg4::Link*> node_nics;
+    DragonflyZone::Shape shape;
+    shape.network = c.network.dragonfly;
+    shape.link_bytes_per_s = nic_bw;
+    for (Rank r = 0; r < world; ++r) {
+      if (c.local_index(r) == 0) node_nics = nic_links_of(nics, c.node_of(r));
+      auto& links = injection[static_cast<size_t>(r)];
+      if (pcie)
+        links.push_back(static_cast<sg4::SplitDuplexLink*>(gpu_link[static_cast<size_t>(r)]));
+      links.push_back(
+          static_cast<sg4::SplitDuplexLink*>(node_nics[static_cast<size_t>(c.local_nic_of(r))]));
+      shape.node_of_rank.push_back(c.node_of(r));
+    }
+    nics->seal();
+    const DragonflyZone* dragonfly =
+        DragonflyZone::create("network-dragonfly", root, shape, p.gpu_speed, injection);
+    for (int r = 0; r < world; ++r) p.routed.push_back(dragonfly->endpoint(r));
     root->seal();
     return p;
   }
@@ -108,8 +150,6 @@ Platform build_platform(const Cluster& c, DType precision,
   // SimGrid 3.32 creates links and hosts in time proportional to the number of zones, so a zone
   // per leaf would make large platforms quadratic (512 leaves: 2 minutes to build).
   const auto& net = c.network;
-  const double nic_bw = c.usable_nic_bandwidth().value();
-  const double nic_latency = net.latency.value() / 2;
   const bool rails = c.has_rails();
   const bool pods = c.has_pods();
   const int groups = c.network_groups();
@@ -120,7 +160,8 @@ Platform build_platform(const Cluster& c, DType precision,
   auto* global = pods ? star_with_gateway("network-global", root, &center) : nullptr;
   std::vector<sg4::Link*> uplink(static_cast<size_t>(groups), nullptr);
   std::vector<double> pod_injection(static_cast<size_t>(pod_count), 0.0);
-  for (int k = 0; k < groups && (rails || c.has_leaves()); ++k) {
+  const bool rail_only = c.is_rail_only();
+  for (int k = 0; k < groups && ((rails && !rail_only) || c.has_leaves()); ++k) {
     const double bw = c.nics_in_group(k) * nic_bw / net.oversubscription;
     uplink[static_cast<size_t>(k)] = duplex(
         pod_zone, std::string(rails ? "rail-" : "leaf-") + std::to_string(k) + "-uplink", bw, 0);
@@ -143,14 +184,7 @@ Platform build_platform(const Cluster& c, DType precision,
   for (Rank r = 0; r < world; ++r) {
     if (c.local_index(r) == 0) {
       const int n = c.node_of(r);
-      nic_links.clear();
-      for (int q = 0; q < c.nics(); ++q) {
-        double bw = nic_bw;
-        for (const DegradedNic& d : degraded)
-          if (d.node == n && d.nic == q) bw *= d.fraction;
-        nic_links.push_back(
-            duplex(local, "nic-" + std::to_string(n) + "-" + std::to_string(q), bw, nic_latency));
-      }
+      nic_links = nic_links_of(local, n);
     }
     const auto ur = static_cast<size_t>(r);
     const auto k = static_cast<size_t>(c.network_group(r));
@@ -159,6 +193,16 @@ Platform build_platform(const Cluster& c, DType precision,
     route.emplace_back(nic_links[static_cast<size_t>(c.local_nic_of(r))], Direction::UP);
     const std::string id = std::to_string(r);
     p.nic_local[ur] = endpoint(local, "nic-local-" + id, route);
+    for (int k = 0; k < c.nics() && rail_only; ++k) {
+      const Rank relay = c.rail_relay(r, k);
+      const auto ux = static_cast<size_t>(relay);
+      std::vector<sg4::LinkInRoute> via{{gpu_link[ur], Direction::UP}};
+      if (relay != r) via.emplace_back(gpu_link[ux], Direction::DOWN);
+      if (relay != r && pcie) via.emplace_back(gpu_link[ux], Direction::UP);
+      if (relay == r && !pcie) via.clear();
+      via.emplace_back(nic_links[static_cast<size_t>(k)], Direction::UP);
+      p.nic_relay.push_back(endpoint(local, "nic-relay-" + id + "-" + std::to_string(k), via));
+    }
     if (uplink[k]) route.emplace_back(uplink[k], Direction::UP);
     p.nic_pod[ur] = endpoint(pod_zone, "nic-pod-" + id, route);
     if (pods) {

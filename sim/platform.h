@@ -19,10 +19,15 @@
 //   cluster.network.nodes_per_leaf, by default 32 NICs per leaf as on 64-port NDR switches with
 //   half their ports down; with levels: 3, leaves_per_pod leaves share a pod whose uplink carries
 //   their uplinks' bandwidth / pod_oversubscription); rail-optimized (rail zone k holds NIC k of
-//   every node; rails meet at a spine through uplinks / oversubscription). The grouping is the
+//   every node; rails meet at a spine through uplinks / oversubscription); rail-only (the rails
+//   without a spine: a flow to another rail leaves from the `nic-relay-r-k` endpoint, whose route
+//   crosses r's fabric link UP, the relay GPU's (Cluster::rail_relay) DOWN, on PCIe nodes that
+//   GPU's link UP again, and the NIC on rail k). The grouping is the
 //   Cluster's (network_group, pod_of: core/hardware/cluster.h). Torus (sim/torus_zone.h:
 //   one endpoint `torus-r` per rank, cables between neighbouring nodes, dimension-order routes
-//   computed on demand; the NIC endpoints above are not built).
+//   computed on demand; the NIC endpoints above are not built). Dragonfly (sim/dragonfly_zone.h:
+//   one endpoint `dragonfly-r` per rank, the node's NIC links to its router, local and global
+//   router links at the NIC rate, minimal or Valiant routes computed on demand).
 // - Compute hosts run at the GPU's dense peak for the training precision; a kernel is an Exec of
 //   (roofline seconds x peak) FLOPs, so its duration is exactly the roofline time.
 // - One `timer` host with a million cores times delays and zero-time joins without sharing.
@@ -46,14 +51,19 @@ struct Platform {
   std::vector<simgrid::s4u::Host*> nic_pod;     // by global rank: flows to other leaves of its pod
   std::vector<simgrid::s4u::Host*> nic_global;  // by global rank: flows to other pods (3 levels)
   std::vector<simgrid::s4u::Host*> nvswitch;    // by node: the switch as an NVLS endpoint
-  std::vector<simgrid::s4u::Host*> torus;       // by global rank (topology: torus), else empty
+  // By global rank x NICs per node + rail (topology: rail-only), else empty: rank r's flows to
+  // another rail, relayed over its node's fabric to the GPU on that rail and out of its NIC.
+  std::vector<simgrid::s4u::Host*> nic_relay;
+  // By global rank: the endpoints of a network zone that computes its routes per flow (topology:
+  // torus or dragonfly), else empty.
+  std::vector<simgrid::s4u::Host*> routed;
   simgrid::s4u::Host* timer = nullptr;
   double gpu_speed = 1;  // FLOP/s of every gpu host
 };
 
 // The hosts a flow from endpoint a to endpoint b uses: the GPU hosts inside a node (a switch is
 // its node's nvswitch host, reached over the GPU's own link), else the NIC hosts for the
-// distance between the two GPUs' leaves (or rails) and pods, or their torus hosts.
+// distance between the two GPUs' leaves (or rails) and pods, or their torus or dragonfly hosts.
 inline std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*> hosts_for(const Platform& p, Endpoint a,
                                                                      Endpoint b,
                                                                      const Cluster& cluster) {
@@ -65,7 +75,11 @@ inline std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*> hosts_for(const Platf
     return {inside(a), inside(b)};
   const Rank ra = a.rank(), rb = b.rank();
   const auto ua = static_cast<size_t>(ra), ub = static_cast<size_t>(rb);
-  if (!p.torus.empty()) return {p.torus[ua], p.torus[ub]};
+  if (!p.routed.empty()) return {p.routed[ua], p.routed[ub]};
+  if (!p.nic_relay.empty() && cluster.network_group(ra) != cluster.network_group(rb))
+    return {p.nic_relay[ua * static_cast<size_t>(cluster.nics()) +
+                        static_cast<size_t>(cluster.network_group(rb))],
+            p.nic_local[ub]};
   if (cluster.network_group(ra) == cluster.network_group(rb))
     return {p.nic_local[ua], p.nic_local[ub]};
   if (cluster.pod_of(ra) == cluster.pod_of(rb)) return {p.nic_pod[ua], p.nic_pod[ub]};

@@ -2,6 +2,8 @@
 
 #include <simgrid/kernel/routing/NetPoint.hpp>
 
+#include "sim/rank_hosts.h"
+
 #include <string>
 
 #include "core/hardware/torus.h"
@@ -38,14 +40,7 @@ TorusZone* TorusZone::create(const std::string& name, sg4::NetZone* parent, cons
   const int world = static_cast<int>(shape.node_of_rank.size());
   zone->injection_ = injection;
   zone->injection_.resize(static_cast<size_t>(world), nullptr);
-  for (int r = 0; r < world; ++r) {
-    sg4::Host* h = iface->create_host("torus-" + std::to_string(r), host_speed);
-    h->seal();
-    const auto id = static_cast<size_t>(h->get_netpoint()->id());
-    if (zone->rank_of_vertex_.size() <= id) zone->rank_of_vertex_.resize(id + 1, -1);
-    zone->rank_of_vertex_[id] = r;
-    zone->endpoint_.push_back(h);
-  }
+  create_rank_hosts(iface, "torus", world, host_speed, zone->endpoint_, zone->rank_of_vertex_);
   iface->seal();
   return zone;
 }

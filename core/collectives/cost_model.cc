@@ -33,6 +33,11 @@ LinkCost point_to_point_link(Endpoint a, Endpoint b, const Cluster& cluster) {
     const auto hops = torus_route(cluster.node_of(a), cluster.node_of(b), net.torus_dims);
     latency += net.torus_hop_latency * (static_cast<double>(std::max<size_t>(hops.size(), 1)) - 1);
   }
+  // Rail-only: between rails the flow first crosses the node's fabric to the GPU on the
+  // destination's rail (Cluster::rail_relay).
+  if (cluster.is_rail_only() && a.is_gpu() && b.is_gpu() &&
+      cluster.network_group(a.rank()) != cluster.network_group(b.rank()))
+    latency += cluster.intra_node.latency;
   return {latency, std::min(cluster.usable_nic_bandwidth(), cluster.usable_fabric_bandwidth())};
 }
 

@@ -440,6 +440,16 @@ TransientSlowdowns transient_slowdowns(const Job& job, const Cluster& cluster,
 std::vector<Rank> fabric_link_users(const Transfer& t, const Cluster& cluster) {
   std::vector<Rank> users;
   const bool inside = cluster.node_of(t.src) == cluster.node_of(t.dst);
+  // Rail-only: a flow to another rail crosses its source's fabric link and the relay GPU's
+  // (sim/platform.h).
+  if (!inside && cluster.is_rail_only() && t.src.is_gpu() && t.dst.is_gpu()) {
+    const int rail = cluster.network_group(t.dst.rank());
+    if (rail != cluster.network_group(t.src.rank())) {
+      users = {t.src.rank(), cluster.rail_relay(t.src.rank(), rail)};
+      if (cluster.gpus_on_pcie()) users.push_back(t.dst.rank());
+      return users;
+    }
+  }
   if (!inside && !cluster.gpus_on_pcie()) return users;
   for (Endpoint e : {t.src, t.dst})
     if (e.is_gpu()) users.push_back(e.rank());

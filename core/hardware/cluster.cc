@@ -27,6 +27,13 @@ int Cluster::network_group(Rank r) const {
   return leaves_ ? node_of(r) / nodes_per_leaf_ : 0;
 }
 
+Rank Cluster::rail_relay(Rank r, int rail) const {
+  if (local_nic_of(r) == rail) return r;
+  // The first local index i with i x nics / gpus_per_node == rail.
+  const int first = (rail * gpus_per_node + nics_ - 1) / nics_;
+  return node_of(r) * gpus_per_node + first;
+}
+
 int Cluster::nics_in_group(int group) const {
   if (has_rails()) return nodes;  // NIC `group` of every node
   return std::min(nodes_per_leaf_, nodes - group * nodes_per_leaf_) * nics_;

@@ -24,10 +24,15 @@
 //   (gpu_network_latency).
 // - Leaf, pod and rail: a fat-tree groups nodes_per_leaf nodes under a leaf switch and (levels: 3)
 //   leaves_per_pod leaves into a pod; a rail-optimized network groups NIC k of every node under
-//   rail switch k. network_group(r) is the leaf or rail of rank r's NIC (0 on a star or torus);
+//   rail switch k; rail-only is the same without the spine above the rails (Wang et al., "How to
+//   build low-cost networks for large language models (without sacrificing performance)", 2023):
+//   a flow between rails first crosses the node's fabric to the GPU on the destination's rail
+//   (rail_relay), as NCCL's PXN does. network_group(r) is the leaf or rail of rank r's NIC (0 on a
+//   star or torus);
 //   the last leaf may hold fewer nodes (nics_in_group).
 // - Torus (is_torus): topology torus over more than one node; a single node has no network to
-//   route, whatever the topology says.
+//   route, whatever the topology says. Dragonfly (is_dragonfly) likewise; its groups are not
+//   network_group()s (those are fat-tree leaves and rails).
 // - speed_scale(r) is rank r's compute speed relative to the GPU's nominal figures (1.0: as
 //   catalogued; 0.5: every kernel takes twice as long). All 1.0 unless a perturbation says
 //   otherwise.
@@ -75,7 +80,15 @@ class Cluster : public ClusterConfig {
   int network_groups() const { return groups_; }
   int pods() const { return pods_; }
   bool has_leaves() const { return leaves_; }
-  bool has_rails() const { return network.topology == Topology::kRailOptimized; }
+  bool has_rails() const {
+    return network.topology == Topology::kRailOptimized || network.topology == Topology::kRailOnly;
+  }
+  // Rails with no spine (topology: rail-only): traffic between rails relays over the fabric
+  // inside the source node to the GPU on the destination's rail (rail_relay).
+  bool is_rail_only() const { return network.topology == Topology::kRailOnly && nodes > 1; }
+  // The GPU of rank r's node whose NIC is on `rail` (the first such GPU); r itself when its own
+  // NIC is.
+  Rank rail_relay(Rank r, int rail) const;
   bool has_pods() const { return has_pods_; }
   int nodes_per_leaf() const { return nodes_per_leaf_; }
   int leaves_per_pod() const { return leaves_per_pod_; }
@@ -84,6 +97,8 @@ class Cluster : public ClusterConfig {
   bool is_torus() const {
     return network.topology == Topology::kTorus && nodes > 1 && !network.torus_dims.empty();
   }
+  // A dragonfly network between nodes (topology: dragonfly, more than one node).
+  bool is_dragonfly() const { return network.topology == Topology::kDragonfly && nodes > 1; }
   // Torus coordinates of a node (is_torus; empty otherwise).
   std::vector<int> torus_coordinates_of(int node) const;
 

@@ -11,15 +11,18 @@
 #include "core/base/error.h"
 #include "core/base/units.h"
 #include "core/hardware/catalog.h"
+#include "core/hardware/dragonfly.h"
 
 namespace dtsim {
 
-enum class Topology { kStar, kFatTree, kRailOptimized, kTorus };
+enum class Topology { kStar, kFatTree, kRailOptimized, kRailOnly, kTorus, kDragonfly };
 // In the order the scenario reference lists them.
 inline constexpr auto kTopologyNames =
     make_enum_table<Topology>({{Topology::kFatTree, "fat-tree"},
                                {Topology::kRailOptimized, "rail-optimized"},
+                               {Topology::kRailOnly, "rail-only"},
                                {Topology::kTorus, "torus"},
+                               {Topology::kDragonfly, "dragonfly"},
                                {Topology::kStar, "star"}});
 constexpr std::string_view to_string(Topology t) {
   return kTopologyNames.to_string(t);
@@ -42,6 +45,9 @@ struct NetworkConfig {
   // Torus (topology: torus, core/hardware/torus.h): nodes per dimension, their product is `nodes`.
   std::vector<int> torus_dims;
   Seconds torus_hop_latency{0};  // added per hop beyond the first; default: latency
+  // Dragonfly (topology: dragonfly, core/hardware/dragonfly.h): its shape and routing; the shape's
+  // node count is `nodes`.
+  DragonflyShape dragonfly;
   // Share of every network link's usable rate that other jobs' traffic holds, in [0, 1)
   // (scenario key background.link_fraction); 0 on a cluster this job has to itself.
   double background_fraction = 0.0;

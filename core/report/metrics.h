@@ -134,6 +134,18 @@ struct ParameterServerResults {
   double mean_staleness = 0;
 };
 
+// A second job on the same cluster (scenario key background.scenario, driver/shared_cluster.h),
+// simulated together with this one on one platform.
+struct BackgroundJob {
+  std::string scenario;   // the other job's scenario file, as loaded
+  std::string placement;  // background.placement: after | interleaved
+  int nodes = 0, gpus = 0;
+  double step_time_s = 0;  // the other job's step time in the shared run
+  double samples_per_s = 0, tokens_per_s = 0;
+  double this_job_alone_step_time_s = 0;  // this job on its own cluster, same engine
+  double this_job_slowdown = 1;           // step_time_s / this_job_alone_step_time_s
+};
+
 struct Results {
   std::string engine;
   std::string source = "predicted";  // "measured" for real mode (design.md section 5)
@@ -197,6 +209,8 @@ struct Results {
   std::optional<BackgroundShare> background;
   // Only under training.sync parameter-server or async.
   std::optional<ParameterServerResults> parameter_server;
+  // Only when a second job shares the cluster (background.scenario).
+  std::optional<BackgroundJob> background_job;
 };
 
 Results compute_results(const Scenario& scenario, const ModelGraph& model, const Job& job,

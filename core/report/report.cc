@@ -223,6 +223,18 @@ nlohmann::json results_to_json(const Results& r) {
       j["parameter_server"]["mean_staleness"] = ps.mean_staleness;
     }
   }
+  if (r.background_job) {
+    const BackgroundJob& b = *r.background_job;
+    j["background_job"] = {{"scenario", b.scenario},
+                           {"placement", b.placement},
+                           {"nodes", b.nodes},
+                           {"gpus", b.gpus},
+                           {"step_time_s", b.step_time_s},
+                           {"samples_per_s", b.samples_per_s},
+                           {"tokens_per_s", b.tokens_per_s},
+                           {"this_job_alone_step_time_s", b.this_job_alone_step_time_s},
+                           {"this_job_slowdown", b.this_job_slowdown}};
+  }
   j["notes"] = r.notes;  // an empty list when the engine made no approximation it must state
   tidy(j["step_time_s"], r.step_time_s);
   tidy(j["breakdown_s"], r.step_time_s);
@@ -424,6 +436,16 @@ std::string render_summary(const Results& r) {
       out += line("  staleness", "mean " + format_number("%.2f", ps.mean_staleness) +
                                      " updates missed; " + format_number("%.4g", ps.updates_per_s) +
                                      " updates/s");
+  }
+  if (r.background_job) {
+    const BackgroundJob& b = *r.background_job;
+    out += "\n  cluster shared with a second job (background.scenario)\n";
+    out += line("  other job", b.scenario + ", " + std::to_string(b.gpus) + " GPUs on " +
+                                   std::to_string(b.nodes) + " nodes (" + b.placement + ")");
+    out += line("  other job step time", format_duration(Seconds(b.step_time_s)));
+    out += line("  this job alone",
+                format_duration(Seconds(b.this_job_alone_step_time_s)) +
+                    " per step; shared: " + format_number("%.3f", b.this_job_slowdown) + "x");
   }
   if (!r.notes.empty()) {
     out += "\n  notes (approximations of the " + r.engine + " engine)\n";

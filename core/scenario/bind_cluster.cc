@@ -2,6 +2,7 @@
 // need only the cluster.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <type_traits>
 #include <utility>
 
@@ -296,6 +297,68 @@ void resolve_torus(const Reader& r, ClusterConfig& c, DiagnosticSink& sink) {
   for (int64_t k : *dims) net.torus_dims.push_back(narrow<int>(k, "a torus dimension"));
 }
 
+// Dragonfly shape (core/hardware/dragonfly.h): given or derived from nodes_per_router, and
+// consistent with the node count and with an equal number of global links per pair of groups.
+void resolve_dragonfly(const Reader& r, ClusterConfig& c, DiagnosticSink& sink) {
+  const std::string p = "cluster.network.dragonfly";
+  auto& net = c.network;
+  if (net.topology != Topology::kDragonfly) {
+    for (const auto& [path, entry] : r.under(p + "."))
+      sink.add(entry->where, path,
+               "dragonfly settings apply to topology: dragonfly, but the topology is " +
+                   std::string(to_string(net.topology)));
+    return;
+  }
+  DragonflyShape& d = net.dragonfly;
+  d.nodes_per_router = r.count(p + ".nodes_per_router").value;
+  // With groups given, the routers a group needs to hold the nodes; else Kim et al.'s a = 2p.
+  const auto given_groups = r.get<int64_t>(p + ".groups");
+  const int64_t in_group = given_groups && *given_groups > 0 ? c.nodes / *given_groups : 0;
+  const bool fills = given_groups && in_group > 0 && in_group * *given_groups == c.nodes &&
+                     in_group % d.nodes_per_router == 0;
+  d.routers_per_group =
+      r.count(p + ".routers_per_group",
+              fills ? static_cast<int>(in_group / d.nodes_per_router) : 2 * d.nodes_per_router)
+          .value;
+  d.global_links_per_router = r.count(p + ".global_links_per_router", d.nodes_per_router).value;
+  d.routing = kDragonflyRoutingNames.from_valid(r.value<std::string>(p + ".routing"));
+  const double per_group = static_cast<double>(d.routers_per_group) * d.nodes_per_router;
+  const std::string shape =
+      "routers_per_group x nodes_per_router = " + std::to_string(d.routers_per_group) + " x " +
+      std::to_string(d.nodes_per_router);
+  if (auto groups = r.get<int64_t>(p + ".groups")) {
+    d.groups = narrow<int>(*groups, "a dragonfly group count");
+    if (static_cast<double>(d.groups) * per_group != static_cast<double>(c.nodes)) {
+      sink.add(r.where(p + ".groups"), p + ".groups",
+               "a dragonfly of " + std::to_string(d.groups) + " groups of " + shape + " holds " +
+                   format_count(d.groups * per_group) + " nodes, but cluster.nodes is " +
+                   std::to_string(c.nodes) +
+                   "; groups x routers_per_group x nodes_per_router must equal nodes");
+      return;
+    }
+  } else {
+    if (std::fmod(static_cast<double>(c.nodes), per_group) != 0) {
+      sink.add(r.where("cluster.nodes"), p,
+               "cluster.nodes (" + std::to_string(c.nodes) +
+                   ") is not a whole number of dragonfly groups of " + shape +
+                   " nodes; set cluster.network.dragonfly.groups, routers_per_group and "
+                   "nodes_per_router so that their product is nodes");
+      return;
+    }
+    d.groups = static_cast<int>(c.nodes / per_group);
+  }
+  const int ports = d.routers_per_group * d.global_links_per_router;
+  if (d.groups > 1 && ports % (d.groups - 1) != 0) {
+    sink.add(r.where(p + ".global_links_per_router"), p + ".global_links_per_router",
+             "a group's " + std::to_string(ports) +
+                 " global links (routers_per_group x global_links_per_router) cannot be shared "
+                 "equally among the other " +
+                 std::to_string(d.groups - 1) +
+                 " groups; groups - 1 must divide them (at most routers_per_group x "
+                 "global_links_per_router + 1 groups)");
+  }
+}
+
 // A --set override of hardware the cluster never uses would change nothing: say so instead.
 // (Keys in the file are left alone: a file is often swept over node counts.)
 void reject_overrides_without_effect(const Reader& r, const ClusterConfig& c,
@@ -375,6 +438,7 @@ void bind_cluster(const Reader& r, const std::string& file, ClusterConfig& c,
   // command that builds a Cluster (simulate, collective) applies it.
   c.network.background_fraction = r.value<double>("background.link_fraction");
   resolve_torus(r, c, sink);
+  resolve_dragonfly(r, c, sink);
   apply_cluster_profile(r, file, c, sink);
   reject_overrides_without_effect(r, c, sink);
 }

@@ -165,6 +165,30 @@ SchemaNode build_schema() {
       "near-cube: the smallest largest dimension, then the fewest (16 -> [4, 4], 64 -> [4, 4, 4])");
   torus_dims.min = 1;
   torus_dims.max = kMaxNodes;
+  // Dragonfly (Kim et al., ISCA 2008; core/hardware/dragonfly.h).
+  SchemaNode dragonfly = section(
+      "dragonfly",
+      "the shape of a dragonfly network (topology: dragonfly; Kim et al., ISCA 2008): groups of "
+      "routers joined all-to-all inside a group by local links and between groups by global "
+      "links, every link one cable at nic_bandwidth x protocol_efficiency per direction; a route "
+      "takes the network's latency once, whatever its router hops",
+      {count("groups", "groups of routers; groups x routers_per_group x nodes_per_router = nodes",
+             "nodes / (routers_per_group x nodes_per_router)", 1, kMaxNodes),
+       count("routers_per_group",
+             "routers in a group, every pair joined by a local link (a in Kim et al.)",
+             "nodes / (groups x nodes_per_router) when groups is given, else 2 x nodes_per_router "
+             "(Kim et al.'s balanced a = 2p)",
+             1, 1e4),
+       count("nodes_per_router", "nodes on each router (p in Kim et al.)", "1", 1, 1e4),
+       count("global_links_per_router",
+             "global links on each router (h in Kim et al.); every pair of groups gets the same "
+             "number of them, so groups - 1 must divide routers_per_group x "
+             "global_links_per_router",
+             "nodes_per_router (Kim et al.'s balanced h = p)", 1, 1e4),
+       choice("routing", kDragonflyRoutingNames.names(),
+              "minimal (local, global, local hops) or valiant (through an intermediate group, "
+              "the sources of a group spread evenly over the candidates)",
+              std::string(kDragonflyRoutingNames.to_string(DragonflyRouting::kMinimal)))});
   SchemaNode network = section(
       "network", "the network between nodes",
       {net_preset,
@@ -192,7 +216,7 @@ SchemaNode build_schema() {
        positive(leaf("oversubscription", ValueType::kNumber,
                      "downlink:uplink ratio at the first switch level above the leaves", "1"),
                 1024),
-       torus_dims,
+       torus_dims, dragonfly,
        at_most(leaf("torus_hop_latency", ValueType::kDuration,
                     "torus: latency each hop adds beyond the first (a route of h hops takes "
                     "latency + (h - 1) x torus_hop_latency)",
@@ -509,15 +533,20 @@ SchemaNode build_schema() {
   // traffic is a steady share of every network link, applied once to the Cluster's usable NIC
   // rate (core/hardware/cluster.h), from which the SimGrid platform's NIC, uplink and torus
   // links and the analytic closed forms all read.
-  SchemaNode background_scenario =
-      leaf("scenario", ValueType::kString,
-           "another job's scenario file, simulated on the same platform as this one (not "
-           "supported yet: give its share of the network as link_fraction)",
-           "");
-  background_scenario.unsupported = [](const Value&) -> std::optional<std::string> {
-    return "a second job read from its own scenario file; give the share of each network link "
-           "its traffic takes as background.link_fraction (e.g. 0.3)";
-  };
+  // A second job read from its own scenario (driver/shared_cluster.h): both jobs on one SimGrid
+  // platform of this cluster's hardware, the other job on further nodes.
+  SchemaNode background_scenario = leaf(
+      "scenario", ValueType::kString,
+      "another job's scenario file (relative to this file's directory), placed on further nodes "
+      "of this cluster (same GPU, fabric and network, checked) and simulated together with this "
+      "job on one platform, so that both share the network's uplinks; simgrid engine only. The "
+      "results report both jobs (background_job.*)",
+      "none");
+  SchemaNode background_placement =
+      choice("placement", {"after", "interleaved"},
+             "where the other job's nodes go: after this job's nodes, or interleaved node by node "
+             "with them (so that both jobs share every leaf switch)",
+             "after");
   SchemaNode background = section(
       "background", "other jobs' traffic on the same cluster's network",
       {below(leaf("link_fraction", ValueType::kNumber,
@@ -526,7 +555,7 @@ SchemaNode build_schema() {
                   "sees (1 - link_fraction) of each; links inside a node are not shared",
                   "0"),
              1),
-       background_scenario});
+       background_scenario, background_placement});
 
   auto engine = choice("engine", {},
                        "executor, one of the registered engines (`dtsim catalog engines` "

@@ -139,11 +139,13 @@ Bytes stashed_activations(const Layer& l, Recompute r) {
 // member anyway) would use no link the simulated traffic uses: every GPU has its own NIC (a
 // multi-node ring leaves a node through the NICs of the group's own GPUs), GPUs talk through
 // NVSwitch or NVLink rather than a PCIe link shared with the NIC, and the network between nodes
-// is a non-blocking switched one (no oversubscribed uplink, no torus cable to share).
+// is a non-blocking switched one (no oversubscribed uplink, no torus cable or dragonfly router link
+// to share).
 bool folding_is_exact(const ClusterConfig& c) {
   const auto& net = c.network;
   return net.nics_per_node >= c.gpus_per_node && c.intra_node.kind != FabricKind::kPcie &&
-         net.topology != Topology::kTorus && net.oversubscription <= 1 &&
+         net.topology != Topology::kTorus && net.topology != Topology::kDragonfly &&
+         net.topology != Topology::kRailOnly && net.oversubscription <= 1 &&
          net.pod_oversubscription <= 1;
 }
 

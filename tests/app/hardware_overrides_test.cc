@@ -50,6 +50,35 @@ training: {global_batch_size: 8, micro_batch_size: 1, overlap_grad_reduce: false
 simulate: {engine: simgrid}
 )";
 
+// The same model on a dragonfly of 8 nodes, DP 8 across them: each ring hop between groups carries
+// the 8 GPUs' flows over the L global links joining the pair (rank mod L), so the shape and the
+// routing move the step time. One file gives groups (routers_per_group derived), the other
+// routers_per_group (groups derived), so that each can change alone.
+constexpr const char* kDragonflyByGroups = R"(
+cluster:
+  gpu: H100-SXM
+  nodes: 8
+  gpus_per_node: 8
+  network: {preset: ib-ndr, topology: dragonfly, nics_per_node: 8,
+            dragonfly: {groups: 4, nodes_per_router: 2, global_links_per_router: 6}}
+model: {preset: gpt3-1.3b}
+parallelism: {tensor: 8, data: auto}
+training: {global_batch_size: 8, micro_batch_size: 1, overlap_grad_reduce: false}
+simulate: {engine: simgrid}
+)";
+constexpr const char* kDragonflyByRouters = R"(
+cluster:
+  gpu: H100-SXM
+  nodes: 8
+  gpus_per_node: 8
+  network: {preset: ib-ndr, topology: dragonfly, nics_per_node: 8,
+            dragonfly: {routers_per_group: 1, nodes_per_router: 2, global_links_per_router: 6}}
+model: {preset: gpt3-1.3b}
+parallelism: {tensor: 8, data: auto}
+training: {global_batch_size: 8, micro_batch_size: 1, overlap_grad_reduce: false}
+simulate: {engine: simgrid}
+)";
+
 // A network named by its kind alone, so that the kind chooses the preset.
 constexpr const char* kByKind = R"(
 cluster:
@@ -136,6 +165,23 @@ const std::map<std::string, Case>& cases() {
                                [](auto& c) { return double(c.network.torus_dims.size()); }, 2};
     t["network.torus_hop_latency"] = {
         "100us", kTorus, [](auto& c) { return c.network.torus_hop_latency.value(); }, 100e-6};
+    auto df = [](auto get) {
+      return [get](const ClusterConfig& c) { return get(c.network.dragonfly); };
+    };
+    // 4 groups of 1 router with 6 global links: L = 2 per pair; 2 groups: L = 12 (4 flows a
+    // link become 1); 2 routers a group: L = 12 too; 4 nodes a router: 2 groups, L = 6; 3 links a
+    // router: L = 1 (8 flows a link); valiant: two global hops a flow.
+    t["network.dragonfly.groups"] = {"2", kDragonflyByGroups,
+                                     df([](auto& d) { return double(d.groups); }), 2};
+    t["network.dragonfly.routers_per_group"] = {
+        "2", kDragonflyByRouters, df([](auto& d) { return double(d.routers_per_group); }), 2};
+    t["network.dragonfly.nodes_per_router"] = {
+        "4", kDragonflyByRouters, df([](auto& d) { return double(d.nodes_per_router); }), 4};
+    t["network.dragonfly.global_links_per_router"] = {
+        "3", kDragonflyByGroups, df([](auto& d) { return double(d.global_links_per_router); }), 3};
+    t["network.dragonfly.routing"] = {
+        "valiant", kDragonflyByGroups,
+        df([](auto& d) { return double(d.routing == DragonflyRouting::kValiant); }), 1};
     t["network.protocol_efficiency"] = {"0.3", kFatTree,
                                         [](auto& c) { return c.network.protocol_efficiency; }, 0.3};
     return t;

@@ -9,6 +9,7 @@
 
 #include "core/collectives/cost_model.h"
 #include "core/hardware/torus.h"
+#include "route_probe.h"
 #include "sim/platform.h"
 #include "sim_fixtures.h"
 
@@ -81,20 +82,8 @@ TEST(TorusRouting, PlatformRoutesCrossTheExpectedCables) {
   // 4 x 4 torus, 2 GPUs per node: rank 0 (node 0) to rank 20 (node 10 = (2, 2)) crosses 4 cables
   // and takes latency + 3 x hop latency; rank 1 to rank 6 (node 3, one hop the - way) one cable.
   const Cluster c = torus("[4, 4]", 16, 2, ", torus_hop_latency: 500ns");
-  int argc = 2;
-  char arg0[] = "torus_test", arg1[] = "--log=root.thres:critical";
-  char* argv[] = {arg0, arg1, nullptr};
-  simgrid::s4u::Engine engine(&argc, argv);
-  const sim::Platform p = sim::build_platform(c, DType::kBf16);
-  auto route = [&](Rank a, Rank b) {
-    const auto [src, dst] = sim::hosts_for(p, Endpoint::gpu(a), Endpoint::gpu(b), c);
-    std::vector<simgrid::s4u::Link*> links;
-    double latency = 0;
-    src->route_to(dst, links, &latency);
-    std::string names;
-    for (auto* l : links) names += l->get_name() + " ";
-    return std::make_pair(names, latency);
-  };
+  const RouteProbe probe(c);
+  auto route = [&](Rank a, Rank b) { return probe.route(a, b); };
   const auto [far, far_latency] = route(0, 20);
   EXPECT_EQ(far, "torus-0-d0_UP torus-1-d0_UP torus-2-d1_UP torus-6-d1_UP ");
   EXPECT_NEAR(far_latency, 2e-6 + 3 * 0.5e-6, 1e-12);
@@ -211,12 +200,12 @@ TEST(TorusPlatform, BuildsSixteenCubedNodesOfEightGpusInSeconds) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("16 x 16 x 16 nodes x 8 GPUs: platform built in %.2f s\n", seconds);
-  ASSERT_EQ(p.torus.size(), 32768u);
+  ASSERT_EQ(p.routed.size(), 32768u);
   std::vector<simgrid::s4u::Link*> links;
   double latency = 0;
   // Node 0 to node (8, 8, 8): 24 hops, 8 in each dimension.
-  p.torus[0]->route_to(p.torus[static_cast<size_t>(8 * torus_node({8, 8, 8}, {16, 16, 16}))], links,
-                       &latency);
+  p.routed[0]->route_to(p.routed[static_cast<size_t>(8 * torus_node({8, 8, 8}, {16, 16, 16}))],
+                        links, &latency);
   EXPECT_EQ(links.size(), 24u);
   EXPECT_LT(seconds, 60);
 }
