@@ -97,6 +97,10 @@ struct StageMemory {
   Rank rank = 0;
   double peak_bytes = 0;
   std::array<double, kMemoryCategories> per_category_bytes{};  // at that rank's peak
+  // Weight versions the stage holds and the staleness of its updates (core/strategy/strategy.h,
+  // weight_versions): 1 and 0 under the flushed schedules, more under pipedream-async and -2bw.
+  int weight_versions = 1;
+  int weight_update_staleness = 0;
 };
 
 // Other jobs' traffic on the cluster's network (scenario key background.link_fraction): the

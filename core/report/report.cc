@@ -1,10 +1,10 @@
 #include "core/report/report.h"
-#include "core/base/text.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
+#include "core/base/text.h"
 #include "core/hardware/cluster.h"
 
 namespace dtsim {
@@ -136,7 +136,9 @@ nlohmann::json results_to_json(const Results& r) {
     per_stage.push_back({{"stage", stage.stage},
                          {"rank", stage.rank},
                          {"peak_bytes", stage.peak_bytes},
-                         {"per_category_bytes", categories}});
+                         {"per_category_bytes", categories},
+                         {"weight_versions", stage.weight_versions},
+                         {"weight_update_staleness", stage.weight_update_staleness}});
   }
   j["memory"]["per_stage"] = per_stage;
   json other_layers = json::array();
@@ -384,6 +386,17 @@ std::string render_summary(const Results& r) {
   out += line("  peak", format_bytes(Bytes(r.peak_bytes_per_gpu)) + " of " +
                             format_bytes(Bytes(r.capacity_bytes)) +
                             (r.fits ? "  (fits)" : "  (DOES NOT FIT)"));
+  // Asynchronous pipelines: the versions each stage keeps and how stale its updates are.
+  if (std::any_of(r.memory_per_stage.begin(), r.memory_per_stage.end(),
+                  [](const StageMemory& s) { return s.weight_versions > 1; })) {
+    std::string versions, staleness;
+    for (const StageMemory& s : r.memory_per_stage) {
+      versions += (versions.empty() ? "" : ", ") + std::to_string(s.weight_versions);
+      staleness += (staleness.empty() ? "" : ", ") + std::to_string(s.weight_update_staleness);
+    }
+    out += line("  weight versions by stage", versions);
+    out += line("  update staleness by stage", staleness + " updates");
+  }
   if (!r.communication.empty()) {
     char buf[256];
     out +=

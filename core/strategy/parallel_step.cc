@@ -405,13 +405,8 @@ class StepBuilder {
     EventId gather_gate = -1, last_layer_end = -1;
   };
 
-  // Weight versions stage s holds (1 for the flushed schedules): under pipedream-async one per
-  // micro-batch in flight, p - s when the step has at least p - s - 1 micro-batches; under
-  // pipedream-2bw two wherever the pipeline has more than one stage.
   int weight_versions(int s) const {
-    if (sc_.parallelism.schedule == Schedule::kPipeDreamAsync) return std::min(p_ - s - 1, m_) + 1;
-    if (sc_.parallelism.schedule == Schedule::kPipeDream2BW) return p_ > 1 ? 2 : 1;
-    return 1;
+    return dtsim::weight_versions(sc_.parallelism.schedule, p_, s, m_);
   }
 
   // The optimizer step after the gradient collectives (mb: the micro-batch whose gradients it

@@ -19,6 +19,7 @@
 //   kCommunication kernels become collectives on the rank's TP group.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <optional>
@@ -89,6 +90,25 @@ struct JobOptions {
   std::vector<int> perturbed_replicas;
   std::optional<std::array<int, 2>> perturbed_position;
 };
+
+// Weight versions stage `stage` (0-based) of `stages` holds (1 for the flushed schedules), with
+// `micro_batches` per step. PipeDream's weight stashing (Narayanan et al. 2019, section 3.3):
+// one version per micro-batch in flight, p - s when the step has at least p - s - 1 micro-batches;
+// PipeDream-2BW (Narayanan et al. 2021, section 3.1): two wherever the pipeline has more than
+// one stage.
+inline int weight_versions(Schedule schedule, int stages, int stage, int micro_batches) {
+  if (schedule == Schedule::kPipeDreamAsync) return std::min(stages - stage - 1, micro_batches) + 1;
+  if (schedule == Schedule::kPipeDream2BW) return stages > 1 ? 2 : 1;
+  return 1;
+}
+// The staleness of the stage's weight updates: how many updates of the stage's weights land
+// between a micro-batch's forward and the update its gradient makes (versions - 1). PipeDream
+// updates after every micro-batch, so stage s's gradient is p - s - 1 updates old (the paper's
+// w_s^(t - p + s + 1), section 3.3); 2BW's gradient is one update old (its delay term, section
+// 3.1); the flushed schedules' is 0.
+inline int weight_update_staleness(Schedule schedule, int stages, int stage, int micro_batches) {
+  return weight_versions(schedule, stages, stage, micro_batches) - 1;
+}
 
 // One training step of the scenario's parallel configuration.
 Job build_job(const ModelGraph& model, const Scenario& scenario, const JobOptions& options = {});

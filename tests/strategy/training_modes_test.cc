@@ -265,6 +265,7 @@ double stage_time_per_micro_batch(const Job& job, const Cluster& cluster, int m)
 struct PipelineRun {
   double analytic_step = 0, simgrid_step = 0, stage_time = 0;
   std::vector<double> weights_at_peak;  // by stage (rank), bytes
+  std::vector<StageMemory> stages;      // the results' memory.per_stage (SimGrid run)
 };
 PipelineRun run_pipeline(int p, int m, const std::string& schedule, int iterations) {
   const Scenario sc =
@@ -280,7 +281,9 @@ PipelineRun run_pipeline(int p, int m, const std::string& schedule, int iteratio
   run.analytic_step = compute_results(sc, g, job, a).step_time_s;
   const Trace t =
       sim::SimGridExecutor(sim::SimGridOptions{"auto", DType::kBf16}).run(job, cluster, options);
-  run.simgrid_step = compute_results(sc, g, job, t).step_time_s;
+  const Results simgrid_results = compute_results(sc, g, job, t);
+  run.simgrid_step = simgrid_results.step_time_s;
+  run.stages = simgrid_results.memory_per_stage;
   run.weights_at_peak.assign(static_cast<size_t>(p), 0);
   for (const auto& mem : t.memory)
     run.weights_at_peak.at(static_cast<size_t>(mem.rank)) =
@@ -307,7 +310,8 @@ TEST(PipeDream, EqualStagesRunAtOneMicroBatchPerStageTime) {
   EXPECT_NEAR(flushed.analytic_step, with_bubble, 0.02 * with_bubble);
 }
 
-// Weight stashing: p - s versions on stage s (async), two on every stage (2BW), one (1F1B).
+// Weight stashing: p - s versions on stage s (async), two on every stage (2BW), one (1F1B), in
+// memory and in the results.
 TEST(PipeDream, StashedWeightVersionsFollowTheFormula) {
   const int p = 4, m = 8;
   const double one_version = 2 * kLayerParameters * weight_bytes_per_parameter(DType::kBf16);
@@ -320,6 +324,21 @@ TEST(PipeDream, StashedWeightVersionsFollowTheFormula) {
     EXPECT_NEAR(two_bw.weights_at_peak[static_cast<size_t>(s)], 2 * one_version, 1)
         << "stage " << s;
     EXPECT_NEAR(flushed.weights_at_peak[static_cast<size_t>(s)], one_version, 1) << "stage " << s;
+  }
+  // The results state the versions and the staleness of each stage's updates: PipeDream's
+  // gradient on stage s is p - s - 1 updates old, 2BW's one, the flushed schedule's none.
+  for (const PipelineRun* run : {&async, &two_bw, &flushed}) ASSERT_EQ(run->stages.size(), 4u);
+  for (int s = 0; s < p; ++s) {
+    const size_t i = static_cast<size_t>(s);
+    EXPECT_EQ(async.stages[i].stage, s);
+    EXPECT_EQ(async.stages[i].weight_versions, p - s);
+    EXPECT_EQ(async.stages[i].weight_update_staleness, p - s - 1);
+    EXPECT_EQ(two_bw.stages[i].weight_versions, 2);
+    EXPECT_EQ(two_bw.stages[i].weight_update_staleness, 1);
+    EXPECT_EQ(flushed.stages[i].weight_versions, 1);
+    EXPECT_EQ(flushed.stages[i].weight_update_staleness, 0);
+    // ... and the versions they state are the ones held in memory.
+    EXPECT_NEAR(async.weights_at_peak[i], async.stages[i].weight_versions * one_version, 1);
   }
 }
 
