@@ -157,13 +157,46 @@ TEST(AloneCollectives, TransfersOnOtherStreamsInsideTheNodeKeepTheFlows) {
   EXPECT_EQ(with.makespan().value(), without.makespan().value());
 }
 
-// TP communication overlap puts TP collectives on a stream of their own beside the in-line ones:
-// two collectives of one group may then overlap, so none is alone.
-TEST(AloneCollectives, CollectivesOnTwoStreamsKeepTheFlows) {
+// TP communication overlap puts TP collectives on a stream of their own beside the in-line ones;
+// each waits for the kernel before its GEMM and the kernel after the GEMM waits for it, so the
+// rank's event waits order all of them: they are alone, and the time is the flows' time.
+TEST(AloneCollectives, CollectivesOnTwoStreamsOrderedByEventsAreAlone) {
   const Scenario sc = pipeline_scenario(
       "tensor: 8, pipeline: 2, sequence_parallel: true, tp_comm_overlap: true", 16, 4);
   const Cluster cluster(sc.cluster);
-  EXPECT_EQ(alone_nodes(job_of(sc, Folding::kExact), cluster), 0u);
+  const Job job = job_of(sc, Folding::kExact);
+  EXPECT_GT(alone_nodes(job, cluster), 0u);
+  const double step = simgrid_trace(job, cluster, false).makespan().value();
+  EXPECT_NEAR(simgrid_trace(job, cluster, true).makespan().value(), step, kRounding * step);
+}
+
+// One rank issues collectives of one group on two streams: unordered they may overlap, so none
+// is alone. The side one waiting for the first is not enough: the next iteration's first may
+// still overlap it. Once a third on the first stream also waits for the side one, they follow
+// one another in every iteration and all are alone.
+TEST(AloneCollectives, CollectivesOnTwoStreamsNeedAnOrder) {
+  const Cluster node = cluster_from(
+      "cluster:\n  nodes: 1\n  gpus_per_node: 8\n  intra_node: nvswitch\n"
+      "  network: {topology: star, nics_per_node: 8}\n");
+  Job job = concurrent_collectives({{0, 1, 2, 3}}, Bytes(256.0 * (1 << 20)), 8);
+  Program& p = job.programs[0];
+  const auto side = p.add_stream("side");
+  p.append(side,
+           CollectiveOp{CollectiveKind::kAllReduce, 0, Bytes(64.0 * (1 << 20)), DType::kBf16,
+                        CollectiveAlgorithm::kRing, 0},
+           Label{"side collective", -1, -1, Phase::kOther});
+  EXPECT_EQ(alone_nodes(job, node), 0u);
+  const EventId e = p.new_event();
+  p.streams[0].ops[0].record = e;
+  p.streams[static_cast<size_t>(side)].ops[0].waits.push_back(e);
+  EXPECT_EQ(alone_nodes(job, node), 0u);
+  const EventId side_done = p.new_event();
+  p.streams[static_cast<size_t>(side)].ops[0].record = side_done;
+  Op& last = p.append(0, p.streams[0].ops[0].body, Label{"last collective", -1, -1, Phase::kOther});
+  last.waits.push_back(side_done);
+  EXPECT_EQ(alone_nodes(job, node), 3u);
+  const double both = simgrid_trace(job, node, false).makespan().value();
+  EXPECT_NEAR(simgrid_trace(job, node, true).makespan().value(), both, kRounding * both);
 }
 
 // Two groups of one node issued by different ranks: sharing GPUs 2 and 3 (both rings send from 2 to
