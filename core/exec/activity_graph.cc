@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "core/base/error.h"
@@ -72,6 +73,89 @@ struct CollectiveMemo {
   }
 };
 
+// The op class of an op for alone_groups(): a collective's group (>= 0), or -1 - peer for sends
+// and receives; nullopt for compute and memory ops.
+std::optional<int64_t> op_class(const Op& op) {
+  if (const auto* c = std::get_if<CollectiveOp>(&op.body)) return c->group;
+  if (const auto* x = std::get_if<SendOp>(&op.body)) return -1 - static_cast<int64_t>(x->peer);
+  if (const auto* x = std::get_if<RecvOp>(&op.body)) return -1 - static_cast<int64_t>(x->peer);
+  return std::nullopt;
+}
+
+// Whether a program's ops of classes a and b follow one another: each ends before the next one
+// starts through its streams' order and event waits (as lower() joins them: a wait is on the
+// iteration's last op, in stream then op order, that records the event), over two iterations,
+// so that the last of one iteration also precedes the first of the next. Walks the ops in an
+// order that respects those edges, keeping for each op the last of the chain's ops that precede
+// it (while the ops met so far form a chain, those preceding an op are a prefix of it); each op
+// of a or b must follow the one met before it. False where the walk stalls (a program that
+// cannot finish), which lower() reports.
+bool ops_in_chain(const Program& p, int64_t a, int64_t b) {
+  const size_t streams = p.streams.size();
+  std::vector<std::vector<char>> member(streams);
+  std::vector<int32_t> recorder_stream(static_cast<size_t>(std::max(p.num_events, 0)), -1);
+  std::vector<size_t> recorder_op(recorder_stream.size(), 0);
+  for (size_t s = 0; s < streams; ++s) {
+    const auto& ops = p.streams[s].ops;
+    member[s].resize(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const auto c = op_class(ops[i]);
+      member[s][i] = c && (*c == a || *c == b) ? 1 : 0;
+      if (ops[i].record) {
+        const auto e = static_cast<size_t>(*ops[i].record);
+        if (e >= recorder_stream.size()) {
+          recorder_stream.resize(e + 1, -1);
+          recorder_op.resize(e + 1, 0);
+        }
+        recorder_stream[e] = static_cast<int32_t>(s);
+        recorder_op[e] = i;
+      }
+    }
+  }
+  int chain = -1;                      // the index of the last chain op met
+  std::vector<int> tail(streams, -1);  // the previous iteration's last value on each stream
+  for (int it = 0; it < 2; ++it) {
+    std::vector<size_t> next(streams, 0);
+    std::vector<std::vector<int>> last(streams);  // by stream and op: the last chain op before
+    for (size_t s = 0; s < streams; ++s) last[s].resize(p.streams[s].ops.size(), -1);
+    bool progress = true;
+    while (progress) {
+      progress = false;
+      for (size_t s = 0; s < streams; ++s) {
+        const auto& ops = p.streams[s].ops;
+        while (next[s] < ops.size()) {
+          const size_t i = next[s];
+          int before = i > 0 ? last[s][i - 1] : tail[s];
+          bool ready = true;
+          for (EventId e : ops[i].waits) {
+            const auto ei = static_cast<size_t>(e);
+            if (e < 0 || ei >= recorder_stream.size() || recorder_stream[ei] < 0) return false;
+            const auto rs = static_cast<size_t>(recorder_stream[ei]);
+            if (next[rs] <= recorder_op[ei]) {
+              ready = false;
+              break;
+            }
+            before = std::max(before, last[rs][recorder_op[ei]]);
+          }
+          if (!ready) break;
+          if (member[s][i]) {
+            if (before != chain) return false;
+            before = ++chain;
+          }
+          last[s][i] = before;
+          ++next[s];
+          progress = true;
+        }
+      }
+    }
+    for (size_t s = 0; s < streams; ++s) {
+      if (next[s] < p.streams[s].ops.size()) return false;
+      if (!last[s].empty()) tail[s] = last[s].back();
+    }
+  }
+  return true;
+}
+
 // Which groups' collectives run alone on their links (activity_graph.h), by GroupId.
 //
 // A flow's rate under max-min sharing depends only on the flows it shares a link with, so a
@@ -81,13 +165,17 @@ struct CollectiveMemo {
 //   cross only the fabric links of their ends (fabric_link_users); and
 // - every other flow that crosses one of those links belongs to an op X (a collective, or the
 //   sends and receives between two ranks) that cannot run at the same time as any of the
-//   group's collectives: some simulated rank issues both X's ops and the group's collectives on
-//   one stream, and nowhere else. A collective starts after each simulated member's previous op
-//   on that stream and ends before its next one, so the stream orders them. The group itself is
-//   such an X too (two of its own collectives never overlap).
-// The test is on groups, not op instances: conservative (a group with one collective on another
-// stream keeps its flows) and cheap (a few entries per rank, one schedule per distinct
-// collective).
+//   group's collectives: on some simulated rank, every one of X's ops and the group's
+//   collectives is ordered after another (ops_in_chain). A collective starts after each
+//   simulated member's ops that precede it and ends before those that follow it, so that rank
+//   orders them. The cheap case: the rank issues them all on one stream. Otherwise its program's
+//   stream order and event waits must order them (a collective on a side stream that waits for
+//   the kernel before it and that the kernel after it waits for, as Megatron's asynchronous
+//   tensor-parallel backward collectives do). The group itself is such an X too (two of its own
+//   collectives never overlap).
+// The test is on groups, not op instances: conservative (a group with one unordered collective
+// keeps its flows) and cheap (a few entries per rank, one schedule per distinct collective, and a
+// walk of a program only where the op classes are on more than one stream).
 std::vector<char> alone_groups(const Job& job, const Cluster& cluster, CollectiveMemo& memo) {
   std::vector<char> alone(job.groups.size(), 0);
   // The stream on which each simulated rank issues an op class: a group's collectives (id >= 0)
@@ -136,7 +224,10 @@ std::vector<char> alone_groups(const Job& job, const Cluster& cluster, Collectiv
          fabric_link_users(Transfer{Endpoint::gpu(a), Endpoint::gpu(b), Bytes(0)}, cluster))
       crossing[r].push_back(pair);
   }
-  // Some simulated rank issues both the group's collectives and X's ops on one stream only.
+  std::map<Rank, const Program*> program_of;
+  for (const auto& p : job.programs) program_of[p.rank] = &p;
+  std::map<std::tuple<Rank, int64_t, int64_t>, bool> chained;  // ops_in_chain, by (rank, a, b)
+  // On some simulated rank, the group's collectives and X's ops follow one another.
   auto ordered = [&](GroupId group, int64_t x) {
     std::vector<std::pair<Rank, int64_t>> sides;  // (rank, its id for X)
     if (x >= 0) {  // the group's own members (one node's worth) that also issue X
@@ -149,9 +240,13 @@ std::vector<char> alone_groups(const Job& job, const Cluster& cluster, Collectiv
     for (const auto& [r, id] : sides) {
       auto mine = stream_of.find({r, group});
       auto theirs = stream_of.find({r, id});
-      if (mine != stream_of.end() && theirs != stream_of.end() && mine->second != kSeveral &&
-          mine->second == theirs->second)
-        return true;
+      if (mine == stream_of.end() || theirs == stream_of.end()) continue;
+      if (mine->second != kSeveral && mine->second == theirs->second) return true;
+      const auto key = std::make_tuple(r, static_cast<int64_t>(group), id);
+      auto known = chained.find(key);
+      if (known == chained.end())
+        known = chained.emplace(key, ops_in_chain(*program_of.at(r), group, id)).first;
+      if (known->second) return true;
     }
     return false;
   };

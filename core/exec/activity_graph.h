@@ -19,7 +19,7 @@
 //   the flows it shares a link with (max-min sharing, as SimGrid's). The proof is per group and
 //   conservative (alone_groups() in activity_graph.cc): every member is on one node, and every
 //   other collective or transfer that crosses a fabric link the group's flows use is ordered
-//   after or before each of its collectives by one simulated rank's stream.
+//   after or before each of its collectives by one simulated rank's streams and event waits.
 // - Engines assign start and finish times to nodes; trace_from_times() turns them into the
 //   Trace, including each rank's memory timeline (of the first step: later steps reuse its memory).
 // - Problems in the Job (an event nobody records, a collective some members never reach, a

@@ -23,7 +23,7 @@ namespace {
 // GPT-3 1.3B (24 layers) on A100 nodes of 8 GPUs, 1F1B: `parallelism` and `micro_batches` per
 // replica vary; the rest is fixed.
 Scenario pipeline_scenario(const std::string& parallelism, int gpus, int micro_batches,
-                           int data = 1) {
+                           int data = 1, const std::string& framework = "") {
   const std::string yaml = "cluster:\n  gpu: A100-SXM-80GB\n  nodes: " + std::to_string(gpus / 8) +
                            "\n  gpus_per_node: 8\n  intra_node: nvswitch\n"
                            "  network: {preset: ib-hdr, topology: fat-tree, nics_per_node: 8}\n"
@@ -33,7 +33,8 @@ Scenario pipeline_scenario(const std::string& parallelism, int gpus, int micro_b
                            "}\n"
                            "training:\n  global_batch_size: " +
                            std::to_string(micro_batches * data) +
-                           "\n  micro_batch_size: 1\n  precision: bf16\n  recompute: selective\n"
+                           "\n  micro_batch_size: 1\n  precision: bf16\n  recompute: selective\n" +
+                           (framework.empty() ? "" : "  framework: " + framework + "\n") +
                            "simulate: {engine: simgrid, fidelity: collective}\n";
   return load_scenario_text(yaml, "alone.yaml", {}, models::check_scenario);
 }
@@ -87,13 +88,8 @@ double largest_span_difference(const Trace& a, const Trace& b) {
 // 0.5%.
 constexpr double kRounding = 1e-6;
 
-// TP 8 (one node per stage), PP 4, DP 2 on 64 A100: every TP collective is alone on its node's
-// NVSwitch links. With and without, every span of the same Job is the same.
-TEST(AloneCollectives, TensorParallelCollectivesChangeNoTime) {
-  const Scenario sc = pipeline_scenario("tensor: 8, pipeline: 4, sequence_parallel: true", 64, 12,
-                                        /*data=*/2);
-  const Cluster cluster(sc.cluster);
-  const Job job = job_of(sc, Folding::kExact);
+// Some collectives of `job` are proven alone, and every span is the same with and without them.
+void expect_alone_and_unchanged(const Job& job, const Cluster& cluster) {
   EXPECT_GT(alone_nodes(job, cluster), 0u) << "the TP collectives should be proven alone";
   const Trace with = simgrid_trace(job, cluster, true);
   const Trace without = simgrid_trace(job, cluster, false);
@@ -102,6 +98,16 @@ TEST(AloneCollectives, TensorParallelCollectivesChangeNoTime) {
   EXPECT_GT(step, 0);
   EXPECT_NEAR(with.makespan().value(), step, kRounding * step);
   EXPECT_LE(largest_span_difference(with, without), kRounding * step);
+}
+
+// TP 8 (one node per stage), PP 4, DP 2 on 64 A100: every TP collective is alone on its node's
+// NVSwitch links. With and without, every span of the same Job is the same.
+TEST(AloneCollectives, TensorParallelCollectivesChangeNoTime) {
+  const Scenario sc = pipeline_scenario("tensor: 8, pipeline: 4, sequence_parallel: true", 64, 12,
+                                        /*data=*/2);
+  const Cluster cluster(sc.cluster);
+  const Job job = job_of(sc, Folding::kExact);
+  expect_alone_and_unchanged(job, cluster);
 }
 
 // The acceptance check: the folded Job (one TP rank per stage, one replica) with alone
@@ -124,6 +130,18 @@ TEST(AloneCollectives, FoldedStepEqualsTheUnfoldedOne) {
   }
 }
 
+// Megatron's asynchronous TP backward: the column-parallel backward collectives run on a side
+// stream beside the GEMM after them, waiting for the kernel before and waited for by the kernel
+// after, so the rank's event waits still order every TP collective and they are alone. With and
+// without, every span of the same Job is the same.
+TEST(AloneCollectives, AsyncTensorParallelBackwardCollectivesChangeNoTime) {
+  const Scenario sc = pipeline_scenario("tensor: 8, pipeline: 4, sequence_parallel: true", 32, 8,
+                                        /*data=*/1, "megatron-lm-2021");
+  const Cluster cluster(sc.cluster);
+  const Job job = job_of(sc, Folding::kExact);
+  expect_alone_and_unchanged(job, cluster);
+}
+
 // Where the proof fails the flows stay, and the times are those of the flows.
 // TP 4 on 8-GPU nodes: two pipeline stages share a node, so the pipeline's sends and receives
 // (on their own streams) cross the same NVSwitch links as the TP collectives.
@@ -137,13 +155,46 @@ TEST(AloneCollectives, TransfersOnOtherStreamsInsideTheNodeKeepTheFlows) {
   EXPECT_EQ(with.makespan().value(), without.makespan().value());
 }
 
-// TP communication overlap puts TP collectives on a stream of their own beside the in-line ones:
-// two collectives of one group may then overlap, so none is alone.
-TEST(AloneCollectives, CollectivesOnTwoStreamsKeepTheFlows) {
+// TP communication overlap puts TP collectives on a stream of their own beside the in-line ones;
+// each waits for the kernel before its GEMM and the kernel after the GEMM waits for it, so the
+// rank's event waits order all of them: they are alone, and the time is the flows' time.
+TEST(AloneCollectives, CollectivesOnTwoStreamsOrderedByEventsAreAlone) {
   const Scenario sc = pipeline_scenario(
       "tensor: 8, pipeline: 2, sequence_parallel: true, tp_comm_overlap: true", 16, 4);
   const Cluster cluster(sc.cluster);
-  EXPECT_EQ(alone_nodes(job_of(sc, Folding::kExact), cluster), 0u);
+  const Job job = job_of(sc, Folding::kExact);
+  EXPECT_GT(alone_nodes(job, cluster), 0u);
+  const double step = simgrid_trace(job, cluster, false).makespan().value();
+  EXPECT_NEAR(simgrid_trace(job, cluster, true).makespan().value(), step, kRounding * step);
+}
+
+// One rank issues collectives of one group on two streams: unordered they may overlap, so none
+// is alone. The side one waiting for the first is not enough: the next iteration's first may
+// still overlap it. Once a third on the first stream also waits for the side one, they follow
+// one another in every iteration and all are alone.
+TEST(AloneCollectives, CollectivesOnTwoStreamsNeedAnOrder) {
+  const Cluster node = cluster_from(
+      "cluster:\n  nodes: 1\n  gpus_per_node: 8\n  intra_node: nvswitch\n"
+      "  network: {topology: star, nics_per_node: 8}\n");
+  Job job = concurrent_collectives({{0, 1, 2, 3}}, Bytes(256.0 * (1 << 20)), 8);
+  Program& p = job.programs[0];
+  const auto side = p.add_stream("side");
+  p.append(side,
+           CollectiveOp{CollectiveKind::kAllReduce, 0, Bytes(64.0 * (1 << 20)), DType::kBf16,
+                        CollectiveAlgorithm::kRing, 0},
+           Label{"side collective", -1, -1, Phase::kOther});
+  EXPECT_EQ(alone_nodes(job, node), 0u);
+  const EventId e = p.new_event();
+  p.streams[0].ops[0].record = e;
+  p.streams[static_cast<size_t>(side)].ops[0].waits.push_back(e);
+  EXPECT_EQ(alone_nodes(job, node), 0u);
+  const EventId side_done = p.new_event();
+  p.streams[static_cast<size_t>(side)].ops[0].record = side_done;
+  Op& last = p.append(0, p.streams[0].ops[0].body, Label{"last collective", -1, -1, Phase::kOther});
+  last.waits.push_back(side_done);
+  EXPECT_EQ(alone_nodes(job, node), 3u);
+  const double both = simgrid_trace(job, node, false).makespan().value();
+  EXPECT_NEAR(simgrid_trace(job, node, true).makespan().value(), both, kRounding * both);
 }
 
 // Two groups of one node issued by different ranks: sharing GPUs 2 and 3 (both rings send from 2 to
