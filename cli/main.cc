@@ -134,7 +134,9 @@ int main(int argc, char** argv) {
                          "sweep multiplier, a finite number above 1 (default 2); sizes round to "
                          "whole elements and the sweep ends at the maximum");
   collective->add_option("--algorithm", col.request.algorithm,
-                         "ring | tree | halving-doubling | hierarchical | nvls | auto (the fastest "
+                         "ring | tree | halving-doubling | hierarchical | nvls | nvls-tree | "
+                         "collnet (switches that reduce: cluster.network.in_network_reduction) | "
+                         "auto (the fastest "
                          "way NCCL could run it, under dtsim's timing; NCCL's own pick is shown "
                          "beside it)");
   collective

@@ -586,6 +586,14 @@ std::vector<ResolvedCollective> auto_candidates(const CollectiveOp& op,
                            {},
                            BytesPerSecond(cap_GBps * 1e9)});
   }
+  // CollNet where the switches reduce in the network (Simple only in NCCL's model, base latency
+  // 0: its whole latency is in the closed form).
+  if (collnet_supported(ranks, cluster))
+    out.push_back(
+        ResolvedCollective{CollectiveAlgorithm::kCollNet,
+                           system ? CollectiveProtocol::kSimple : CollectiveProtocol::kAuto,
+                           {},
+                           {}});
   // NCCL runs NVLS under Simple only (src/tuning/nvls.cc); dtsim's NVLS has no protocol effect.
   if (nvls_supported(cluster) && nodes.size() == 1)
     out.push_back(
@@ -682,6 +690,8 @@ CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<
       return nvls_supported(cluster) && ranks_by_node(ranks, cluster).size() > 1
                  ? op.algorithm
                  : CollectiveAlgorithm::kRing;
+    case CollectiveAlgorithm::kCollNet:
+      return collnet_supported(ranks, cluster) ? op.algorithm : CollectiveAlgorithm::kRing;
     case CollectiveAlgorithm::kHierarchical: {
       const auto nodes = ranks_by_node(ranks, cluster);
       return nodes.size() > 1 ? op.algorithm : CollectiveAlgorithm::kRing;
@@ -939,6 +949,33 @@ NvlsTreePlan nvls_tree_plan(const std::vector<Rank>& ranks, const Cluster& clust
   return plan;
 }
 
+bool collnet_supported(const std::vector<Rank>& ranks, const Cluster& cluster) {
+  return cluster.network.in_network_reduction && cluster.intra_node.kind == FabricKind::kSwitch &&
+         ranks_by_node(ranks, cluster).size() > 1;
+}
+
+CollNetPlan collnet_plan(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes) {
+  CollNetPlan plan;
+  if (!collnet_supported(ranks, cluster)) return plan;
+  plan.nodes = ranks_by_node(ranks, cluster);
+  const double g = static_cast<double>(plan.nodes.front().size());
+  const RingHops hops = ring_hops(ranks, cluster);
+  plan.intra = hops.intra;
+  plan.net = hops.net;
+  plan.per_link = bytes * (2 * (g - 1) / g);
+  plan.per_node = bytes;
+  plan.latency =
+      std::max(Seconds(nccl_collnet_direct_latency_us(static_cast<int>(g)) * 1e-6), plan.net.alpha);
+  return plan;
+}
+
+Seconds CollNetPlan::time() const {
+  if (nodes.empty()) return Seconds(0);
+  Seconds t = net.alpha + per_node / net.beta;
+  if (nodes.front().size() > 1) t = std::max(t, intra.alpha + per_link / intra.beta);
+  return t + latency - net.alpha;
+}
+
 namespace {
 
 // The tree's flows. Chunk fidelity: every chunk on every edge, each direction, as its own flow,
@@ -1043,6 +1080,10 @@ double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
     const double m = static_cast<double>(plan.nodes.size());
     return 2 * n + static_cast<double>(plan.rails.size()) * rail.chunks *
                        (4.0 * (m - 1) + 4.0 * rail.height);
+  }
+  if (algorithm == CollectiveAlgorithm::kCollNet) {
+    const double g = n / static_cast<double>(ranks_by_node(ranks, cluster).size());
+    return n * (g - 1) + n;
   }
   if (algorithm == CollectiveAlgorithm::kTree) {
     const TreePlan plan =
@@ -1177,6 +1218,25 @@ CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Ran
     }
     s.channels = static_cast<int>(plan.rails.size());
     s.trailing_latency = plan.nvls_latency - plan.link_alpha;
+    return s;
+  }
+  if (algorithm == CollectiveAlgorithm::kCollNet) {
+    // Every GPU pair of a node, and every GPU to its rail's next node, at once (CollNetPlan); the
+    // rest of NCCL's latency after them.
+    const CollNetPlan plan = collnet_plan(ranks, cluster, op.bytes);
+    const double g = static_cast<double>(plan.nodes.front().size());
+    const size_t m = plan.nodes.size();
+    for (size_t k = 0; k < m; ++k) {
+      const auto& node = plan.nodes[k];
+      for (Rank a : node)
+        for (Rank b : node)
+          if (a != b) s.flows.push_back(Flow::between(a, b, op.bytes * (2 / g)));
+      for (size_t j = 0; j < node.size(); ++j)
+        s.flows.push_back(Flow::between(node[j], plan.nodes[(k + 1) % m][j], op.bytes / g));
+    }
+    s.trailing_latency = plan.latency - plan.net.alpha;
+    s.steps = 1;
+    s.channels = static_cast<int>(g);
     return s;
   }
   if (algorithm == CollectiveAlgorithm::kTree) {

@@ -191,6 +191,12 @@ double nccl_nvls_tree_bus_bandwidth_cap_GBps(const NcclSystem& s) {
   return s.nvls->channels * (s.nodes == 2 ? 57.7 : 45.5);
 }
 
+double nccl_collnet_direct_latency_us(int ppn) {
+  const double local = ppn - 1;
+  const double inter = ppn == 1 ? kHwLatNetTree[static_cast<size_t>(NcclProtocol::kSimple)] : 31;
+  return 2 * (std::min(1.0, local) * 3.7 + local * 0.4) + inter;
+}
+
 double nccl_nvls_latency_us() {
   return kNvlsLatNvlink;
 }

@@ -129,6 +129,15 @@ double nccl_hw_latency_us(NcclAlgorithm algorithm, NcclProtocol protocol, NcclLi
 // does not run). NCCL's algBw is bus x n / (2 (n - 1)), as for the ring.
 double nccl_nvls_tree_bus_bandwidth_cap_GBps(const NcclSystem& system);
 
+// NCCL's latency for a CollNet-direct all-reduce (SHARP) over nodes of `ppn` GPUs, in us
+// (src/graph/ tuning.cc v2.30 ncclTopoTuneModel, NCCL_ALGO_COLLNET_DIRECT; the model's only
+// protocol is Simple, base latency 0): 2 (min(1, ppn - 1) x 3.7 + (ppn - 1) x 0.4) + 31, with 3.7
+// us hwLat[NVLINK][COLLNET_DIRECT][Simple], 0.4 us a step of arity serialisation per local rank,
+// and 31 us hwLat[NET][COLLNET_DIRECT][Simple] for the switch's reduction round trip (with one GPU
+// per node, NCCL's tree network figure, 14 us, as for every algorithm at ppn = 1). 44 us at ppn
+// = 8.
+double nccl_collnet_direct_latency_us(int ppn);
+
 // The tree's protocol bandwidth factor against its Simple figure (src/tuning/tree.cc): LL 1 / 3.8;
 // LL128 7 / 9 on one node, 120 / 128 across nodes; Simple 1.
 double nccl_tree_bandwidth_factor(int nodes, NcclProtocol protocol);

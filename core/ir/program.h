@@ -112,7 +112,8 @@ enum class CollectiveAlgorithm {
   kHalvingDoubling,
   kHierarchical,
   kNvls,
-  kNvlsTree
+  kNvlsTree,
+  kCollNet
 };
 inline constexpr auto kCollectiveAlgorithmNames = make_enum_table<CollectiveAlgorithm>(
     {{CollectiveAlgorithm::kAuto, "auto"},
@@ -121,7 +122,8 @@ inline constexpr auto kCollectiveAlgorithmNames = make_enum_table<CollectiveAlgo
      {CollectiveAlgorithm::kHalvingDoubling, "halving-doubling"},
      {CollectiveAlgorithm::kHierarchical, "hierarchical"},
      {CollectiveAlgorithm::kNvls, "nvls"},
-     {CollectiveAlgorithm::kNvlsTree, "nvls-tree"}});
+     {CollectiveAlgorithm::kNvlsTree, "nvls-tree"},
+     {CollectiveAlgorithm::kCollNet, "collnet"}});
 constexpr std::string_view to_string(CollectiveAlgorithm a) {
   return kCollectiveAlgorithmNames.to_string(a);
 }
