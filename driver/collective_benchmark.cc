@@ -199,7 +199,20 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
        algorithm == CollectiveAlgorithm::kNvls || algorithm == CollectiveAlgorithm::kNvlsTree ||
        algorithm == CollectiveAlgorithm::kCollNet))
     protocol = CollectiveProtocol::kFastest;
-  if (named && algorithm != CollectiveAlgorithm::kAuto && algorithm != CollectiveAlgorithm::kRing) {
+  if (algorithm == CollectiveAlgorithm::kPat) {
+    if (kind != CollectiveKind::kAllGather && kind != CollectiveKind::kReduceScatter)
+      throw bad("--algorithm",
+                "PAT runs all-gather and reduce-scatter only; use ring or auto for " + q.op);
+    if (c.gpus_per_node != 1 || ranks < 2)
+      throw bad("--algorithm",
+                "PAT runs with one GPU per node, as NCCL runs it: set cluster.gpus_per_node=1 and "
+                "--ranks 2 or more");
+    if (!nccl_runs_collectives(c) || c.is_torus())
+      throw bad("--algorithm",
+                "PAT is NCCL's: not on this cluster, whose collectives NCCL does "
+                "not run over a switched network");
+  } else if (named && algorithm != CollectiveAlgorithm::kAuto &&
+             algorithm != CollectiveAlgorithm::kRing) {
     if (kind != CollectiveKind::kAllReduce)
       throw bad("--algorithm",
                 "'" + q.algorithm + "' is built for all-reduce only so far; use ring for " + q.op);
@@ -236,13 +249,11 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
                                      std::to_string(c.gpus_per_node));
     }
   } else if (!named) {
-    const bool planned = q.algorithm == "pat";
-    throw bad(
-        "--algorithm",
-        "'" + q.algorithm + (planned ? "' is not supported yet" : "' is not an algorithm") +
-            ": choose ring, tree, halving-doubling, hierarchical, nvls, nvls-tree, collnet or "
-            "auto "
-            "(the fastest way NCCL could run it, as dtsim times it); PAT is not built");
+    throw bad("--algorithm",
+              "'" + q.algorithm +
+                  "' is not an algorithm: choose ring, tree, halving-doubling, hierarchical, nvls, "
+                  "nvls-tree, collnet, pat or auto (the fastest way NCCL could run it, as dtsim "
+                  "times it)");
   }
 
   // One program runs the sizes back to back; the other members are folded by symmetry.

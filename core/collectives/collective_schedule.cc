@@ -676,6 +676,8 @@ CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<
   if (op.algorithm == CollectiveAlgorithm::kAuto &&
       (op.protocol == CollectiveProtocol::kAuto || op.protocol == CollectiveProtocol::kFastest))
     if (auto chosen = fastest_auto(op, ranks, cluster)) return chosen->algorithm;
+  if (op.algorithm == CollectiveAlgorithm::kPat)
+    return pat_supported(op, ranks, cluster) ? op.algorithm : CollectiveAlgorithm::kRing;
   if (op.kind != CollectiveKind::kAllReduce) return CollectiveAlgorithm::kRing;
   switch (op.algorithm) {
     case CollectiveAlgorithm::kHalvingDoubling:
@@ -969,6 +971,48 @@ CollNetPlan collnet_plan(const std::vector<Rank>& ranks, const Cluster& cluster,
   return plan;
 }
 
+bool pat_supported(const CollectiveOp& op, const std::vector<Rank>& ranks, const Cluster& cluster) {
+  if (op.kind != CollectiveKind::kAllGather && op.kind != CollectiveKind::kReduceScatter)
+    return false;
+  const auto nodes = ranks_by_node(ranks, cluster);
+  return ranks.size() >= 2 && nodes.size() == ranks.size() && nccl_runs_collectives(cluster) &&
+         !cluster.is_torus();
+}
+
+PatPlan pat_plan(const CollectiveOp& op, const std::vector<Rank>& ranks, const Cluster& cluster) {
+  PatPlan plan;
+  if (!pat_supported(op, ranks, cluster)) return plan;
+  const int n = static_cast<int>(ranks.size());
+  plan.ranks = ranks;
+  for (int d = 1; d < n; d *= 2) {
+    plan.blocks.push_back(std::min(d, n - d));
+    plan.shift.push_back(n - d);  // all-gather: to i - 2^k
+  }
+  if (op.kind == CollectiveKind::kReduceScatter) {
+    std::reverse(plan.blocks.begin(), plan.blocks.end());
+    std::reverse(plan.shift.begin(), plan.shift.end());
+    for (int& sh : plan.shift) sh = n - sh;  // to i + 2^k
+  }
+  // NCCL's PAT bandwidth factor (busBw *= .75) and latencies (src/graph/tuning.cc v2.30).
+  static constexpr double kPatBandwidth = 0.75, kBaseUs = 8.0, kLinearUs = 2.8;
+  static constexpr double kNetTreeSimpleUs = 14.0, kLogDivisor = 3.5, kNetRingLLUs = 2.7;
+  plan.block = op.bytes / static_cast<double>(n) / kPatBandwidth;
+  plan.net = point_to_point_link(Endpoint::gpu(ranks[0]), Endpoint::gpu(ranks[1]), cluster);
+  plan.net.alpha = cluster.gpu_network_latency();  // the route's, as the platform builds it
+  plan.step_latency =
+      cluster.gpu_network_latency() * (kNetTreeSimpleUs / kLogDivisor / kNetRingLLUs);
+  plan.call_latency = Seconds((kBaseUs + kLinearUs * n) * 1e-6);
+  return plan;
+}
+
+Seconds PatPlan::time() const {
+  if (ranks.empty()) return Seconds(0);
+  int total = 0;
+  for (int b : blocks) total += b;
+  return call_latency + step_latency * static_cast<double>(blocks.size()) +
+         block * static_cast<double>(total) / net.beta;
+}
+
 Seconds CollNetPlan::time() const {
   if (nodes.empty()) return Seconds(0);
   Seconds t = net.alpha + per_node / net.beta;
@@ -1081,6 +1125,7 @@ double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
     return 2 * n + static_cast<double>(plan.rails.size()) * rail.chunks *
                        (4.0 * (m - 1) + 4.0 * rail.height);
   }
+  if (algorithm == CollectiveAlgorithm::kPat) return n * std::ceil(std::log2(n));
   if (algorithm == CollectiveAlgorithm::kCollNet) {
     const double g = n / static_cast<double>(ranks_by_node(ranks, cluster).size());
     return n * (g - 1) + n;
@@ -1218,6 +1263,27 @@ CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Ran
     }
     s.channels = static_cast<int>(plan.rails.size());
     s.trailing_latency = plan.nvls_latency - plan.link_alpha;
+    return s;
+  }
+  if (algorithm == CollectiveAlgorithm::kPat) {
+    // One exchange per step (PatPlan); each flow already carries its route's latency, so the steps'
+    // own latency and the call's come after as the rest of the closed form.
+    const PatPlan plan = pat_plan(op, ranks, cluster);
+    PhasedBuilder b(s.flows, fidelity);
+    for (size_t k = 0; k < plan.blocks.size(); ++k) {
+      std::vector<std::tuple<Rank, Rank, Bytes>> step;
+      for (int i = 0; i < n; ++i)
+        step.emplace_back(ranks[static_cast<size_t>(i)],
+                          ranks[static_cast<size_t>((i + plan.shift[k]) % n)],
+                          plan.block * static_cast<double>(plan.blocks[k]));
+      b.exchange(step);
+    }
+    b.end_exchanges(plan.step_latency);
+    const double steps = static_cast<double>(plan.blocks.size());
+    s.trailing_latency = plan.call_latency + (fidelity == Fidelity::kChunk
+                                                  ? (plan.step_latency - plan.net.alpha) * steps
+                                                  : plan.step_latency - plan.net.alpha);
+    s.steps = static_cast<int>(plan.blocks.size());
     return s;
   }
   if (algorithm == CollectiveAlgorithm::kCollNet) {

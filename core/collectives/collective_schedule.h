@@ -298,6 +298,35 @@ struct CollNetPlan {
 bool collnet_supported(const std::vector<Rank>& ranks, const Cluster& cluster);
 CollNetPlan collnet_plan(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes);
 
+// NCCL's PAT all-gather and reduce-scatter (Parallel Aggregated Trees, NCCL >= 2.23, one GPU per
+// node only: src/graph/tuning.cc ncclPatEnable; schedule in src/include/collectives.h
+// PatAGAlgorithm / PatRSAlgorithm), a Bruck-like schedule: ceil(log2 n) steps, step k of an
+// all-gather sending min(2^k, n - 2^k) blocks of S / n from rank i to rank i - 2^k (the
+// reduce-scatter the same steps in reverse order, to i + 2^k), so each rank sends and receives
+// (n - 1) / n S in all. NCCL's model charges PAT busBw x 0.75 (its measured efficiency, on the
+// ring graph's bandwidth) and a latency of base 8 us + log2(n) x interLat / 3.5 + 2.8 n us with
+// interLat = 14 us, the tree's network figure at one GPU per node. dtsim carries each block over
+// 0.75 (as the tree's protocol factors), charges each step the route's latency x (14 / 3.5) / 2.7
+// (NCCL's step latency over its LL ring network figure, which the catalog's latency is), and the
+// call 8 us + 2.8 n us once:
+//   T = 8 us + 2.8 n us + ceil(log2 n) a_step + (n - 1) / n S / (0.75 beta),
+// beta one network flow's bandwidth (point_to_point_link). At chunk fidelity every step waits for
+// its rank's previous send and receive; at collective fidelity a rank's steps run as concurrent
+// flows and the remaining steps' latency follows. Applies to all-gather and reduce-scatter with one
+// rank on each of n >= 2 nodes where NCCL runs the collectives; `ranks` is empty otherwise.
+struct PatPlan {
+  std::vector<Rank> ranks;
+  std::vector<int> blocks;  // blocks each step sends, in the order the steps run
+  std::vector<int> shift;   // the step's peer: rank i sends to i + shift (mod n)
+  Bytes block{0};           // S / n over 0.75: what one block's flow carries
+  LinkCost net;             // one network flow
+  Seconds step_latency{0};  // a_step
+  Seconds call_latency{0};  // 8 us + 2.8 n us
+  Seconds time() const;     // the closed form above
+};
+bool pat_supported(const CollectiveOp& op, const std::vector<Rank>& ranks, const Cluster& cluster);
+PatPlan pat_plan(const CollectiveOp& op, const std::vector<Rank>& ranks, const Cluster& cluster);
+
 // At collective fidelity the ring, all-to-all and tree merge their independent flows that share
 // both endpoints into one flow carrying their bytes (merge_parallel_flows); merge_pairs = false
 // keeps them apart, for tests that check the merge.

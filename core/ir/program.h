@@ -113,7 +113,8 @@ enum class CollectiveAlgorithm {
   kHierarchical,
   kNvls,
   kNvlsTree,
-  kCollNet
+  kCollNet,
+  kPat
 };
 inline constexpr auto kCollectiveAlgorithmNames = make_enum_table<CollectiveAlgorithm>(
     {{CollectiveAlgorithm::kAuto, "auto"},
@@ -123,7 +124,8 @@ inline constexpr auto kCollectiveAlgorithmNames = make_enum_table<CollectiveAlgo
      {CollectiveAlgorithm::kHierarchical, "hierarchical"},
      {CollectiveAlgorithm::kNvls, "nvls"},
      {CollectiveAlgorithm::kNvlsTree, "nvls-tree"},
-     {CollectiveAlgorithm::kCollNet, "collnet"}});
+     {CollectiveAlgorithm::kCollNet, "collnet"},
+     {CollectiveAlgorithm::kPat, "pat"}});
 constexpr std::string_view to_string(CollectiveAlgorithm a) {
   return kCollectiveAlgorithmNames.to_string(a);
 }
