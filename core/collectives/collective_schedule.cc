@@ -564,6 +564,13 @@ std::vector<ResolvedCollective> auto_candidates(const CollectiveOp& op,
   // the ring's protocols (NCCL's NVLS all-gather is not built: NCCL's model never picks it on the
   // NVSwitch nodes it covers, its 25 us being above Ring/LL's latency and its bandwidth below
   // Ring/LL128's).
+  // PAT for all-gather and reduce-scatter at one GPU per node (NCCL's terms in its closed form).
+  if (pat_supported(op, ranks, cluster))
+    out.push_back(
+        ResolvedCollective{CollectiveAlgorithm::kPat,
+                           system ? CollectiveProtocol::kSimple : CollectiveProtocol::kAuto,
+                           {},
+                           {}});
   if (op.kind != CollectiveKind::kAllReduce) return out;
   if (!nodes.empty() && !cluster.gpus_on_pcie()) {
     if (system)

@@ -22,12 +22,13 @@
 
 namespace dtsim {
 
-enum class NcclAlgorithm { kRing, kTree, kNvls, kNvlsTree };
+enum class NcclAlgorithm { kRing, kTree, kNvls, kNvlsTree, kPat };
 inline constexpr auto kNcclAlgorithmNames =
     make_enum_table<NcclAlgorithm>({{NcclAlgorithm::kRing, "ring"},
                                     {NcclAlgorithm::kTree, "tree"},
                                     {NcclAlgorithm::kNvls, "nvls"},
-                                    {NcclAlgorithm::kNvlsTree, "nvls-tree"}});
+                                    {NcclAlgorithm::kNvlsTree, "nvls-tree"},
+                                    {NcclAlgorithm::kPat, "pat"}});
 constexpr std::string_view to_string(NcclAlgorithm a) {
   return kNcclAlgorithmNames.to_string(a);
 }
@@ -91,7 +92,10 @@ NcclEstimate nccl_all_reduce_choice(const NcclSystem& system, double bytes);
 //   (ppn-1)/ppn, at most bwInter; algBw = nCh x that (no bus-to-algorithm conversion for
 //   algorithms other than the ring); latency hwLat[NVLINK][NVLS] = 25 us, base 0. Across nodes
 //   NCCL runs NVLS all-gather and reduce-scatter only with CollNet (SHARP), which is not modelled.
-// - PAT (Simple, one GPU per node only): not covered; nccl_system refuses such systems.
+// - PAT (Simple, one GPU per node on two or more nodes, ncclPatEnable): the tree graph's channels x
+//   (bwIntra on 2 nodes, else bwInter) x 0.75, no bus-to-algorithm conversion; latency base 8 us +
+//   log2i(nodes) x 14 / 3.5 + 2.8 n us (14 us: hwLat[NET][TREE][Simple], NCCL's network figure at
+//   one GPU per node).
 // `kind` must be all-gather or reduce-scatter (the model is the same for both).
 std::vector<NcclEstimate> nccl_gather_scatter_estimates(const NcclSystem& system, double bytes);
 NcclEstimate nccl_gather_scatter_choice(const NcclSystem& system, double bytes);

@@ -8,6 +8,7 @@
 
 #include "core/collectives/collective_schedule.h"
 #include "core/collectives/cost_model.h"
+#include "core/collectives/nccl_model.h"
 #include "sim_fixtures.h"
 
 namespace dtsim::testing {
@@ -54,6 +55,33 @@ TEST(Pat, SixteenNodesTakeNcclsTermsOverTheLinks) {
     const CollectiveOp op{kind, 0, Bytes(s), DType::kBf16, CollectiveAlgorithm::kPat, 0};
     EXPECT_NEAR(collective_time(op, ranks, c).value(), expected, 1e-9 * expected);
   }
+}
+
+// Auto runs PAT exactly where NCCL's own model picks it (nccl_reference_choice, PAT row from
+// src/graph/tuning.cc): 8 to 64 single-H100 nodes, 1 KiB to 1 GiB, all-gather and reduce-scatter;
+// on 16 nodes that is up to 4 MiB. (On 4 nodes they differ at 512 KiB and 4 MiB, near the
+// crossover: dtsim's PAT 38.6 us against NCCL's ring/LL 40.9 us at 512 KiB; docs/collectives.md.)
+TEST(Pat, AutoRunsItWhereNcclsModelPicksIt) {
+  int pat_rows = 0;
+  for (int m : {8, 16, 64}) {
+    const Cluster c = single_gpu_nodes(m);
+    const auto ranks = first_ranks(m);
+    for (CollectiveKind kind : {CollectiveKind::kAllGather, CollectiveKind::kReduceScatter})
+      for (double s = 1024; s <= 1073741824.0; s *= 8) {
+        const CollectiveOp op{kind, 0, Bytes(s), DType::kBf16, CollectiveAlgorithm::kAuto, 0};
+        const auto nccl = nccl_reference_choice(op, ranks, c);
+        ASSERT_TRUE(nccl.has_value()) << m;
+        const bool nccl_pat = nccl->algorithm == NcclAlgorithm::kPat;
+        pat_rows += nccl_pat;
+        EXPECT_EQ(resolve_algorithm(op, ranks, c) == CollectiveAlgorithm::kPat, nccl_pat)
+            << m << " nodes, " << s << " B";
+      }
+  }
+  EXPECT_GT(pat_rows, 10);
+  const Cluster c = single_gpu_nodes(16);
+  const CollectiveOp op{CollectiveKind::kAllGather, 0, Bytes(4194304.0), DType::kBf16,
+                        CollectiveAlgorithm::kAuto, 0};
+  EXPECT_EQ(resolve_algorithm(op, first_ranks(16), c), CollectiveAlgorithm::kPat);
 }
 
 TEST(Pat, RunsAtOneGpuPerNodeForAllGatherAndReduceScatterOnly) {
