@@ -133,10 +133,14 @@ int main(int argc, char** argv) {
   collective->add_option("-f,--factor", col.request.factor,
                          "sweep multiplier, a finite number above 1 (default 2); sizes round to "
                          "whole elements and the sweep ends at the maximum");
-  collective->add_option("--algorithm", col.request.algorithm,
-                         "ring | tree | halving-doubling | hierarchical | nvls | auto (the fastest "
-                         "way NCCL could run it, under dtsim's timing; NCCL's own pick is shown "
-                         "beside it)");
+  collective->add_option(
+      "--algorithm", col.request.algorithm,
+      "ring | tree | halving-doubling | hierarchical | nvls | nvls-tree | "
+      "collnet (switches that reduce: cluster.network.in_network_reduction) | pat "
+      "(all-gather, reduce-scatter; one GPU a node) | "
+      "auto (the fastest "
+      "way NCCL could run it, under dtsim's timing; NCCL's own pick is shown "
+      "beside it)");
   collective
       ->add_option("--protocol", col.request.protocol,
                    "NCCL protocol for the ring: LL | LL128 | Simple; auto (default): the "

@@ -196,9 +196,23 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
               "protocols shape the ring and the tree only; add --algorithm ring or tree");
   if (!textbook && protocol == CollectiveProtocol::kAuto &&
       (algorithm == CollectiveAlgorithm::kRing || algorithm == CollectiveAlgorithm::kTree ||
-       algorithm == CollectiveAlgorithm::kNvls || algorithm == CollectiveAlgorithm::kNvlsTree))
+       algorithm == CollectiveAlgorithm::kNvls || algorithm == CollectiveAlgorithm::kNvlsTree ||
+       algorithm == CollectiveAlgorithm::kCollNet))
     protocol = CollectiveProtocol::kFastest;
-  if (named && algorithm != CollectiveAlgorithm::kAuto && algorithm != CollectiveAlgorithm::kRing) {
+  if (algorithm == CollectiveAlgorithm::kPat) {
+    if (kind != CollectiveKind::kAllGather && kind != CollectiveKind::kReduceScatter)
+      throw bad("--algorithm",
+                "PAT runs all-gather and reduce-scatter only; use ring or auto for " + q.op);
+    if (c.gpus_per_node != 1 || ranks < 2)
+      throw bad("--algorithm",
+                "PAT runs with one GPU per node, as NCCL runs it: set cluster.gpus_per_node=1 and "
+                "--ranks 2 or more");
+    if (!nccl_runs_collectives(c) || c.is_torus())
+      throw bad("--algorithm",
+                "PAT is NCCL's: not on this cluster, whose collectives NCCL does "
+                "not run over a switched network");
+  } else if (named && algorithm != CollectiveAlgorithm::kAuto &&
+             algorithm != CollectiveAlgorithm::kRing) {
     if (kind != CollectiveKind::kAllReduce)
       throw bad("--algorithm",
                 "'" + q.algorithm + "' is built for all-reduce only so far; use ring for " + q.op);
@@ -219,12 +233,27 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
     if (nvls_tree && ranks % c.gpus_per_node != 0)
       throw bad("--algorithm", "NVLS-tree needs whole nodes: --ranks a multiple of " +
                                    std::to_string(c.gpus_per_node));
+    if (algorithm == CollectiveAlgorithm::kCollNet) {
+      if (!c.network.in_network_reduction)
+        throw bad("--algorithm",
+                  "CollNet needs switches that reduce in the network: set "
+                  "cluster.network.in_network_reduction: true (InfiniBand with SHARP)");
+      if (c.intra_node.kind != FabricKind::kSwitch)
+        throw bad("--algorithm",
+                  "CollNet needs NVSwitch inside the nodes (NCCL runs it nowhere else); this "
+                  "cluster's intra-node fabric is " +
+                      c.intra_node.name);
+      if (ranks <= c.gpus_per_node || ranks % c.gpus_per_node != 0)
+        throw bad("--algorithm", "CollNet runs across whole nodes: --ranks a multiple of " +
+                                     std::to_string(c.gpus_per_node) + " above " +
+                                     std::to_string(c.gpus_per_node));
+    }
   } else if (!named) {
-    const bool planned = q.algorithm == "pat";
     throw bad("--algorithm",
-              "'" + q.algorithm + (planned ? "' is not supported yet" : "' is not an algorithm") +
-                  ": choose ring, tree, halving-doubling, hierarchical, nvls, nvls-tree or auto "
-                  "(the fastest way NCCL could run it, as dtsim times it); PAT is not built");
+              "'" + q.algorithm +
+                  "' is not an algorithm: choose ring, tree, halving-doubling, hierarchical, nvls, "
+                  "nvls-tree, collnet, pat or auto (the fastest way NCCL could run it, as dtsim "
+                  "times it)");
   }
 
   // One program runs the sizes back to back; the other members are folded by symmetry.

@@ -564,6 +564,13 @@ std::vector<ResolvedCollective> auto_candidates(const CollectiveOp& op,
   // the ring's protocols (NCCL's NVLS all-gather is not built: NCCL's model never picks it on the
   // NVSwitch nodes it covers, its 25 us being above Ring/LL's latency and its bandwidth below
   // Ring/LL128's).
+  // PAT for all-gather and reduce-scatter at one GPU per node (NCCL's terms in its closed form).
+  if (pat_supported(op, ranks, cluster))
+    out.push_back(
+        ResolvedCollective{CollectiveAlgorithm::kPat,
+                           system ? CollectiveProtocol::kSimple : CollectiveProtocol::kAuto,
+                           {},
+                           {}});
   if (op.kind != CollectiveKind::kAllReduce) return out;
   if (!nodes.empty() && !cluster.gpus_on_pcie()) {
     if (system)
@@ -586,6 +593,14 @@ std::vector<ResolvedCollective> auto_candidates(const CollectiveOp& op,
                            {},
                            BytesPerSecond(cap_GBps * 1e9)});
   }
+  // CollNet where the switches reduce in the network (Simple only in NCCL's model, base latency
+  // 0: its whole latency is in the closed form).
+  if (collnet_supported(ranks, cluster))
+    out.push_back(
+        ResolvedCollective{CollectiveAlgorithm::kCollNet,
+                           system ? CollectiveProtocol::kSimple : CollectiveProtocol::kAuto,
+                           {},
+                           {}});
   // NCCL runs NVLS under Simple only (src/tuning/nvls.cc); dtsim's NVLS has no protocol effect.
   if (nvls_supported(cluster) && nodes.size() == 1)
     out.push_back(
@@ -668,6 +683,8 @@ CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<
   if (op.algorithm == CollectiveAlgorithm::kAuto &&
       (op.protocol == CollectiveProtocol::kAuto || op.protocol == CollectiveProtocol::kFastest))
     if (auto chosen = fastest_auto(op, ranks, cluster)) return chosen->algorithm;
+  if (op.algorithm == CollectiveAlgorithm::kPat)
+    return pat_supported(op, ranks, cluster) ? op.algorithm : CollectiveAlgorithm::kRing;
   if (op.kind != CollectiveKind::kAllReduce) return CollectiveAlgorithm::kRing;
   switch (op.algorithm) {
     case CollectiveAlgorithm::kHalvingDoubling:
@@ -682,6 +699,8 @@ CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<
       return nvls_supported(cluster) && ranks_by_node(ranks, cluster).size() > 1
                  ? op.algorithm
                  : CollectiveAlgorithm::kRing;
+    case CollectiveAlgorithm::kCollNet:
+      return collnet_supported(ranks, cluster) ? op.algorithm : CollectiveAlgorithm::kRing;
     case CollectiveAlgorithm::kHierarchical: {
       const auto nodes = ranks_by_node(ranks, cluster);
       return nodes.size() > 1 ? op.algorithm : CollectiveAlgorithm::kRing;
@@ -939,6 +958,75 @@ NvlsTreePlan nvls_tree_plan(const std::vector<Rank>& ranks, const Cluster& clust
   return plan;
 }
 
+bool collnet_supported(const std::vector<Rank>& ranks, const Cluster& cluster) {
+  return cluster.network.in_network_reduction && cluster.intra_node.kind == FabricKind::kSwitch &&
+         ranks_by_node(ranks, cluster).size() > 1;
+}
+
+CollNetPlan collnet_plan(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes) {
+  CollNetPlan plan;
+  if (!collnet_supported(ranks, cluster)) return plan;
+  plan.nodes = ranks_by_node(ranks, cluster);
+  const double g = static_cast<double>(plan.nodes.front().size());
+  const RingHops hops = ring_hops(ranks, cluster);
+  plan.intra = hops.intra;
+  plan.net = hops.net;
+  plan.per_link = bytes * (2 * (g - 1) / g);
+  plan.per_node = bytes;
+  plan.latency =
+      std::max(Seconds(nccl_collnet_direct_latency_us(static_cast<int>(g)) * 1e-6), plan.net.alpha);
+  return plan;
+}
+
+bool pat_supported(const CollectiveOp& op, const std::vector<Rank>& ranks, const Cluster& cluster) {
+  if (op.kind != CollectiveKind::kAllGather && op.kind != CollectiveKind::kReduceScatter)
+    return false;
+  const auto nodes = ranks_by_node(ranks, cluster);
+  return ranks.size() >= 2 && nodes.size() == ranks.size() && nccl_runs_collectives(cluster) &&
+         !cluster.is_torus();
+}
+
+PatPlan pat_plan(const CollectiveOp& op, const std::vector<Rank>& ranks, const Cluster& cluster) {
+  PatPlan plan;
+  if (!pat_supported(op, ranks, cluster)) return plan;
+  const int n = static_cast<int>(ranks.size());
+  plan.ranks = ranks;
+  for (int d = 1; d < n; d *= 2) {
+    plan.blocks.push_back(std::min(d, n - d));
+    plan.shift.push_back(n - d);  // all-gather: to i - 2^k
+  }
+  if (op.kind == CollectiveKind::kReduceScatter) {
+    std::reverse(plan.blocks.begin(), plan.blocks.end());
+    std::reverse(plan.shift.begin(), plan.shift.end());
+    for (int& sh : plan.shift) sh = n - sh;  // to i + 2^k
+  }
+  // NCCL's PAT bandwidth factor (busBw *= .75) and latencies (src/graph/tuning.cc v2.30).
+  static constexpr double kPatBandwidth = 0.75, kBaseUs = 8.0, kLinearUs = 2.8;
+  static constexpr double kNetTreeSimpleUs = 14.0, kLogDivisor = 3.5, kNetRingLLUs = 2.7;
+  plan.block = op.bytes / static_cast<double>(n) / kPatBandwidth;
+  plan.net = point_to_point_link(Endpoint::gpu(ranks[0]), Endpoint::gpu(ranks[1]), cluster);
+  plan.net.alpha = cluster.gpu_network_latency();  // the route's, as the platform builds it
+  plan.step_latency =
+      cluster.gpu_network_latency() * (kNetTreeSimpleUs / kLogDivisor / kNetRingLLUs);
+  plan.call_latency = Seconds((kBaseUs + kLinearUs * n) * 1e-6);
+  return plan;
+}
+
+Seconds PatPlan::time() const {
+  if (ranks.empty()) return Seconds(0);
+  int total = 0;
+  for (int b : blocks) total += b;
+  return call_latency + step_latency * static_cast<double>(blocks.size()) +
+         block * static_cast<double>(total) / net.beta;
+}
+
+Seconds CollNetPlan::time() const {
+  if (nodes.empty()) return Seconds(0);
+  Seconds t = net.alpha + per_node / net.beta;
+  if (nodes.front().size() > 1) t = std::max(t, intra.alpha + per_link / intra.beta);
+  return t + latency - net.alpha;
+}
+
 namespace {
 
 // The tree's flows. Chunk fidelity: every chunk on every edge, each direction, as its own flow,
@@ -1043,6 +1131,11 @@ double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
     const double m = static_cast<double>(plan.nodes.size());
     return 2 * n + static_cast<double>(plan.rails.size()) * rail.chunks *
                        (4.0 * (m - 1) + 4.0 * rail.height);
+  }
+  if (algorithm == CollectiveAlgorithm::kPat) return n * std::ceil(std::log2(n));
+  if (algorithm == CollectiveAlgorithm::kCollNet) {
+    const double g = n / static_cast<double>(ranks_by_node(ranks, cluster).size());
+    return n * (g - 1) + n;
   }
   if (algorithm == CollectiveAlgorithm::kTree) {
     const TreePlan plan =
@@ -1177,6 +1270,46 @@ CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Ran
     }
     s.channels = static_cast<int>(plan.rails.size());
     s.trailing_latency = plan.nvls_latency - plan.link_alpha;
+    return s;
+  }
+  if (algorithm == CollectiveAlgorithm::kPat) {
+    // One exchange per step (PatPlan); each flow already carries its route's latency, so the steps'
+    // own latency and the call's come after as the rest of the closed form.
+    const PatPlan plan = pat_plan(op, ranks, cluster);
+    PhasedBuilder b(s.flows, fidelity);
+    for (size_t k = 0; k < plan.blocks.size(); ++k) {
+      std::vector<std::tuple<Rank, Rank, Bytes>> step;
+      for (int i = 0; i < n; ++i)
+        step.emplace_back(ranks[static_cast<size_t>(i)],
+                          ranks[static_cast<size_t>((i + plan.shift[k]) % n)],
+                          plan.block * static_cast<double>(plan.blocks[k]));
+      b.exchange(step);
+    }
+    b.end_exchanges(plan.step_latency);
+    const double steps = static_cast<double>(plan.blocks.size());
+    s.trailing_latency = plan.call_latency + (fidelity == Fidelity::kChunk
+                                                  ? (plan.step_latency - plan.net.alpha) * steps
+                                                  : plan.step_latency - plan.net.alpha);
+    s.steps = static_cast<int>(plan.blocks.size());
+    return s;
+  }
+  if (algorithm == CollectiveAlgorithm::kCollNet) {
+    // Every GPU pair of a node, and every GPU to its rail's next node, at once (CollNetPlan); the
+    // rest of NCCL's latency after them.
+    const CollNetPlan plan = collnet_plan(ranks, cluster, op.bytes);
+    const double g = static_cast<double>(plan.nodes.front().size());
+    const size_t m = plan.nodes.size();
+    for (size_t k = 0; k < m; ++k) {
+      const auto& node = plan.nodes[k];
+      for (Rank a : node)
+        for (Rank b : node)
+          if (a != b) s.flows.push_back(Flow::between(a, b, op.bytes * (2 / g)));
+      for (size_t j = 0; j < node.size(); ++j)
+        s.flows.push_back(Flow::between(node[j], plan.nodes[(k + 1) % m][j], op.bytes / g));
+    }
+    s.trailing_latency = plan.latency - plan.net.alpha;
+    s.steps = 1;
+    s.channels = static_cast<int>(g);
     return s;
   }
   if (algorithm == CollectiveAlgorithm::kTree) {

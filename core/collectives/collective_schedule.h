@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "core/base/units.h"
+#include "core/collectives/cost_model.h"
 #include "core/collectives/nccl_model.h"
 #include "core/hardware/cluster.h"
 #include "core/hardware/endpoint.h"
@@ -267,6 +268,64 @@ struct NvlsTreePlan {
 };
 NvlsTreePlan nvls_tree_plan(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes,
                             BytesPerSecond bus_cap = BytesPerSecond(0));
+
+// NCCL's CollNet-direct all-reduce on switches that reduce in the network (NVIDIA SHARP; NCCL
+// src/device/all_reduce.h runCollNetDirect, cost in src/graph/tuning.cc ncclTopoTuneModel): inside
+// each node of g GPUs a reduce-scatter that makes every GPU the head of S / g; each head sends its
+// S / g once through its NIC to the switches, which reduce across the m nodes and send the sum back
+// (S / g in); then an all-gather inside the node. A node's NICs carry S each way, against the
+// ring's 2 (n - 1) / n S. NCCL pipelines the three parts; dtsim runs them side by side as
+// concurrent flows: every ordered GPU pair of a node carries 2 S / g (its reduce-scatter and
+// all-gather chunks, so each GPU link carries X_f = 2 (g - 1) / g S each way), and GPU j of node k
+// sends S / g to GPU j of node k + 1 (mod m), which loads every NIC with its S / g out and in as
+// the switches' reduction does (the switches' aggregation tree is not built: its bytes above the
+// leaves are taken as the flows' routes carry them, its time is NCCL's latency). So
+//   T = max(a_f + X_f / beta_f, a_n + S / beta_n) + L - a_n,
+// with beta_f the fabric's usable bandwidth, beta_n the node's NICs' (ring_hops' network figure),
+// a_f and a_n a hop's latency inside and across nodes, and L NCCL's CollNet latency
+// (nccl_collnet_direct_latency_us: 44 us on 8-GPU nodes; L >= a_n). The same flows at both
+// fidelities. Needs cluster.network.in_network_reduction, NVSwitch inside the nodes (NCCL turns
+// CollNet-direct off without it) and the same g ranks on each of m >= 2 nodes; `nodes` is empty
+// otherwise.
+struct CollNetPlan {
+  std::vector<std::vector<Rank>> nodes;  // ranks_by_node
+  Bytes per_link{0};                     // X_f
+  Bytes per_node{0};                     // S, through the node's NICs each way
+  LinkCost intra, net;                   // (a_f, beta_f), (a_n, beta_n)
+  Seconds latency{0};                    // L
+  Seconds time() const;                  // the closed form above
+};
+bool collnet_supported(const std::vector<Rank>& ranks, const Cluster& cluster);
+CollNetPlan collnet_plan(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes);
+
+// NCCL's PAT all-gather and reduce-scatter (Parallel Aggregated Trees, NCCL >= 2.23, one GPU per
+// node only: src/graph/tuning.cc ncclPatEnable; schedule in src/include/collectives.h
+// PatAGAlgorithm / PatRSAlgorithm), a Bruck-like schedule: ceil(log2 n) steps, step k of an
+// all-gather sending min(2^k, n - 2^k) blocks of S / n from rank i to rank i - 2^k (the
+// reduce-scatter the same steps in reverse order, to i + 2^k), so each rank sends and receives
+// (n - 1) / n S in all. NCCL's model charges PAT busBw x 0.75 (its measured efficiency, on the
+// ring graph's bandwidth) and a latency of base 8 us + log2(n) x interLat / 3.5 + 2.8 n us with
+// interLat = 14 us, the tree's network figure at one GPU per node. dtsim carries each block over
+// 0.75 (as the tree's protocol factors), charges each step the route's latency x (14 / 3.5) / 2.7
+// (NCCL's step latency over its LL ring network figure, which the catalog's latency is), and the
+// call 8 us + 2.8 n us once:
+//   T = 8 us + 2.8 n us + ceil(log2 n) a_step + (n - 1) / n S / (0.75 beta),
+// beta one network flow's bandwidth (point_to_point_link). At chunk fidelity every step waits for
+// its rank's previous send and receive; at collective fidelity a rank's steps run as concurrent
+// flows and the remaining steps' latency follows. Applies to all-gather and reduce-scatter with one
+// rank on each of n >= 2 nodes where NCCL runs the collectives; `ranks` is empty otherwise.
+struct PatPlan {
+  std::vector<Rank> ranks;
+  std::vector<int> blocks;  // blocks each step sends, in the order the steps run
+  std::vector<int> shift;   // the step's peer: rank i sends to i + shift (mod n)
+  Bytes block{0};           // S / n over 0.75: what one block's flow carries
+  LinkCost net;             // one network flow
+  Seconds step_latency{0};  // a_step
+  Seconds call_latency{0};  // 8 us + 2.8 n us
+  Seconds time() const;     // the closed form above
+};
+bool pat_supported(const CollectiveOp& op, const std::vector<Rank>& ranks, const Cluster& cluster);
+PatPlan pat_plan(const CollectiveOp& op, const std::vector<Rank>& ranks, const Cluster& cluster);
 
 // At collective fidelity the ring, all-to-all and tree merge their independent flows that share
 // both endpoints into one flow carrying their bytes (merge_parallel_flows); merge_pairs = false

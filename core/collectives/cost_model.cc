@@ -202,6 +202,12 @@ Seconds transfer_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
     // In-switch reduction inside nodes beside a tree per rail across them (collective_schedule.h,
     // NvlsTreePlan).
     return nvls_tree_plan(ranks, cluster, op.bytes, resolved.bandwidth_cap).time();
+  if (algorithm == CollectiveAlgorithm::kPat)
+    // NCCL's Bruck-like all-gather / reduce-scatter (collective_schedule.h, PatPlan).
+    return pat_plan(op, ranks, cluster).time();
+  if (algorithm == CollectiveAlgorithm::kCollNet)
+    // The switches reduce across nodes (SHARP; collective_schedule.h, CollNetPlan).
+    return collnet_plan(ranks, cluster, op.bytes).time();
   if (algorithm == CollectiveAlgorithm::kTree)
     // NCCL's double binary tree, pipelined in chunks (core/collectives/collective_schedule.h,
     // TreePlan): sum over the 2h stages of (alpha + b) plus (K - 1) times the slowest stage's b.

@@ -22,6 +22,7 @@ constexpr std::array<double, 3> kHwLatPciTree{1.0, 1.9, 4.0};
 constexpr std::array<double, 3> kHwLatNetRing{2.7, 4.0, 14.0};
 constexpr std::array<double, 3> kHwLatNetTree{5.0, 8.5, 14.0};
 constexpr double kNvlsLatNvlink = 25, kNvlsTreeLatNet = 20.9;
+constexpr double kBaseLatPat = 8.0;           // baseLat[PAT], every protocol
 constexpr double kNetOverheadIntel_us = 1.0;  // getNetOverhead, Intel/ARM hosts
 
 // treeCorrectionFactor[protocol][log2(bytes / 64)] for indices below 23.
@@ -124,6 +125,8 @@ double nccl_base_latency_us(NcclAlgorithm algorithm, NcclProtocol protocol) {
     case NcclAlgorithm::kNvls:
     case NcclAlgorithm::kNvlsTree:
       return 0;
+    case NcclAlgorithm::kPat:
+      return kBaseLatPat;
   }
   return 0;
 }
@@ -144,6 +147,8 @@ double nccl_hw_latency_us(NcclAlgorithm algorithm, NcclProtocol protocol, NcclLi
       return simple && link == NcclLink::kNvlink ? kNvlsLatNvlink : 0;
     case NcclAlgorithm::kNvlsTree:
       return simple && link == NcclLink::kNet ? kNvlsTreeLatNet : 0;
+    case NcclAlgorithm::kPat:
+      return !simple ? 0 : link == NcclLink::kNet ? 14.0 : 4.0;
   }
   return 0;
 }
@@ -189,6 +194,12 @@ double nccl_tree_correction_factor(NcclProtocol protocol, double bytes) {
 double nccl_nvls_tree_bus_bandwidth_cap_GBps(const NcclSystem& s) {
   if (!s.nvls || s.nodes < 2) return 0;
   return s.nvls->channels * (s.nodes == 2 ? 57.7 : 45.5);
+}
+
+double nccl_collnet_direct_latency_us(int ppn) {
+  const double local = ppn - 1;
+  const double inter = ppn == 1 ? kHwLatNetTree[static_cast<size_t>(NcclProtocol::kSimple)] : 31;
+  return 2 * (std::min(1.0, local) * 3.7 + local * 0.4) + inter;
 }
 
 double nccl_nvls_latency_us() {
@@ -299,6 +310,12 @@ std::vector<NcclEstimate> nccl_gather_scatter_estimates(const NcclSystem& s, dou
       const double lat =
           kBaseLatRing[pi] + (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat;
       finish(NcclEstimate{NcclAlgorithm::kRing, proto, lat, bus * n / nsteps, 0});
+    }
+    // PAT at one GPU per node (Simple only; the tree graph, src/init.cc graphs[NCCL_ALGO_PAT]).
+    if (proto == NcclProtocol::kSimple && ppn == 1 && s.nodes > 1) {
+      const double bw = s.nodes <= 2 ? s.tree.bw_intra_GBps : s.tree.bw_inter_GBps;
+      const double lat = kBaseLatPat + log2i(nodes) * (kHwLatNetTree[pi] / 3.5) + n * 2.8;
+      finish(NcclEstimate{NcclAlgorithm::kPat, proto, lat, s.tree.channels * bw * 0.75, 0});
     }
     // NVLS inside one node (Simple only).
     if (proto == NcclProtocol::kSimple && s.nvls && s.nvls->channels >= 2 && s.nodes == 1 &&

@@ -22,12 +22,13 @@
 
 namespace dtsim {
 
-enum class NcclAlgorithm { kRing, kTree, kNvls, kNvlsTree };
+enum class NcclAlgorithm { kRing, kTree, kNvls, kNvlsTree, kPat };
 inline constexpr auto kNcclAlgorithmNames =
     make_enum_table<NcclAlgorithm>({{NcclAlgorithm::kRing, "ring"},
                                     {NcclAlgorithm::kTree, "tree"},
                                     {NcclAlgorithm::kNvls, "nvls"},
-                                    {NcclAlgorithm::kNvlsTree, "nvls-tree"}});
+                                    {NcclAlgorithm::kNvlsTree, "nvls-tree"},
+                                    {NcclAlgorithm::kPat, "pat"}});
 constexpr std::string_view to_string(NcclAlgorithm a) {
   return kNcclAlgorithmNames.to_string(a);
 }
@@ -91,7 +92,10 @@ NcclEstimate nccl_all_reduce_choice(const NcclSystem& system, double bytes);
 //   (ppn-1)/ppn, at most bwInter; algBw = nCh x that (no bus-to-algorithm conversion for
 //   algorithms other than the ring); latency hwLat[NVLINK][NVLS] = 25 us, base 0. Across nodes
 //   NCCL runs NVLS all-gather and reduce-scatter only with CollNet (SHARP), which is not modelled.
-// - PAT (Simple, one GPU per node only): not covered; nccl_system refuses such systems.
+// - PAT (Simple, one GPU per node on two or more nodes, ncclPatEnable): the tree graph's channels x
+//   (bwIntra on 2 nodes, else bwInter) x 0.75, no bus-to-algorithm conversion; latency base 8 us +
+//   log2i(nodes) x 14 / 3.5 + 2.8 n us (14 us: hwLat[NET][TREE][Simple], NCCL's network figure at
+//   one GPU per node).
 // `kind` must be all-gather or reduce-scatter (the model is the same for both).
 std::vector<NcclEstimate> nccl_gather_scatter_estimates(const NcclSystem& system, double bytes);
 NcclEstimate nccl_gather_scatter_choice(const NcclSystem& system, double bytes);
@@ -128,6 +132,15 @@ double nccl_hw_latency_us(NcclAlgorithm algorithm, NcclProtocol protocol, NcclLi
 // the NVLS graph's channels x 57.7 on 2 nodes, x 45.5 on 3 or more (0 on one node, where NVLS-tree
 // does not run). NCCL's algBw is bus x n / (2 (n - 1)), as for the ring.
 double nccl_nvls_tree_bus_bandwidth_cap_GBps(const NcclSystem& system);
+
+// NCCL's latency for a CollNet-direct all-reduce (SHARP) over nodes of `ppn` GPUs, in us
+// (src/graph/ tuning.cc v2.30 ncclTopoTuneModel, NCCL_ALGO_COLLNET_DIRECT; the model's only
+// protocol is Simple, base latency 0): 2 (min(1, ppn - 1) x 3.7 + (ppn - 1) x 0.4) + 31, with 3.7
+// us hwLat[NVLINK][COLLNET_DIRECT][Simple], 0.4 us a step of arity serialisation per local rank,
+// and 31 us hwLat[NET][COLLNET_DIRECT][Simple] for the switch's reduction round trip (with one GPU
+// per node, NCCL's tree network figure, 14 us, as for every algorithm at ppn = 1). 44 us at ppn
+// = 8.
+double nccl_collnet_direct_latency_us(int ppn);
 
 // The tree's protocol bandwidth factor against its Simple figure (src/tuning/tree.cc): LL 1 / 3.8;
 // LL128 7 / 9 on one node, 120 / 128 across nodes; Simple 1.

@@ -51,6 +51,8 @@ struct NetworkConfig {
   // Share of every network link's usable rate that other jobs' traffic holds, in [0, 1)
   // (scenario key background.link_fraction); 0 on a cluster this job has to itself.
   double background_fraction = 0.0;
+  // The switches reduce in the network (SHARP; scenario key in_network_reduction): CollNet runs.
+  bool in_network_reduction = false;
 };
 
 struct ClusterConfig {

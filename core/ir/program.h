@@ -112,7 +112,9 @@ enum class CollectiveAlgorithm {
   kHalvingDoubling,
   kHierarchical,
   kNvls,
-  kNvlsTree
+  kNvlsTree,
+  kCollNet,
+  kPat
 };
 inline constexpr auto kCollectiveAlgorithmNames = make_enum_table<CollectiveAlgorithm>(
     {{CollectiveAlgorithm::kAuto, "auto"},
@@ -121,7 +123,9 @@ inline constexpr auto kCollectiveAlgorithmNames = make_enum_table<CollectiveAlgo
      {CollectiveAlgorithm::kHalvingDoubling, "halving-doubling"},
      {CollectiveAlgorithm::kHierarchical, "hierarchical"},
      {CollectiveAlgorithm::kNvls, "nvls"},
-     {CollectiveAlgorithm::kNvlsTree, "nvls-tree"}});
+     {CollectiveAlgorithm::kNvlsTree, "nvls-tree"},
+     {CollectiveAlgorithm::kCollNet, "collnet"},
+     {CollectiveAlgorithm::kPat, "pat"}});
 constexpr std::string_view to_string(CollectiveAlgorithm a) {
   return kCollectiveAlgorithmNames.to_string(a);
 }

@@ -252,6 +252,11 @@ NetworkConfig resolve_network(const Reader& r, DiagnosticSink& sink) {
   override_field<Seconds>(r, p, "latency", n.latency, n.overridden);
   override_field<double>(r, p, "protocol_efficiency", n.protocol_efficiency, n.overridden);
   n.oversubscription = r.value<double>(p + ".oversubscription");
+  n.in_network_reduction = r.value<bool>(p + ".in_network_reduction");
+  if (n.in_network_reduction && n.kind != NetworkKind::kInfiniBand)
+    sink.add(r.where(p + ".in_network_reduction"), p + ".in_network_reduction",
+             "in-network reduction (SHARP) needs InfiniBand switches; this network is " +
+                 std::string(to_string(n.kind)));
   return n;
 }
 

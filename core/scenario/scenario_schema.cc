@@ -224,7 +224,12 @@ SchemaNode build_schema() {
                kMaxLatency),
        physical(leaf("protocol_efficiency", ValueType::kNumber,
                      "usable fraction of line rate for bulk transfers [0.01-1]", "from preset"),
-                kMinEfficiency, 1)});
+                kMinEfficiency, 1),
+       leaf("in_network_reduction", ValueType::kBool,
+            "the InfiniBand switches reduce in the network (NVIDIA SHARP), so that NCCL can run "
+            "all-reduce as CollNet: algorithm auto considers it, and dtsim collective --algorithm "
+            "collnet runs it; InfiniBand only",
+            "false")});
 
   SchemaNode profile = leaf(
       "profile", ValueType::kString,

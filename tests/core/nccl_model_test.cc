@@ -151,3 +151,37 @@ TEST(NcclModel, OtherSystemsAreRefusedNotGuessed) {
 
 }  // namespace
 }  // namespace dtsim
+
+namespace dtsim {
+namespace {
+
+// NCCL's PAT row for all-gather and reduce-scatter (src/graph/tuning.cc v2.30): only at one GPU per
+// node, Simple, latency 8 + log2i(nodes) x 14 / 3.5 + 2.8 n us, busBw = the tree graph's channels x
+// bandwidth x 0.75 with no bus-to-algorithm conversion; CollNet-direct's latency 2 (min(1, ppn - 1)
+// x 3.7 + (ppn - 1) x 0.4) + 31 us.
+TEST(NcclModel, PatAndCollNetTermsFollowNcclsConstants) {
+  const NcclSystem one_gpu_nodes = nccl_system(
+      cluster("cluster: {gpu: H100-SXM, nodes: 16, gpus_per_node: 1, network: {preset: ib-ndr}}\n"),
+      16);
+  int pats = 0;
+  for (const auto& e : nccl_gather_scatter_estimates(one_gpu_nodes, 1048576.0)) {
+    if (e.algorithm != NcclAlgorithm::kPat) continue;
+    ++pats;
+    EXPECT_EQ(e.protocol, NcclProtocol::kSimple);
+    EXPECT_NEAR(e.latency_us, 8 + 4 * 14 / 3.5 + 2.8 * 16, 1e-9);
+    EXPECT_NEAR(e.algbw_GBps, one_gpu_nodes.tree.channels * one_gpu_nodes.tree.bw_inter_GBps * 0.75,
+                1e-9);
+  }
+  EXPECT_EQ(pats, 1);
+  const NcclSystem eight_gpu_nodes = nccl_system(
+      cluster("cluster: {gpu: H100-SXM, nodes: 2, gpus_per_node: 8, network: {preset: ib-ndr}}\n"),
+      16);
+  for (const auto& e : nccl_gather_scatter_estimates(eight_gpu_nodes, 1048576.0))
+    EXPECT_NE(e.algorithm, NcclAlgorithm::kPat);
+  EXPECT_NEAR(nccl_base_latency_us(NcclAlgorithm::kPat, NcclProtocol::kSimple), 8.0, 1e-12);
+  EXPECT_NEAR(nccl_collnet_direct_latency_us(8), 2 * (3.7 + 7 * 0.4) + 31, 1e-12);
+  EXPECT_NEAR(nccl_collnet_direct_latency_us(1), 14, 1e-12);
+}
+
+}  // namespace
+}  // namespace dtsim

@@ -31,6 +31,8 @@ CollectiveAlgorithm dtsim_algorithm(NcclAlgorithm a) {
       return CollectiveAlgorithm::kNvls;
     case NcclAlgorithm::kNvlsTree:
       return CollectiveAlgorithm::kNvlsTree;
+    case NcclAlgorithm::kPat:
+      return CollectiveAlgorithm::kPat;
   }
   return CollectiveAlgorithm::kAuto;
 }
