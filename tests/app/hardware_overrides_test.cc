@@ -182,6 +182,9 @@ const std::map<std::string, Case>& cases() {
     t["network.dragonfly.routing"] = {
         "valiant", kDragonflyByGroups,
         df([](auto& d) { return double(d.routing == DragonflyRouting::kValiant); }), 1};
+    // Switches that reduce (SHARP): auto may run the DP all-reduce as CollNet across the nodes.
+    t["network.in_network_reduction"] = {
+        "true", kFatTree, [](auto& c) { return double(c.network.in_network_reduction); }, 1};
     t["network.protocol_efficiency"] = {"0.3", kFatTree,
                                         [](auto& c) { return c.network.protocol_efficiency; }, 0.3};
     return t;
