@@ -1,7 +1,7 @@
 #include "driver/sweep_results.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -160,12 +160,13 @@ SweepRow row_from_json(const std::string& path, int line, const nlohmann::json& 
   row.config = j["config"].get<std::string>();
   row.status = j["status"].get<std::string>();
   if (row.status != "ok" && row.status != "error" && row.status != "timeout")
-    throw bad_file(path, line,
-                   "status must be ok, error or timeout, found '" + printable(row.status, 40) + "'");
+    throw bad_file(
+        path, line,
+        "status must be ok, error or timeout, found '" + printable(row.status, 40) + "'");
   if (j.contains("overrides") && j["overrides"].is_object())
     for (auto it = j["overrides"].begin(); it != j["overrides"].end(); ++it)
-      row.overrides.emplace_back(it.key(), it.value().is_string() ? it.value().get<std::string>()
-                                                                  : it.value().dump());
+      row.overrides.emplace_back(
+          it.key(), it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
   row.exit_code = j.value("exit_code", 0);
   row.wall_s = j.value("wall_s", 0.0);
   row.error = j.value("error", std::string());
@@ -184,9 +185,9 @@ ResultsFormat results_format(const std::string& path, const std::string& flag) {
   };
   if (ends_with(".csv")) return ResultsFormat::kCsv;
   if (ends_with(".jsonl") || ends_with(".ndjson")) return ResultsFormat::kJsonl;
-  throw InputError(Diagnostic{SourceLocation{}, flag,
-                              "a results file ends in .csv or .jsonl, found '" +
-                                  printable(path, 120) + "'"});
+  throw InputError(
+      Diagnostic{SourceLocation{}, flag,
+                 "a results file ends in .csv or .jsonl, found '" + printable(path, 120) + "'"});
 }
 
 std::string config_id(const std::vector<std::pair<std::string, std::string>>& overrides) {
@@ -224,13 +225,10 @@ const std::vector<std::string>& result_columns() {
     std::vector<std::pair<std::string, nlohmann::json>> flat;
     flatten(results_to_json(full), "", flat);
     // The figures people look at first lead; the rest follow in the JSON's (sorted) order.
-    std::vector<std::string> keys = {"step_time_s",
-                                     "throughput.samples_per_s",
-                                     "throughput.tokens_per_s",
-                                     "flops.mfu",
-                                     "memory.peak_bytes_per_gpu",
-                                     "memory.fits",
-                                     "config.gpus"};
+    std::vector<std::string> keys = {
+        "step_time_s", "throughput.samples_per_s",  "throughput.tokens_per_s",
+        "flops.mfu",   "memory.peak_bytes_per_gpu", "memory.fits",
+        "config.gpus"};
     for (auto& [k, v] : flat)
       if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
     return keys;
@@ -290,8 +288,9 @@ ResultsFile read_results(const std::string& path) {
   const ResultsFormat format = results_format(path, "results file");
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw InputError(Diagnostic{SourceLocation{path, 0, 0}, "",
-                                "cannot read the results file: " + std::string(std::strerror(errno))});
+    throw InputError(
+        Diagnostic{SourceLocation{path, 0, 0}, "",
+                   "cannot read the results file: " + std::string(std::strerror(errno))});
   std::stringstream buffer;
   buffer << in.rdbuf();
   return parse_results(buffer.str(), path, format);
@@ -386,8 +385,8 @@ ResultsFile parse_results(const std::string& text, const std::string& path, Resu
     if (!split_csv(lines[i], cells)) throw bad_file(path, line_numbers[i], "a malformed quote");
     if (cells.size() != header.size())
       throw bad_file(path, line_numbers[i],
-                     "expected " + std::to_string(header.size()) + " cells as in the header, found " +
-                         std::to_string(cells.size()));
+                     "expected " + std::to_string(header.size()) +
+                         " cells as in the header, found " + std::to_string(cells.size()));
     nlohmann::json j;
     j["config"] = cells[0];
     nlohmann::json overrides = nlohmann::json::object();
