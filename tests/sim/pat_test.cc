@@ -33,9 +33,8 @@ TEST_P(PatOverNodes, MatchesItsClosedForm) {
       const Job job = concurrent_collectives({ranks}, Bytes(s), m, kind, CollectiveAlgorithm::kPat);
       op.bytes = Bytes(s);
       const double expected = collective_time(op, ranks, c).value();
-      EXPECT_NEAR(analytic_time(job, c), expected, 1e-9 * expected) << m << " " << s;
-      EXPECT_NEAR(simgrid_time(job, c, "collective"), expected, 0.01 * expected) << m << " " << s;
-      EXPECT_NEAR(simgrid_time(job, c, "chunk"), expected, 0.01 * expected) << m << " " << s;
+      expect_closed_form_on_every_engine(job, c, expected,
+                                         std::to_string(m) + " nodes, " + std::to_string(s) + " B");
     }
   }
 }

@@ -1,6 +1,8 @@
 // Shared helpers for the SimGrid executor tests: clusters from YAML and one-collective Jobs.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
 
@@ -49,6 +51,15 @@ inline double simgrid_time(const Job& job, const Cluster& c, const std::string& 
 
 inline double analytic_time(const Job& job, const Cluster& c) {
   return longest_span(AnalyticExecutor().run(job, c, RunOptions{}));
+}
+
+// The closed form `expected` (s) on every engine: the analytic engine to 1e-9, SimGrid at
+// collective and chunk fidelity within 1%. `what` names the case in a failure.
+inline void expect_closed_form_on_every_engine(const Job& job, const Cluster& c, double expected,
+                                               const std::string& what) {
+  EXPECT_NEAR(analytic_time(job, c), expected, 1e-9 * expected) << what;
+  EXPECT_NEAR(simgrid_time(job, c, "collective"), expected, 0.01 * expected) << what;
+  EXPECT_NEAR(simgrid_time(job, c, "chunk"), expected, 0.01 * expected) << what;
 }
 
 // N single-GPU nodes on a non-blocking switch: every hop is a NIC hop with alpha = 2 us and
