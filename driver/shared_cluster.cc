@@ -205,6 +205,7 @@ std::optional<SharedRun> run_with_background_job(const Plan& plan, Executor& eng
   b.samples_per_s = other_results.samples_per_s;
   b.tokens_per_s = other_results.tokens_per_s;
   b.this_job_alone_step_time_s = alone_results.step_time_s;
+  // Finished more than 1% before this job (the engines' own agreement is 1%): say so.
   if (other_trace.makespan() < 0.99 * run.this_job.makespan())
     run.this_job.notes.push_back(
         "the second job (" + shown + ") finished its " + std::to_string(shared.iterations) +

@@ -18,7 +18,9 @@ int collective_sms(const Cluster& cluster, int group_size) {
     return 0;  // a fabric NCCL's reduced search does not cover: not charged (noted by the caller)
   }
   int channels = system.ring.channels;
-  // ncclTopoPostset: Hopper across nodes, 4 compute channels per search channel below 16.
+  // ncclTopoPostset (NVIDIA/nccl src/graph/connect.cc, v2.30): on Hopper (SM 90) across nodes,
+  // with an intra-node ring faster than 45 GB/s (NVLink, not PCIe), NCCL doubles the channels
+  // while there are fewer than 16 (docs/models.md, "Kernels beside collectives").
   if (system.compute_capability >= 90 && system.nodes > 1 && system.ring.bw_intra_GBps > 45.0 &&
       channels < 16)
     channels *= 2;
