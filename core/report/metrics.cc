@@ -395,8 +395,6 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
     const int p = static_cast<int>(sc.parallelism.pipeline.value);
     const int mb = static_cast<int>(sc.micro_batches());
     entry->second.weight_versions = weight_versions(sc.parallelism.schedule, p, stage, mb);
-    entry->second.weight_update_staleness =
-        weight_update_staleness(sc.parallelism.schedule, p, stage, mb);
     entry->second.peak_bytes = m.peak.value();
     for (size_t c = 0; c < m.at_peak.size(); ++c)
       entry->second.per_category_bytes[c] = m.at_peak[c].value();

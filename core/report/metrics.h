@@ -100,7 +100,10 @@ struct StageMemory {
   // Weight versions the stage holds and the staleness of its updates (core/strategy/strategy.h,
   // weight_versions): 1 and 0 under the flushed schedules, more under pipedream-async and -2bw.
   int weight_versions = 1;
-  int weight_update_staleness = 0;
+  // Updates of the stage's weights between a micro-batch's forward and the update its gradient
+  // makes: PipeDream's p - s - 1 (Narayanan et al. 2019, section 3.3), 2BW's 1, the flushed
+  // schedules' 0; one fewer than the versions held.
+  int weight_update_staleness() const { return weight_versions - 1; }
 };
 
 // Other jobs' traffic on the cluster's network (scenario key background.link_fraction): the

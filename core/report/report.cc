@@ -138,7 +138,7 @@ nlohmann::json results_to_json(const Results& r) {
                          {"peak_bytes", stage.peak_bytes},
                          {"per_category_bytes", categories},
                          {"weight_versions", stage.weight_versions},
-                         {"weight_update_staleness", stage.weight_update_staleness}});
+                         {"weight_update_staleness", stage.weight_update_staleness()}});
   }
   j["memory"]["per_stage"] = per_stage;
   json other_layers = json::array();
@@ -392,7 +392,7 @@ std::string render_summary(const Results& r) {
     std::string versions, staleness;
     for (const StageMemory& s : r.memory_per_stage) {
       versions += (versions.empty() ? "" : ", ") + std::to_string(s.weight_versions);
-      staleness += (staleness.empty() ? "" : ", ") + std::to_string(s.weight_update_staleness);
+      staleness += (staleness.empty() ? "" : ", ") + std::to_string(s.weight_update_staleness());
     }
     out += line("  weight versions by stage", versions);
     out += line("  update staleness by stage", staleness + " updates");

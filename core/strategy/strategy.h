@@ -101,15 +101,6 @@ inline int weight_versions(Schedule schedule, int stages, int stage, int micro_b
   if (schedule == Schedule::kPipeDream2BW) return stages > 1 ? 2 : 1;
   return 1;
 }
-// The staleness of the stage's weight updates: how many updates of the stage's weights land
-// between a micro-batch's forward and the update its gradient makes (versions - 1). PipeDream
-// updates after every micro-batch, so stage s's gradient is p - s - 1 updates old (the paper's
-// w_s^(t - p + s + 1), section 3.3); 2BW's gradient is one update old (its delay term, section
-// 3.1); the flushed schedules' is 0.
-inline int weight_update_staleness(Schedule schedule, int stages, int stage, int micro_batches) {
-  return weight_versions(schedule, stages, stage, micro_batches) - 1;
-}
-
 // One training step of the scenario's parallel configuration.
 Job build_job(const ModelGraph& model, const Scenario& scenario, const JobOptions& options = {});
 

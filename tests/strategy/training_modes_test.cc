@@ -332,11 +332,11 @@ TEST(PipeDream, StashedWeightVersionsFollowTheFormula) {
     const size_t i = static_cast<size_t>(s);
     EXPECT_EQ(async.stages[i].stage, s);
     EXPECT_EQ(async.stages[i].weight_versions, p - s);
-    EXPECT_EQ(async.stages[i].weight_update_staleness, p - s - 1);
+    EXPECT_EQ(async.stages[i].weight_update_staleness(), p - s - 1);
     EXPECT_EQ(two_bw.stages[i].weight_versions, 2);
-    EXPECT_EQ(two_bw.stages[i].weight_update_staleness, 1);
+    EXPECT_EQ(two_bw.stages[i].weight_update_staleness(), 1);
     EXPECT_EQ(flushed.stages[i].weight_versions, 1);
-    EXPECT_EQ(flushed.stages[i].weight_update_staleness, 0);
+    EXPECT_EQ(flushed.stages[i].weight_update_staleness(), 0);
     // ... and the versions they state are the ones held in memory.
     EXPECT_NEAR(async.weights_at_peak[i], async.stages[i].weight_versions * one_version, 1);
   }
