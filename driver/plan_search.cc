@@ -694,8 +694,10 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
     std::vector<Run> bucketed_runs;                // parallel to bucketed
     std::vector<Bytes> stash;                      // forward order
     std::vector<std::pair<Bytes, Bytes>> release;  // backward order: recomputed, freed
-    std::vector<std::pair<double, std::vector<double>>> bucketed;  // run, then its buckets
-    std::vector<double> buckets;                                   // every bucket's time, in order
+    // run, then its buckets: (preparation on the compute stream, collective)
+    std::vector<std::pair<double, std::vector<std::pair<double, double>>>> bucketed;
+    std::vector<double> buckets;       // every bucket's time, in order
+    std::vector<double> bucket_preps;  // parallel to buckets: Megatron's kernels before each
   };
   std::deque<std::vector<ChunkCosts>> kept_costs;
   AnalyticEstimate out;
@@ -767,6 +769,20 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
     // time of the run of kernels, the activation bytes each layer stashes or frees, and for the
     // last micro-batch's backward the runs between the points where gradient buckets start.
     // Kept until the SM charge after the loop, which reads the runs' chains.
+    // Megatron's kernels before each bucket's collective (parallel_step.cc, prepare_bucket): the
+    // NaN check's norm (megatron-core, nemo) and the 1/dp scaling.
+    auto bucket_prep = [&](Bytes bucket) {
+      if (!megatron || bucket.value() <= 0) return 0.0;
+      auto kernel = [&](double bytes) {
+        return compute_time(ComputeOp{KernelKind::kElementwise, Flops(0), Bytes(bytes), grad_dtype},
+                            cluster.gpu)
+                   .value() /
+               cluster.speed_scale(rank);
+      };
+      const bool nan_check =
+          tr.framework == Framework::kMegatronCore || tr.framework == Framework::kNemo;
+      return (nan_check ? kernel(bucket.value()) : 0.0) + kernel(2 * bucket.value());
+    };
     std::vector<ChunkCosts>& costs = kept_costs.emplace_back(static_cast<size_t>(v));
     for (int j = 0; j < v; ++j) {
       const int c = j * p + s;
@@ -780,11 +796,13 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
         k.stash.push_back(stashed(g.layers[static_cast<size_t>(i)], tr.recompute));
       }
       const auto& chunk_buckets = buckets[static_cast<size_t>(c)];
-      for (const auto& b : chunk_buckets)
+      for (const auto& b : chunk_buckets) {
         k.buckets.push_back(im.collective(
             CollectiveOp{zero == 0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter, 0,
                          b.bytes, grad_dtype},
             dp_group, cluster));
+        k.bucket_preps.push_back(bucket_prep(b.bytes));
+      }
       size_t next_bucket = 0;
       double run = 0;
       Run run_items;
@@ -811,9 +829,11 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
         run += t_layer;
         k.release.emplace_back(transient, -(stashed(l, tr.recompute) + transient));
         // A bucket starts once the backward of its lowest layer has ended.
-        std::vector<double> starting;
-        while (next_bucket < chunk_buckets.size() && chunk_buckets[next_bucket].first_layer == i)
-          starting.push_back(k.buckets[next_bucket++]);
+        std::vector<std::pair<double, double>> starting;
+        while (next_bucket < chunk_buckets.size() && chunk_buckets[next_bucket].first_layer == i) {
+          starting.emplace_back(k.bucket_preps[next_bucket], k.buckets[next_bucket]);
+          ++next_bucket;
+        }
         if (!starting.empty()) {
           k.bucketed.emplace_back(run, std::move(starting));
           k.bucketed_runs.push_back(std::move(run_items));
@@ -821,7 +841,7 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
           run_items.clear();
         }
       }
-      k.bucketed.emplace_back(run, std::vector<double>{});
+      k.bucketed.emplace_back(run, std::vector<std::pair<double, double>>{});
       k.bucketed_runs.push_back(std::move(run_items));
     }
 
@@ -900,15 +920,20 @@ AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {
           const auto& [run, starting] = k.bucketed[b];
           done = on_compute(run, received, &k.bucketed_runs[b]);
           received = -1;
-          for (const double t_bucket : starting) on_grad_comm(t_bucket, done, dp_sms);
+          for (const auto& [prep, t_bucket] : starting) {
+            if (prep > 0) done = on_compute(prep, -1);
+            on_grad_comm(t_bucket, done, dp_sms);
+          }
         }
       } else {
         done = on_compute(k.backward, received, &k.backward_run);
       }
       if (last && !tr.overlap_grad_reduce && dp_size > 1) {
         bool first = true;
-        for (const double t_bucket : k.buckets) {
-          on_grad_comm(t_bucket, first ? done : -1, dp_sms);
+        for (size_t b = 0; b < k.buckets.size(); ++b) {
+          const bool prepared = k.bucket_preps[b] > 0;
+          if (prepared) done = on_compute(k.bucket_preps[b], -1);
+          on_grad_comm(k.buckets[b], prepared || first ? done : -1, dp_sms);
           first = false;
         }
       }

@@ -861,9 +861,13 @@ class StepBuilder {
             bucket_sync(r, part, chunk_global, k, buckets[k], mb);
             continue;
           }
-          Op& op = r.p.append(r.grad_comm, gradient_collective(part, buckets[k].bytes),
-                              bucket_label(part, chunk_global, k, buckets[k], mb));
-          if (first) op.waits.push_back(done);
+          const Label label = bucket_label(part, chunk_global, k, buckets[k], mb);
+          const bool prepared = prepare_bucket(r, buckets[k].bytes, label);
+          Op& op = r.p.append(r.grad_comm, gradient_collective(part, buckets[k].bytes), label);
+          if (prepared)
+            op.waits.push_back(mark_end(r.p, r.compute));
+          else if (first)
+            op.waits.push_back(done);
           first = false;
         }
       }
@@ -874,6 +878,36 @@ class StepBuilder {
                             Label{"pp.send_gradient", range.first, mb, Phase::kPipeline});
       send.waits.push_back(produced);
     }
+  }
+
+  // Megatron's data-parallel wrapper prepares each gradient bucket on the compute stream just
+  // before its collective, so the collective waits for these kernels:
+  // - the NaN check: the L2 norm of the bucket's gradients (one read of the bucket; the result
+  //   is one scalar), under megatron-core and nemo. NVIDIA/Megatron-LM at f2e5db402c and at
+  //   d98e8a64dd, megatron/core/distributed/param_and_grad_buffer.py (`start_grad_sync`:
+  //   `self.grad_data.norm(p=2)`; `check_grads` at d98e8a64dd), on because
+  //   megatron/training/arguments.py defaults check_for_nan_in_loss_and_grad to true
+  //   (`--no-check-for-nan-in-loss-and-grad`) and training.py passes it as check_for_nan_in_grad;
+  //   NVIDIA/NeMo at 0189a3b38d, nemo/collections/llm/recipes/llama3_70b.py `trainer()` sets
+  //   check_for_nan_in_grad=True;
+  // - the scaling by 1/(data-parallel size) (`grad_data *= gradient_scaling_factor`, a read
+  //   and a write of the bucket), since the collective sums (average_in_collective is off by
+  //   default: `--ddp-average-in-collective`; distributed_data_parallel.py sets the factor to
+  //   1/dp when it is off; the NeMo recipe leaves it off); Megatron-LM at 9da6e975de
+  //   (megatron-lm-2021), megatron/model/distributed.py `allreduce_gradients`:
+  //   `buffer_.data /= mpu.get_data_parallel_world_size()` before the all-reduce.
+  // The NaN check's host synchronisation (`assert not norm.isnan()`) is not charged. Returns
+  // whether it appended anything.
+  bool prepare_bucket(RankState& r, Bytes bucket, const Label& label) {
+    if (!megatron_optimizer() || bucket.value() <= 0) return false;
+    const Framework f = sc_.training.framework;
+    if (f == Framework::kMegatronCore || f == Framework::kNemo)
+      r.p.append(r.compute, ComputeOp{KernelKind::kElementwise, Flops(0), bucket, grad_dtype_},
+                 Label{label.name + ".nan_check_norm", label.layer, label.micro_batch,
+                       Phase::kGradientSync});
+    r.p.append(r.compute, ComputeOp{KernelKind::kElementwise, Flops(0), bucket * 2.0, grad_dtype_},
+               Label{label.name + ".scale", label.layer, label.micro_batch, Phase::kGradientSync});
+    return true;
   }
 
   // Stage 0 all-reduces a bucket; stages 1-2 reduce-scatter it (the distributed optimizer).
@@ -891,6 +925,7 @@ class StepBuilder {
     const Label label = bucket_label(part, chunk, k, b, mb);
     const Compression method = compression_.method;
     if (method == Compression::kNone) {
+      prepare_bucket(r, b.bytes, label);
       const EventId ready = mark_end(r.p, r.compute);
       Op& op = r.p.append(r.grad_comm, gradient_collective(part, b.bytes), label);
       op.waits.push_back(ready);

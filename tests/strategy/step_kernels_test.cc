@@ -7,7 +7,9 @@
 // the formula, computed here from the layer graph's parameter counts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "core/strategy/layout.h"
@@ -137,6 +139,57 @@ TEST(StepKernels, OtherFrameworksRunOneOptimizerKernel) {
     EXPECT_TRUE(ops_named(p, "zero_grad_buffer").empty());
     const double shard = first_stage_parameters(b) / 2;
     EXPECT_DOUBLE_EQ(compute_bytes(ops_named(p, "optimizer_step").at(0)), (4 + 2 + 2 * 12) * shard);
+  }
+}
+
+// Megatron's data-parallel wrapper, before each gradient bucket's collective: the NaN check's
+// L2 norm of the bucket (megatron-core and nemo; one read) and the scaling by 1/dp (a read and a
+// write; megatron-lm-2021 too); PyTorch's profiles launch neither. Each kernel sits on the
+// compute stream, its bucket's collective waits for the scale, and over the buckets the norm
+// reads every one of the stage's fp32 gradients once.
+TEST(StepKernels, MegatronNormsAndScalesEachGradientBucketBeforeItsCollective) {
+  struct Case {
+    const char* framework;
+    const char* extra;
+    bool norm, scale;
+  };
+  for (const Case& c : {Case{"megatron-core", "", true, true},
+                        Case{"megatron-core", ", overlap_grad_reduce: true", true, true},
+                        Case{"nemo", "", true, true}, Case{"megatron-lm-2021", "", false, true},
+                        Case{"pytorch-ddp", "", false, false}}) {
+    SCOPED_TRACE(std::string(c.framework) + c.extra);
+    const Built b = build(scenario("bf16", 1, c.extra, c.framework));
+    const Program& p = first_stage(b);
+    const auto& compute = p.streams.front().ops;
+    double norm_bytes = 0;
+    int buckets = 0;
+    for (const auto& st : p.streams)
+      for (const auto& op : st.ops) {
+        if (!op.label.name.starts_with("grad_bucket.") ||
+            !std::holds_alternative<CollectiveOp>(op.body))
+          continue;
+        ++buckets;
+        const double bucket = std::get<CollectiveOp>(op.body).bytes.value();
+        const auto norm = ops_named(p, op.label.name + ".nan_check_norm");
+        const auto scale = ops_named(p, op.label.name + ".scale");
+        ASSERT_EQ(norm.size(), c.norm ? 1u : 0u);
+        ASSERT_EQ(scale.size(), c.scale ? 1u : 0u);
+        if (c.norm) {
+          EXPECT_DOUBLE_EQ(compute_bytes(norm[0]), bucket);
+          norm_bytes += compute_bytes(norm[0]);
+        }
+        if (!c.scale) continue;
+        EXPECT_DOUBLE_EQ(compute_bytes(scale[0]), 2 * bucket);
+        // On the compute stream, and the collective waits for it.
+        const bool on_compute = std::any_of(compute.begin(), compute.end(),
+                                            [&](const Op& o) { return &o == scale[0]; });
+        EXPECT_TRUE(on_compute);
+        ASSERT_TRUE(scale[0]->record.has_value());
+        EXPECT_NE(std::find(op.waits.begin(), op.waits.end(), *scale[0]->record), op.waits.end());
+      }
+    EXPECT_GT(buckets, 0);
+    // fp32 gradients (bf16's default) of the stage's parameters, each read once by the norms.
+    if (c.norm) EXPECT_DOUBLE_EQ(norm_bytes, 4 * first_stage_parameters(b));
   }
 }
 
