@@ -189,7 +189,9 @@ TEST(StepKernels, MegatronNormsAndScalesEachGradientBucketBeforeItsCollective) {
       }
     EXPECT_GT(buckets, 0);
     // fp32 gradients (bf16's default) of the stage's parameters, each read once by the norms.
-    if (c.norm) EXPECT_DOUBLE_EQ(norm_bytes, 4 * first_stage_parameters(b));
+    if (c.norm) {
+      EXPECT_DOUBLE_EQ(norm_bytes, 4 * first_stage_parameters(b));
+    }
   }
 }
 
