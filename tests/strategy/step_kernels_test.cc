@@ -2,9 +2,10 @@
 // (core/strategy/parallel_step.cc) adds around the layer graph: the optimizer's kernels in
 // Megatron-core's order (gradient-norm squares, its all-reduce over the gradient-statistics
 // group, the clip scale, the Adam step, the master-to-model weight copy; the main-gradient cast
-// with 16-bit gradients), and under FP8 the once-per-step weight casts and the per-pass amax
-// reductions. Each is found by label in a small scenario's Programs and its bytes checked against
-// the formula, computed here from the layer graph's parameter counts.
+// with 16-bit gradients), Megatron's norm and 1/dp scaling of each gradient bucket before its
+// collective, and under FP8 the once-per-step weight casts and the per-pass amax reductions. Each
+// is found by label in a small scenario's Programs and its bytes checked against the formula,
+// computed here from the layer graph's parameter counts.
 #include <gtest/gtest.h>
 
 #include <algorithm>
