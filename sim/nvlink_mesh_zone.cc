@@ -56,7 +56,8 @@ std::vector<std::pair<sg4::SplitDuplexLink*, bool>> NvlinkMeshZone::hops(int nod
 std::vector<sg4::LinkInRoute> NvlinkMeshZone::route_links(int node, int a, int b) const {
   std::vector<sg4::LinkInRoute> out;
   for (const auto& [link, up] : hops(node, a, b))
-    out.emplace_back(link, up ? sg4::LinkInRoute::Direction::UP : sg4::LinkInRoute::Direction::DOWN);
+    out.emplace_back(link,
+                     up ? sg4::LinkInRoute::Direction::UP : sg4::LinkInRoute::Direction::DOWN);
   return out;
 }
 

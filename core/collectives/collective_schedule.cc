@@ -58,8 +58,8 @@ std::vector<std::vector<Rank>> irregular_ring_channels(
 // node, each following its ring's GPU order, so that its hops cross the links the search gave it.
 // Across nodes, channel c enters node k at position o_c - k of its ring and walks the ring
 // forwards, leaving at the position before its entry: the next node is entered at that same local
-// GPU (the same NIC rail), as the switch nodes' channels do. nullopt where the node has no link graph, the
-// nodes hold different GPUs of the group, or on a torus (one ring in rank order there).
+// GPU (the same NIC rail), as the switch nodes' channels do. nullopt where the node has no link
+// graph, the nodes hold different GPUs of the group, or on a torus (one ring in rank order there).
 std::optional<std::vector<std::vector<Rank>>> mesh_ring_channels(
     const std::vector<std::vector<Rank>>& nodes, const Cluster& cluster) {
   const NvlinkMesh* mesh = cluster_mesh(cluster);

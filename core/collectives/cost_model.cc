@@ -197,8 +197,8 @@ Seconds ring_path_latency(const std::vector<Rank>& ranks, int steps, const Clust
   auto hop = [&](Rank a, Rank b) {
     if (cluster.node_of(a) == cluster.node_of(b)) {
       // On a mesh a hop between GPUs with no link relays: a hop's latency per link.
-      const Seconds route = mesh ? mesh_pair_link(*mesh, a, b, cluster).alpha
-                                 : cluster.intra_node.latency;
+      const Seconds route =
+          mesh ? mesh_pair_link(*mesh, a, b, cluster).alpha : cluster.intra_node.latency;
       return std::max(route * intra_effect.latency_scale, overhead_floor);
     }
     Seconds alpha = cluster.gpu_network_latency();

@@ -144,8 +144,8 @@ std::vector<std::vector<int>> mesh_rings(const NvlinkMesh& mesh, const std::vect
   sub.gpus = static_cast<int>(local.size());
   for (int i = 0; i < sub.gpus; ++i)
     for (int j = i + 1; j < sub.gpus; ++j)
-      if (const int n = mesh.links_between(local[static_cast<size_t>(i)],
-                                           local[static_cast<size_t>(j)]))
+      if (const int n =
+              mesh.links_between(local[static_cast<size_t>(i)], local[static_cast<size_t>(j)]))
         sub.pairs.push_back({i, j, n});
   // NCCL's search is deterministic in the sub-mesh; remember it (ring orders are asked for at
   // every collective of a run).

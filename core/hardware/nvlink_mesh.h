@@ -22,9 +22,10 @@
 //   per GPU. The catalog fabric nvlink-hybrid-cube-mesh (kCubeMeshFabric) on 8-GPU nodes is the
 //   DGX-1 cube-mesh, with overrides of its figures; on nodes of another size there is no published
 //   link graph and the per-GPU figure stands, as it does for the other fabrics of kind mesh (AMD
-//   Infinity Fabric, TPU ICI, Gaudi2 RoCE: uniform meshes without a ring search modelled). mesh_link_bandwidth(): one NVLink's usable rate per direction, the
-//   fabric's usable per-GPU figure over a GPU's links (cube-mesh: 150 GB/s x 0.8 / 6 = 20 GB/s,
-//   NCCL's SM70_NVLINK_BW); a pair's link carries that times its link count.
+//   Infinity Fabric, TPU ICI, Gaudi2 RoCE: uniform meshes without a ring search modelled).
+//   mesh_link_bandwidth(): one NVLink's usable rate per direction, the fabric's usable per-GPU
+//   figure over a GPU's links (cube-mesh: 150 GB/s x 0.8 / 6 = 20 GB/s, NCCL's SM70_NVLINK_BW); a
+//   pair's link carries that times its link count.
 // - mesh_rings(): the rings a group of a node's GPUs (local indices) runs on: NCCL's search
 //   (nccl_rings) over the links among those GPUs, as local indices; one ring in the given order,
 //   relayed where a pair has no link, when those links hold no ring through all of them.

@@ -75,21 +75,24 @@ TEST(NvlinkMesh, NcclsRingSearchFindsSixRingsAt20GBps) {
 
 Cluster v100(const std::string& extra = "") {
   return Cluster(load_scenario_text("cluster: {gpu: V100-SXM2-32GB, gpus_per_node: 8" + extra +
-                                        "}\nmodel: {preset: unused}\n",
+                                        "}\ntraining: {precision: fp16}\nmodel: {preset: unused}\n",
                                     "mesh.yaml")
                      .cluster);
 }
 
-std::vector<Rank> ranks(std::initializer_list<Rank> r) { return r; }
+std::vector<Rank> ranks(std::initializer_list<Rank> r) {
+  return r;
+}
 
 TEST(NvlinkMesh, OnlyTheCubeMeshOnEightGpuNodesHasLinks) {
   EXPECT_NE(cluster_mesh(v100()), nullptr);
   EXPECT_DOUBLE_EQ(mesh_link_bandwidth(v100()).value(), 20e9);  // 150 GB/s x 0.8 / 6 links
-  EXPECT_EQ(cluster_mesh(v100(", intra_node: nvswitch")), nullptr);
+  EXPECT_EQ(cluster_mesh(v100(", intra_node: nvswitch-nvlink2")), nullptr);
   // A uniform mesh of another vendor stays one figure per GPU.
-  EXPECT_EQ(cluster_mesh(Cluster(load_scenario_text(
-                "cluster: {gpu: MI300X, gpus_per_node: 8}\nmodel: {preset: unused}\n", "m.yaml")
-                                     .cluster)),
+  EXPECT_EQ(cluster_mesh(Cluster(
+                load_scenario_text(
+                    "cluster: {gpu: MI300X, gpus_per_node: 8}\nmodel: {preset: unused}\n", "m.yaml")
+                    .cluster)),
             nullptr);
 }
 

@@ -18,15 +18,15 @@ namespace dtsim::testing {
 namespace {
 
 constexpr double kGiB = 1073741824.0;
-constexpr double kLink = 20e9;           // B/s, one NVLink2 per direction as NCCL counts it
-constexpr double kHop = 0.6e-6;          // s, one NVLink hop
+constexpr double kLink = 20e9;            // B/s, one NVLink2 per direction as NCCL counts it
+constexpr double kHop = 0.6e-6;           // s, one NVLink hop
 constexpr double kNcclBusBw = 6 * kLink;  // NCCL's model: 6 rings x 20 GB/s
 
 Cluster dgx1(int nodes) {
   return cluster_from("cluster:\n  gpu: V100-SXM2-32GB\n  nodes: " + std::to_string(nodes) +
                       "\n  gpus_per_node: 8\n  intra_node: nvlink-hybrid-cube-mesh\n"
                       "  network: {topology: star, nic_bandwidth: 100Gbps, latency: 2us, "
-                      "protocol_efficiency: 1, nics_per_node: 1}\n");
+                      "protocol_efficiency: 1, nics_per_node: 1}\ntraining: {precision: fp16}\n");
 }
 
 TEST(CubeMesh, LinkedPairsCrossTheirLinkAndTheOthersRelay) {
@@ -54,9 +54,10 @@ TEST(CubeMesh, AFlowRunsAtItsThinnestLinkAndARelayedFlowSharesTheRelaysLink) {
   expect_closed_form_on_every_engine(pairs({{0, 3}}, kGiB), c, kHop + kGiB / (2 * kLink), "0-3");
   expect_closed_form_on_every_engine(pairs({{0, 1}}, kGiB), c, kHop + kGiB / kLink, "0-1");
   expect_closed_form_on_every_engine(pairs({{0, 5}}, kGiB), c, 2 * kHop + kGiB / kLink, "0-5");
-  // Together, 0 -> 1 and the relayed 0 -> 5 share link 0-1's 20 GB/s: 10 GB/s each.
+  // Together, 0 -> 1 and the relayed 0 -> 5 share link 0-1's 20 GB/s: 10 GB/s each. (Groups
+  // listed from 1 and 5 so that two ranks issue them; the broadcasts' root is GPU 0.)
   for (const char* fidelity : {"chunk", "collective"}) {
-    const double shared = simgrid_time(pairs({{0, 1}, {0, 5}}, kGiB), c, fidelity);
+    const double shared = simgrid_time(pairs({{1, 0}, {5, 0}}, kGiB), c, fidelity);
     const double expected = 2 * kHop + kGiB / (kLink / 2);
     EXPECT_NEAR(shared, expected, 0.01 * expected) << fidelity;
   }
@@ -108,7 +109,8 @@ TEST(CubeMesh, ANaiveRingInRankOrderRelaysAndRunsAtOneLink) {
   // Its bulk flows (each hop moves 2(N-1)/N S), alone on the platform: the slowest is a relayed
   // hop at 20 GB/s, two hop latencies.
   CollectiveSchedule ring;
-  for (int i = 0; i < 8; ++i) ring.flows.push_back(Flow::between(i, (i + 1) % 8, Bytes(1.75 * kGiB)));
+  for (int i = 0; i < 8; ++i)
+    ring.flows.push_back(Flow::between(i, (i + 1) % 8, Bytes(1.75 * kGiB)));
   const double naive_time = simulated(ring, c);
   const double naive_expected = 2 * kHop + 1.75 * kGiB / kLink;
   EXPECT_NEAR(naive_time, naive_expected, 0.01 * naive_expected);
