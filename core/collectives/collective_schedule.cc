@@ -138,6 +138,20 @@ std::pair<std::vector<std::vector<Rank>>, size_t> node_ring_orders(
 
 }  // namespace
 
+std::vector<std::vector<Rank>> chain_channels(const std::vector<Rank>& ranks, Rank root,
+                                              bool reduce, const Cluster& cluster) {
+  std::vector<std::vector<Rank>> chains{ranks};
+  const auto nodes = ranks_by_node(ranks, cluster);
+  if (cluster_mesh(cluster) && nodes.size() == 1 && ranks.size() > 1)
+    chains = ring_channels(ranks, cluster);
+  for (auto& chain : chains) {
+    auto at = std::find(chain.begin(), chain.end(), root);
+    if (at != chain.end()) std::rotate(chain.begin(), at, chain.end());
+    if (reduce) std::reverse(chain.begin(), chain.end());
+  }
+  return chains;
+}
+
 double ring_nic_count(const std::vector<Rank>& ranks, const Cluster& cluster) {
   const auto channels = ring_channels(ranks, cluster);
   // Channels leaving and entering through each NIC, by (node, local NIC, direction).
@@ -1251,7 +1265,7 @@ double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
       return (n - 1) * n * static_cast<double>(ring_channels(ranks, cluster).size());
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kReduce:
-      return n - 1;
+      return (n - 1) * static_cast<double>(chain_channels(ranks, op.root, false, cluster).size());
     case CollectiveKind::kAllToAll:
       return (n - 1) * n;
   }
@@ -1478,13 +1492,14 @@ CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Ran
       // A chain from the root (broadcast) or to the root (reduce), perfectly pipelined: every link
       // carries S at once, and the pipeline fill costs (N-2) extra hop latencies.
       s.steps = n - 1;
-      std::vector<Rank> chain = ranks;
-      auto root = std::find(chain.begin(), chain.end(), op.root);
-      if (root != chain.end()) std::rotate(chain.begin(), root, chain.end());
-      if (op.kind == CollectiveKind::kReduce) std::reverse(chain.begin(), chain.end());
-      for (int i = 0; i + 1 < n; ++i)
-        s.flows.push_back(Flow::between(chain[static_cast<size_t>(i)],
-                                        chain[static_cast<size_t>(i + 1)], op.bytes * inflate));
+      const auto chains =
+          chain_channels(ranks, op.root, op.kind == CollectiveKind::kReduce, cluster);
+      s.channels = static_cast<int>(chains.size());
+      for (const auto& chain : chains)
+        for (int i = 0; i + 1 < n; ++i)
+          s.flows.push_back(Flow::between(chain[static_cast<size_t>(i)],
+                                          chain[static_cast<size_t>(i + 1)],
+                                          op.bytes * inflate / static_cast<double>(chains.size())));
       s.trailing_latency = alpha * static_cast<double>(n - 2) + protocol_latency(s.steps);
       return s;
     }

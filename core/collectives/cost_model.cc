@@ -317,6 +317,25 @@ Seconds transfer_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
       return link.alpha * (n - 1.0) + op.bytes * ((n - 1.0) / n) / link.beta;
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kReduce:
+      if (const NvlinkMesh* mesh = cluster_mesh(cluster);
+          mesh && ranks_by_node(ranks, cluster).size() == 1) {
+        // Chains over the mesh's rings from the root (chain_channels): the links they cross.
+        const auto chains =
+            chain_channels(ranks, op.root, op.kind == CollectiveKind::kReduce, cluster);
+        std::vector<std::vector<int>> local;
+        Seconds hop(0);
+        for (const auto& chain : chains) {
+          local.emplace_back();
+          for (size_t i = 0; i < chain.size(); ++i) {
+            local.back().push_back(cluster.local_index(chain[i]));
+            if (i + 1 < chain.size())
+              hop = std::max(hop, mesh_pair_link(*mesh, chain[i], chain[i + 1], cluster).alpha);
+          }
+        }
+        const BytesPerSecond beta =
+            mesh_ring_bandwidth(*mesh, local, false, mesh_link_bandwidth(cluster));
+        return hop * effect.latency_scale * (n - 1.0) + op.bytes / (beta * effect.bandwidth_factor);
+      }
       return link.alpha * (n - 1.0) + op.bytes / link.beta;
     case CollectiveKind::kBarrier:
       return ring_path_latency(ranks, 2 * (n - 1), cluster, resolved.protocol);

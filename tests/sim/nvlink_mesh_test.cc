@@ -89,6 +89,16 @@ TEST(CubeMesh, ARingAllReduceOnEightGpusGetsNcclsBusBandwidth) {
       EXPECT_GT(m.links_between(order[i], order[(i + 1) % order.size()]), 0);
 }
 
+TEST(CubeMesh, ABroadcastInsideANodeChainsAlongNcclsRings) {
+  // Broadcast from GPU 0: one pipelined chain per ring from the root, a sixth of the bytes each;
+  // every hop over a link at 20 GB/s per ring: (N-1) hops of 0.6 us + S / 120 GB/s, every engine.
+  const Cluster c = dgx1(1);
+  const Job job = concurrent_collectives({first_ranks(8)}, Bytes(kGiB), 8,
+                                         CollectiveKind::kBroadcast, CollectiveAlgorithm::kRing);
+  expect_closed_form_on_every_engine(job, c, 7 * kHop + kGiB / kNcclBusBw, "broadcast");
+  EXPECT_EQ(chain_channels(first_ranks(8), 0, false, c).size(), 6u);
+}
+
 // The time of a schedule alone on the platform (SimGrid).
 double simulated(const CollectiveSchedule& s, const Cluster& c) {
   ActivityGraph g;
