@@ -99,6 +99,20 @@ TEST(CubeMesh, ABroadcastInsideANodeChainsAlongNcclsRings) {
   EXPECT_EQ(chain_channels(first_ranks(8), 0, false, c).size(), 6u);
 }
 
+TEST(CubeMesh, TheAnalyticEngineStatesWhatItTimesAtTheRingsBandwidth) {
+  // The all-to-all's pairs include GPUs with no link: its closed form is not the links' (noted);
+  // the ring's is (no note).
+  const Cluster c = dgx1(1);
+  auto notes = [&](CollectiveKind kind) {
+    std::string all;
+    const Job job = concurrent_collectives({first_ranks(8)}, Bytes(kGiB), 8, kind);
+    for (const auto& n : AnalyticExecutor().run(job, c, RunOptions{}).notes) all += n;
+    return all;
+  };
+  EXPECT_NE(notes(CollectiveKind::kAllToAll).find("cube-mesh"), std::string::npos);
+  EXPECT_EQ(notes(CollectiveKind::kAllReduce).find("cube-mesh"), std::string::npos);
+}
+
 // The time of a schedule alone on the platform (SimGrid).
 double simulated(const CollectiveSchedule& s, const Cluster& c) {
   ActivityGraph g;
