@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <string>
 
+#include "core/hardware/nvlink_mesh.h"
 #include "sim/dragonfly_zone.h"
+#include "sim/nvlink_mesh_zone.h"
 #include "sim/torus_zone.h"
 
 namespace dtsim::sim {
@@ -58,7 +60,15 @@ Platform build_platform(const Cluster& c, DType precision,
   const double hop_latency = c.intra_node.latency.value();
   const bool pcie = c.gpus_on_pcie();
   std::vector<sg4::Link*> gpu_link(static_cast<size_t>(world));
-  {
+  const NvlinkMesh* mesh = cluster_mesh(c);
+  const NvlinkMeshZone* mesh_zone = nullptr;
+  if (mesh) {
+    // NVLink meshes (the DGX-1 cube-mesh): a link per linked pair, routes relayed where a pair
+    // has none (sim/nvlink_mesh_zone.h). No switch: NVLS needs NVSwitch.
+    NvlinkMeshZone::Shape shape{*mesh, c.nodes, mesh_link_bandwidth(c).value(), hop_latency};
+    mesh_zone = NvlinkMeshZone::create("gpus", root, shape, p.gpu_speed);
+    for (int r = 0; r < world; ++r) p.gpu[static_cast<size_t>(r)] = mesh_zone->endpoint(r);
+  } else {
     simgrid::kernel::routing::NetPoint* center = nullptr;
     auto* zone = star_with_gateway("gpus", root, &center);
     for (int r = 0; r < world; ++r) {
@@ -200,6 +210,8 @@ Platform build_platform(const Cluster& c, DType precision,
       if (relay != r) via.emplace_back(gpu_link[ux], Direction::DOWN);
       if (relay != r && pcie) via.emplace_back(gpu_link[ux], Direction::UP);
       if (relay == r && !pcie) via.clear();
+      if (mesh_zone)  // over the node's NVLinks to the relay GPU (none when it is r itself)
+        via = mesh_zone->route_links(c.node_of(r), c.local_index(r), c.local_index(relay));
       via.emplace_back(nic_links[static_cast<size_t>(k)], Direction::UP);
       p.nic_relay.push_back(endpoint(local, "nic-relay-" + id + "-" + std::to_string(k), via));
     }

@@ -11,6 +11,9 @@
 // - Nodes: each GPU has a split-duplex link to its node's switch at the fabric's per-GPU
 //   bandwidth (NVSwitch: full bisection), half the hop latency in each direction. All GPU hosts
 //   share one star zone, which is equivalent because gpu-to-gpu flows never leave a node.
+//   Nodes whose NVLinks form a mesh (core/hardware/nvlink_mesh.h cluster_mesh: the DGX-1
+//   cube-mesh) instead have a link per linked GPU pair and routes relayed through a third GPU where
+//   a pair has none (sim/nvlink_mesh_zone.h); they have no switch host.
 // - NICs: nics_per_node split-duplex links per node at Cluster::usable_nic_bandwidth; each GPU
 //   uses its NIC by the Cluster's GPU-NIC affinity (local_nic_of). Half the network latency on
 //   each side.
@@ -31,8 +34,9 @@
 // - Compute hosts run at the GPU's dense peak for the training precision; a kernel is an Exec of
 //   (roofline seconds x peak) FLOPs, so its duration is exactly the roofline time.
 // - One `timer` host with a million cores times delays and zero-time joins without sharing.
-// - Which GPU links a flow crosses (both GPUs' own links inside a node; between nodes only NIC
-//   and uplink links, plus the GPU's own link on PCIe nodes) is also stated by
+// - Which GPU links a flow crosses (both GPUs' own links inside a node, and on a mesh the
+//   relay's; between nodes only NIC and uplink links, plus the GPU's own link on PCIe nodes) is
+//   also stated by
 //   fabric_link_users() in core/exec/activity_graph.h, whose proof that a collective is alone on
 //   its links relies on it: change both together.
 #pragma once

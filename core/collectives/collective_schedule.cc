@@ -10,6 +10,7 @@
 #include "core/base/error.h"
 #include "core/collectives/cost_model.h"
 #include "core/collectives/nccl_model.h"
+#include "core/hardware/nvlink_mesh.h"
 #include "core/hardware/torus.h"
 
 namespace dtsim {
@@ -52,7 +53,104 @@ std::vector<std::vector<Rank>> irregular_ring_channels(
   return out;
 }
 
+// Ring channels on nodes whose GPUs are a link graph (core/hardware/nvlink_mesh.h, the DGX-1
+// cube-mesh): one channel per ring NCCL's search finds over the links among the group's GPUs of a
+// node, each following its ring's GPU order, so that its hops cross the links the search gave it.
+// Across nodes, channel c enters node k at position o_c - k of its ring and walks the ring
+// forwards, leaving at the position before its entry: the next node is entered at that same local
+// GPU (the same NIC rail), as the switch nodes' channels do. nullopt where the node has no link
+// graph, the nodes hold different GPUs of the group, or on a torus (one ring in rank order there).
+std::optional<std::vector<std::vector<Rank>>> mesh_ring_channels(
+    const std::vector<std::vector<Rank>>& nodes, const Cluster& cluster) {
+  const NvlinkMesh* mesh = cluster_mesh(cluster);
+  if (!mesh || nodes.empty() || cluster.is_torus()) return std::nullopt;
+  std::vector<int> local;
+  for (Rank r : nodes.front()) local.push_back(cluster.local_index(r));
+  // by_local[k][l]: the group's rank at local index l of its k-th node.
+  std::vector<std::map<int, Rank>> by_local(nodes.size());
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    for (Rank r : nodes[k]) by_local[k][cluster.local_index(r)] = r;
+    for (int l : local)
+      if (!by_local[k].count(l)) return std::nullopt;
+  }
+  const auto rings = mesh_rings(*mesh, local, mesh_link_bandwidth(cluster));
+  const int g = static_cast<int>(local.size());
+  const int m = static_cast<int>(nodes.size());
+  // Channel c enters node k at ring position o_c - k. The offsets o_c are chosen channel by channel
+  // to keep the busiest NIC (by node and direction) least loaded, preferring o_c = c: the channels
+  // then leave through GPUs paired with different NICs, as NCCL spreads its channels over them.
+  std::map<std::tuple<int, int, bool>, int> load;
+  auto visits = [&](const std::vector<int>& ring, int offset) {
+    std::vector<std::tuple<int, int, bool>> nics;  // (node, NIC, out) each hop between nodes uses
+    for (int k = 0; k < m && m > 1; ++k) {
+      const int exit = ring[static_cast<size_t>(((offset - k - 1) % g + g) % g)];
+      const int next = (k + 1) % m;
+      const int entry = ring[static_cast<size_t>(((offset - next) % g + g) % g)];
+      nics.emplace_back(k, cluster.local_nic_of(by_local[static_cast<size_t>(k)].at(exit)), true);
+      nics.emplace_back(next, cluster.local_nic_of(by_local[static_cast<size_t>(next)].at(entry)),
+                        false);
+    }
+    return nics;
+  };
+  std::vector<std::vector<Rank>> channels;
+  for (size_t c = 0; c < rings.size(); ++c) {
+    const auto& ring = rings[c];
+    int offset = 0, best = -1;
+    for (int j = 0; j < g && m > 1; ++j) {
+      const int o = (static_cast<int>(c) + j) % g;
+      auto trial = load;
+      int busiest = 0;
+      for (const auto& nic : visits(ring, o)) busiest = std::max(busiest, ++trial[nic]);
+      if (best < 0 || busiest < best) {
+        best = busiest;
+        offset = o;
+      }
+    }
+    for (const auto& nic : visits(ring, offset)) ++load[nic];
+    std::vector<Rank> order;
+    for (int k = 0; k < m; ++k) {
+      const int entry = ((offset - k) % g + g) % g;
+      for (int j = 0; j < g; ++j)
+        order.push_back(
+            by_local[static_cast<size_t>(k)].at(ring[static_cast<size_t>((entry + j) % g)]));
+    }
+    channels.push_back(std::move(order));
+  }
+  return channels;
+}
+
+// The rings inside each node of a hierarchical all-reduce: on switch nodes one per node in the
+// group's order; on mesh nodes each node's ring channels (NCCL's rings over its links, each
+// carrying 1/channels of the data). With the channels per node.
+std::pair<std::vector<std::vector<Rank>>, size_t> node_ring_orders(
+    const std::vector<std::vector<Rank>>& nodes, const Cluster& cluster) {
+  if (!cluster_mesh(cluster)) return {nodes, 1};
+  std::vector<std::vector<Rank>> orders;
+  size_t channels = 1;
+  for (const auto& node : nodes) {
+    const auto own = mesh_ring_channels({node}, cluster);
+    if (!own) return {nodes, 1};
+    channels = own->size();
+    orders.insert(orders.end(), own->begin(), own->end());
+  }
+  return {orders, channels};
+}
+
 }  // namespace
+
+std::vector<std::vector<Rank>> chain_channels(const std::vector<Rank>& ranks, Rank root,
+                                              bool reduce, const Cluster& cluster) {
+  std::vector<std::vector<Rank>> chains{ranks};
+  const auto nodes = ranks_by_node(ranks, cluster);
+  if (cluster_mesh(cluster) && nodes.size() == 1 && ranks.size() > 1)
+    chains = ring_channels(ranks, cluster);
+  for (auto& chain : chains) {
+    auto at = std::find(chain.begin(), chain.end(), root);
+    if (at != chain.end()) std::rotate(chain.begin(), at, chain.end());
+    if (reduce) std::reverse(chain.begin(), chain.end());
+  }
+  return chains;
+}
 
 double ring_nic_count(const std::vector<Rank>& ranks, const Cluster& cluster) {
   const auto channels = ring_channels(ranks, cluster);
@@ -73,6 +171,7 @@ double ring_nic_count(const std::vector<Rank>& ranks, const Cluster& cluster) {
 std::vector<std::vector<Rank>> ring_channels(const std::vector<Rank>& ranks,
                                              const Cluster& cluster) {
   const auto nodes = ranks_by_node(ranks, cluster);
+  if (auto mesh = mesh_ring_channels(nodes, cluster)) return *std::move(mesh);
   if (nodes.empty()) {
     const auto uneven = group_by_node(ranks, cluster);
     // A torus ring leaves each node over one cable whatever the channels: one ring in rank order.
@@ -1166,7 +1265,7 @@ double chunk_flow_count(const CollectiveOp& op, const std::vector<Rank>& ranks,
       return (n - 1) * n * static_cast<double>(ring_channels(ranks, cluster).size());
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kReduce:
-      return n - 1;
+      return (n - 1) * static_cast<double>(chain_channels(ranks, op.root, false, cluster).size());
     case CollectiveKind::kAllToAll:
       return (n - 1) * n;
   }
@@ -1341,9 +1440,11 @@ CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Ran
     const Seconds inter_alpha = ring_link(rails.front(), cluster).alpha;
     PhasedBuilder b(s.flows, fidelity);
     const double gd = static_cast<double>(g), md = static_cast<double>(m);
-    if (g > 1) b.rings(nodes, static_cast<int>(g - 1), op.bytes / gd, intra_alpha);
+    const auto [node_orders, node_channels] = node_ring_orders(nodes, cluster);
+    const Bytes node_segment = op.bytes / gd / static_cast<double>(node_channels);
+    if (g > 1) b.rings(node_orders, static_cast<int>(g - 1), node_segment, intra_alpha);
     b.rings(rails, static_cast<int>(2 * (m - 1)), op.bytes / gd / md, inter_alpha);
-    if (g > 1) b.rings(nodes, static_cast<int>(g - 1), op.bytes / gd, intra_alpha);
+    if (g > 1) b.rings(node_orders, static_cast<int>(g - 1), node_segment, intra_alpha);
     return s;
   }
   switch (op.kind) {
@@ -1391,13 +1492,14 @@ CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Ran
       // A chain from the root (broadcast) or to the root (reduce), perfectly pipelined: every link
       // carries S at once, and the pipeline fill costs (N-2) extra hop latencies.
       s.steps = n - 1;
-      std::vector<Rank> chain = ranks;
-      auto root = std::find(chain.begin(), chain.end(), op.root);
-      if (root != chain.end()) std::rotate(chain.begin(), root, chain.end());
-      if (op.kind == CollectiveKind::kReduce) std::reverse(chain.begin(), chain.end());
-      for (int i = 0; i + 1 < n; ++i)
-        s.flows.push_back(Flow::between(chain[static_cast<size_t>(i)],
-                                        chain[static_cast<size_t>(i + 1)], op.bytes * inflate));
+      const auto chains =
+          chain_channels(ranks, op.root, op.kind == CollectiveKind::kReduce, cluster);
+      s.channels = static_cast<int>(chains.size());
+      for (const auto& chain : chains)
+        for (int i = 0; i + 1 < n; ++i)
+          s.flows.push_back(Flow::between(chain[static_cast<size_t>(i)],
+                                          chain[static_cast<size_t>(i + 1)],
+                                          op.bytes * inflate / static_cast<double>(chains.size())));
       s.trailing_latency = alpha * static_cast<double>(n - 2) + protocol_latency(s.steps);
       return s;
     }

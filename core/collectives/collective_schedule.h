@@ -100,6 +100,12 @@ struct CollectiveSchedule {
 // over the node: NCCL drives every NIC the group's GPUs reach (Cluster::local_nic_of pairs them).
 std::vector<std::vector<Rank>> ring_channels(const std::vector<Rank>& ranks,
                                              const Cluster& cluster);
+// The pipelined chains of a broadcast (from `root`) or reduce (to it, `reduce`), each carrying an
+// equal share of the bytes: one chain in group order from the root; inside one node whose NVLinks
+// form a mesh (core/hardware/nvlink_mesh.h), one per ring channel, each its ring from the root, so
+// every hop crosses a link.
+std::vector<std::vector<Rank>> chain_channels(const std::vector<Rank>& ranks, Rank root,
+                                              bool reduce, const Cluster& cluster);
 // The NICs' worth of bandwidth a multi-node ring over `ranks` drives per node: its channels over
 // the most channels any one NIC carries in one direction (0 inside one node).
 double ring_nic_count(const std::vector<Rank>& ranks, const Cluster& cluster);

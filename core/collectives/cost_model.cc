@@ -6,6 +6,7 @@
 
 #include "core/collectives/collective_schedule.h"
 #include "core/collectives/nccl_model.h"
+#include "core/hardware/nvlink_mesh.h"
 #include "core/hardware/torus.h"
 
 namespace dtsim {
@@ -18,14 +19,64 @@ double node_port_share(double ranks_per_node, const Cluster& cluster) {
   return std::min(1.0, ranks_per_node / cluster.gpus_per_node);
 }
 
+// The links a flow between two GPUs of one mesh node crosses (relay_route), as local indices.
+std::vector<int> mesh_route(const NvlinkMesh& mesh, Rank a, Rank b, const Cluster& cluster) {
+  return relay_route(mesh, cluster.local_index(a), cluster.local_index(b));
+}
+
+// A flow alone between two GPUs of one mesh node: a hop's latency per link it crosses, and the
+// rate of the thinnest link on its route (its link count x one NVLink's usable rate).
+LinkCost mesh_pair_link(const NvlinkMesh& mesh, Rank a, Rank b, const Cluster& cluster) {
+  const auto route = mesh_route(mesh, a, b, cluster);
+  int thinnest = 0;
+  for (size_t k = 0; k + 1 < route.size(); ++k) {
+    const int links = mesh.links_between(route[k], route[k + 1]);
+    thinnest = k == 0 ? links : std::min(thinnest, links);
+  }
+  const double hops = static_cast<double>(std::max<size_t>(route.size(), 2) - 1);
+  return {cluster.intra_node.latency * hops,
+          mesh_link_bandwidth(cluster) * static_cast<double>(std::max(thinnest, 1))};
+}
+
+// The intra-node hop of a ring on mesh nodes: the slowest route latency of a hop inside a node, and
+// the channels' bus bandwidth over the links they cross (mesh_ring_bandwidth): for NCCL's rings on
+// the DGX-1 cube-mesh, channels x speed = 6 x 20 GB/s, NCCL's own figure (src/graph/tuning.cc:
+// busBw = nChannels x bw).
+LinkCost mesh_ring_intra(const NvlinkMesh& mesh, const std::vector<Rank>& ranks,
+                         const Cluster& cluster) {
+  const auto channels = ring_channels(ranks, cluster);
+  // Each channel's hops inside its first node, as local indices: every node's pieces have the
+  // same shape (mesh_ring_channels lays each node's GPUs out as a contiguous run), so one node's
+  // links carry the most any node's do.
+  std::vector<std::vector<int>> pieces;
+  bool closed = true;
+  Seconds alpha = cluster.intra_node.latency;
+  for (const auto& order : channels) {
+    std::vector<int> run;
+    const int node = cluster.node_of(order.front());
+    for (size_t i = 0; i < order.size() && cluster.node_of(order[i]) == node; ++i) {
+      run.push_back(cluster.local_index(order[i]));
+      const Rank next = order[(i + 1) % order.size()];
+      if (cluster.node_of(next) == node)
+        alpha = std::max(alpha, mesh_pair_link(mesh, order[i], next, cluster).alpha);
+    }
+    closed = closed && run.size() == order.size();
+    pieces.push_back(std::move(run));
+  }
+  return {alpha, mesh_ring_bandwidth(mesh, pieces, closed, mesh_link_bandwidth(cluster))};
+}
+
 }  // namespace
 
 LinkCost point_to_point_link(Endpoint a, Endpoint b, const Cluster& cluster) {
   // To or from a node's NVSwitch (NVLS): one GPU link, half a GPU-to-GPU hop.
   if (a.is_switch() || b.is_switch())
     return {cluster.intra_node.latency / 2.0, cluster.usable_fabric_bandwidth()};
-  if (cluster.node_of(a) == cluster.node_of(b))
+  if (cluster.node_of(a) == cluster.node_of(b)) {
+    if (const NvlinkMesh* mesh = cluster_mesh(cluster))
+      return mesh_pair_link(*mesh, a.rank(), b.rank(), cluster);
     return {cluster.intra_node.latency, cluster.usable_fabric_bandwidth()};
+  }
   const auto& net = cluster.network;
   // One flow uses one NIC; it is also bounded by the GPU's own fabric link.
   Seconds latency = net.latency;
@@ -74,6 +125,8 @@ RingHops ring_hops(const std::vector<Rank>& ranks, const Cluster& cluster) {
   std::set<int> nodes;
   for (Rank r : ranks) nodes.insert(cluster.node_of(r));
   RingHops hops{{cluster.intra_node.latency, cluster.usable_fabric_bandwidth()}, {}};
+  const NvlinkMesh* mesh = cluster_mesh(cluster);
+  if (mesh && ranks.size() / nodes.size() > 1) hops.intra = mesh_ring_intra(*mesh, ranks, cluster);
   if (nodes.size() <= 1) return hops;
   // A ring that crosses nodes leaves each node once per channel. Summed over NCCL's channels,
   // a node sends as many bytes out as one rank sends in total, spread over its NICs, of which a
@@ -88,6 +141,10 @@ RingHops ring_hops(const std::vector<Rank>& ranks, const Cluster& cluster) {
   // as the busiest NIC allows (ring_nic_count, from the ring's channels and the GPU-NIC pairing).
   if (!cluster.is_torus() && ranks_by_node(ranks, cluster).empty())
     inter = cluster.usable_nic_bandwidth() * ring_nic_count(ranks, cluster);
+  // On mesh nodes a ring has one channel per NCCL ring (mesh_ring_channels), which need not
+  // spread evenly over the NICs: as many NICs' worth as the busiest NIC allows.
+  if (mesh && !cluster.is_torus() && !ranks_by_node(ranks, cluster).empty())
+    inter = std::min(inter, cluster.usable_nic_bandwidth() * ring_nic_count(ranks, cluster));
   // The longest route of a hop across nodes: one network hop (plus the GPU's PCIe link on PCIe
   // nodes, gpu_network_latency), and on a torus the further cables of its route.
   Seconds net_alpha = cluster.gpu_network_latency();
@@ -136,9 +193,14 @@ Seconds ring_path_latency(const std::vector<Rank>& ranks, int steps, const Clust
   // getNetOverhead (Intel and ARM hosts: 1 us), x3 under Simple: the floor of an intra-node hop's
   // latency on a ring that crosses nodes.
   const Seconds overhead_floor(nccl && multi_node ? 1e-6 * (p == 2 ? 3 : 1) : 0);
+  const NvlinkMesh* mesh = cluster_mesh(cluster);
   auto hop = [&](Rank a, Rank b) {
-    if (cluster.node_of(a) == cluster.node_of(b))
-      return std::max(cluster.intra_node.latency * intra_effect.latency_scale, overhead_floor);
+    if (cluster.node_of(a) == cluster.node_of(b)) {
+      // On a mesh a hop between GPUs with no link relays: a hop's latency per link.
+      const Seconds route =
+          mesh ? mesh_pair_link(*mesh, a, b, cluster).alpha : cluster.intra_node.latency;
+      return std::max(route * intra_effect.latency_scale, overhead_floor);
+    }
     Seconds alpha = cluster.gpu_network_latency();
     if (cluster.is_torus()) {
       const auto route =
@@ -255,6 +317,25 @@ Seconds transfer_time(const CollectiveOp& op, const std::vector<Rank>& ranks,
       return link.alpha * (n - 1.0) + op.bytes * ((n - 1.0) / n) / link.beta;
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kReduce:
+      if (const NvlinkMesh* mesh = cluster_mesh(cluster);
+          mesh && ranks_by_node(ranks, cluster).size() == 1) {
+        // Chains over the mesh's rings from the root (chain_channels): the links they cross.
+        const auto chains =
+            chain_channels(ranks, op.root, op.kind == CollectiveKind::kReduce, cluster);
+        std::vector<std::vector<int>> local;
+        Seconds hop(0);
+        for (const auto& chain : chains) {
+          local.emplace_back();
+          for (size_t i = 0; i < chain.size(); ++i) {
+            local.back().push_back(cluster.local_index(chain[i]));
+            if (i + 1 < chain.size())
+              hop = std::max(hop, mesh_pair_link(*mesh, chain[i], chain[i + 1], cluster).alpha);
+          }
+        }
+        const BytesPerSecond beta =
+            mesh_ring_bandwidth(*mesh, local, false, mesh_link_bandwidth(cluster));
+        return hop * effect.latency_scale * (n - 1.0) + op.bytes / (beta * effect.bandwidth_factor);
+      }
       return link.alpha * (n - 1.0) + op.bytes / link.beta;
     case CollectiveKind::kBarrier:
       return ring_path_latency(ranks, 2 * (n - 1), cluster, resolved.protocol);

@@ -9,6 +9,7 @@
 #include "core/collectives/cost_model.h"
 #include "core/exec/compute_cost.h"
 #include "core/exec/overlap_contention.h"
+#include "core/hardware/nvlink_mesh.h"
 
 namespace dtsim {
 
@@ -537,15 +538,28 @@ std::vector<Rank> fabric_link_users(const Transfer& t, const Cluster& cluster) {
   const bool inside = cluster.node_of(t.src) == cluster.node_of(t.dst);
   // Rail-only: a flow to another rail crosses its source's fabric link and the relay GPU's
   // (sim/platform.h).
+  // On mesh nodes (core/hardware/nvlink_mesh.h) a flow between GPUs with no link crosses links of
+  // the relay GPU too: every GPU on its route counts, so two flows that share a link share a user.
+  const NvlinkMesh* mesh = cluster_mesh(cluster);
+  auto route = [&](Rank a, Rank b) {
+    std::vector<Rank> gpus{a, b};
+    if (!mesh) return gpus;
+    gpus.clear();
+    const Rank base = a - cluster.local_index(a);
+    for (int l : relay_route(*mesh, cluster.local_index(a), cluster.local_index(b)))
+      gpus.push_back(base + l);
+    return gpus;
+  };
   if (!inside && cluster.is_rail_only() && t.src.is_gpu() && t.dst.is_gpu()) {
     const int rail = cluster.network_group(t.dst.rank());
     if (rail != cluster.network_group(t.src.rank())) {
-      users = {t.src.rank(), cluster.rail_relay(t.src.rank(), rail)};
+      users = route(t.src.rank(), cluster.rail_relay(t.src.rank(), rail));
       if (cluster.gpus_on_pcie()) users.push_back(t.dst.rank());
       return users;
     }
   }
   if (!inside && !cluster.gpus_on_pcie()) return users;
+  if (inside && mesh && t.src.is_gpu() && t.dst.is_gpu()) return route(t.src.rank(), t.dst.rank());
   for (Endpoint e : {t.src, t.dst})
     if (e.is_gpu()) users.push_back(e.rank());
   return users;

@@ -119,7 +119,8 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
                     const DegradedNics* degraded = nullptr, bool alone_collectives = false);
 
 // The GPUs whose own fabric link a transfer crosses (the platform's routes, sim/platform.h):
-// both ends inside one node (a switch end is no GPU), and on PCIe nodes the GPU ends of a
+// both ends inside one node (a switch end is no GPU; on a mesh node every GPU of the relay route),
+// and on PCIe nodes the GPU ends of a
 // transfer between nodes too, whose route to the NIC starts with the GPU's link.
 std::vector<Rank> fabric_link_users(const Transfer& t, const Cluster& cluster);
 

@@ -3,7 +3,9 @@
 #include <set>
 
 #include "core/base/units.h"
+#include "core/collectives/collective_schedule.h"
 #include "core/exec/activity_graph.h"
+#include "core/hardware/nvlink_mesh.h"
 
 namespace dtsim {
 namespace {
@@ -95,6 +97,27 @@ Trace AnalyticExecutor::run(const Job& job, const Cluster& nominal, const RunOpt
         "may take longer than shown; the simgrid engine routes it (" +
         std::string(kDragonflyRoutingNames.to_string(cluster.network.dragonfly.routing)) +
         " routing)");
+  // On a DGX-1 cube-mesh the ring's channels follow the NVLinks; the other intra-node schedules'
+  // closed forms still take the rings' bandwidth (docs/collectives.md).
+  if (cluster_mesh(cluster)) {
+    bool off_the_rings = false;
+    for (const auto& p : job.programs)
+      for (const auto& stream : p.streams)
+        for (const Op& op : stream.ops)
+          if (const auto* c = std::get_if<CollectiveOp>(&op.body); c && !off_the_rings) {
+            const auto& ranks = job.group(c->group).ranks;
+            const CollectiveAlgorithm a = resolve_algorithm(*c, ranks, cluster);
+            off_the_rings = c->kind == CollectiveKind::kAllToAll ||
+                            a == CollectiveAlgorithm::kTree ||
+                            a == CollectiveAlgorithm::kHalvingDoubling;
+          }
+    if (off_the_rings)
+      trace.notes.push_back(
+          "the analytic engine times the double binary tree, halving-doubling and all-to-all "
+          "inside a DGX-1 hybrid cube-mesh node at the bandwidth of NCCL's rings over its "
+          "NVLinks; their flows between GPUs with no NVLink relay through a third GPU and share "
+          "its links, which only the simgrid engine models");
+  }
   return trace;
 }
 

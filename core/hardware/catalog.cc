@@ -593,12 +593,15 @@ std::vector<IntraNodeFabricSpec> make_fabric_catalog() {
           .per_gpu_bandwidth = 150_GBps,
           .latency = kNcclNvlinkLatency,
           .protocol_efficiency = kNvlinkSm70Efficiency,
-          .source = "NVIDIA DGX-1 with Tesla V100 system architecture whitepaper: 6 NVLink2 links "
-                    "per GPU x 25 GB/s per direction = 150 GB/s injection; each GPU links directly "
-                    "to only 4 of its 7 peers (some over doubled links), the others are relayed, "
-                    "so one pair sees 25-50 GB/s; latency: NCCL NVLink LL per-step 0.6 us; "
-                    "efficiency 0.80: NCCL counts 20 GB/s per NVLink on SM70 (src/graph/topo.h "
-                    "SM70_NVLINK_BW) of the 25 GB/s line rate",
+          .source =
+              "NVIDIA DGX-1 with Tesla V100 system architecture whitepaper: 6 NVLink2 links "
+              "per GPU x 25 GB/s per direction = 150 GB/s injection; each GPU links directly "
+              "to only 4 of its 7 peers (some over doubled links), the others are relayed, "
+              "so one pair sees 25-50 GB/s; on 8-GPU nodes simulated as the whitepaper's 24 "
+              "links (figure 4, core/hardware/nvlink_mesh.h), each at this figure / 6, and "
+              "rings on NCCL's ring search over them; latency: NCCL NVLink LL per-step 0.6 us; "
+              "efficiency 0.80: NCCL counts 20 GB/s per NVLink on SM70 (src/graph/topo.h "
+              "SM70_NVLINK_BW) of the 25 GB/s line rate",
       },
       IntraNodeFabricSpec{
           .name = "nvlink-ring",

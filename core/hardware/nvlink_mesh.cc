@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <mutex>
 
 namespace dtsim {
 
@@ -119,6 +121,76 @@ std::vector<int> relay_route(const NvlinkMesh& mesh, int a, int b) {
   for (int m = 0; m < mesh.gpus; ++m)
     if (mesh.links_between(a, m) > 0 && mesh.links_between(m, b) > 0) return {a, m, b};
   return {};
+}
+
+const NvlinkMesh* cluster_mesh(const Cluster& cluster) {
+  static const NvlinkMesh kDgx1 = dgx1_v100_links();
+  if (cluster.intra_node.name != kCubeMeshFabric || cluster.gpus_per_node != kDgx1.gpus)
+    return nullptr;
+  return &kDgx1;
+}
+
+BytesPerSecond mesh_link_bandwidth(const Cluster& cluster) {
+  const NvlinkMesh* mesh = cluster_mesh(cluster);
+  if (!mesh) return cluster.usable_fabric_bandwidth();
+  return cluster.usable_fabric_bandwidth() / static_cast<double>(mesh->links_of(0));
+}
+
+std::vector<std::vector<int>> mesh_rings(const NvlinkMesh& mesh, const std::vector<int>& local,
+                                         BytesPerSecond link) {
+  if (local.size() <= 1) return {local};
+  // The links among the group's GPUs, renumbered by position in `local`.
+  NvlinkMesh sub;
+  sub.gpus = static_cast<int>(local.size());
+  for (int i = 0; i < sub.gpus; ++i)
+    for (int j = i + 1; j < sub.gpus; ++j)
+      if (const int n =
+              mesh.links_between(local[static_cast<size_t>(i)], local[static_cast<size_t>(j)]))
+        sub.pairs.push_back({i, j, n});
+  // NCCL's search is deterministic in the sub-mesh; remember it (ring orders are asked for at
+  // every collective of a run).
+  using Key = std::pair<std::vector<std::tuple<int, int, int>>, std::pair<int, double>>;
+  static std::mutex mutex;
+  static std::map<Key, NcclRings> memo;
+  Key key;
+  for (const NvlinkPair& p : sub.pairs) key.first.emplace_back(p.a, p.b, p.links);
+  key.second = {sub.gpus, link.value()};
+  NcclRings rings;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    auto it = memo.find(key);
+    if (it == memo.end()) it = memo.emplace(key, nccl_rings(sub, link.value() / 1e9)).first;
+    rings = it->second;
+  }
+  if (rings.rings.empty()) return {local};
+  std::vector<std::vector<int>> out;
+  for (const auto& ring : rings.rings) {
+    std::vector<int> order;
+    for (int i : ring) order.push_back(local[static_cast<size_t>(i)]);
+    out.push_back(std::move(order));
+  }
+  return out;
+}
+
+BytesPerSecond mesh_ring_bandwidth(const NvlinkMesh& mesh,
+                                   const std::vector<std::vector<int>>& orders, bool closed,
+                                   BytesPerSecond link) {
+  std::map<std::pair<int, int>, int> uses;  // hops crossing each link direction
+  for (const auto& order : orders) {
+    const size_t n = order.size();
+    for (size_t i = 0; i + (closed ? 0 : 1) < n; ++i) {
+      const auto route = relay_route(mesh, order[i], order[(i + 1) % n]);
+      for (size_t k = 0; k + 1 < route.size(); ++k) ++uses[{route[k], route[k + 1]}];
+    }
+  }
+  double per_hop = 0;  // B/s each hop gets at the most loaded link direction
+  bool any = false;
+  for (const auto& [pair, count] : uses) {
+    const double rate = mesh.links_between(pair.first, pair.second) * link.value() / count;
+    per_hop = any ? std::min(per_hop, rate) : rate;
+    any = true;
+  }
+  return BytesPerSecond(per_hop * static_cast<double>(orders.size()));
 }
 
 }  // namespace dtsim

@@ -18,11 +18,30 @@
 //   speed (src/graph/tuning.cc: busBw = nChannels x bw for the ring's Simple protocol).
 // - relay_route(): the GPUs a flow between two GPUs crosses: [a, b] when they share a link, else
 //   [a, m, b] through the lowest-numbered m linked to both (the cube-mesh has one for every pair).
+// - cluster_mesh(): the link graph a cluster's nodes have, or nullptr when the node is one figure
+//   per GPU. The catalog fabric nvlink-hybrid-cube-mesh (kCubeMeshFabric) on 8-GPU nodes is the
+//   DGX-1 cube-mesh, with overrides of its figures; on nodes of another size there is no published
+//   link graph and the per-GPU figure stands, as it does for the other fabrics of kind mesh (AMD
+//   Infinity Fabric, TPU ICI, Gaudi2 RoCE: uniform meshes without a ring search modelled).
+//   mesh_link_bandwidth(): one NVLink's usable rate per direction, the fabric's usable per-GPU
+//   figure over a GPU's links (cube-mesh: 150 GB/s x 0.8 / 6 = 20 GB/s, NCCL's SM70_NVLINK_BW); a
+//   pair's link carries that times its link count.
+// - mesh_rings(): the rings a group of a node's GPUs (local indices) runs on: NCCL's search
+//   (nccl_rings) over the links among those GPUs, as local indices; one ring in the given order,
+//   relayed where a pair has no link, when those links hold no ring through all of them.
+// - mesh_ring_bandwidth(): the bus bandwidth of ring channels that each move the same bytes per
+//   hop at once: channels x the smallest, over link directions, of its rate over the hops that
+//   cross it (relay routes). For NCCL's rings that is channels x speed wherever a link is full.
 #pragma once
 
+#include <string_view>
 #include <vector>
 
+#include "core/hardware/cluster.h"
+
 namespace dtsim {
+
+inline constexpr std::string_view kCubeMeshFabric = "nvlink-hybrid-cube-mesh";
 
 struct NvlinkPair {
   int a = 0, b = 0;
@@ -48,5 +67,17 @@ struct NcclRings {
 NcclRings nccl_rings(const NvlinkMesh& mesh, double link_GBps);
 
 std::vector<int> relay_route(const NvlinkMesh& mesh, int a, int b);
+
+const NvlinkMesh* cluster_mesh(const Cluster& cluster);
+BytesPerSecond mesh_link_bandwidth(const Cluster& cluster);
+
+std::vector<std::vector<int>> mesh_rings(const NvlinkMesh& mesh, const std::vector<int>& local,
+                                         BytesPerSecond link);
+
+// `orders`: each channel's GPUs (local indices) in ring order; `closed`: whether each order's last
+// GPU sends to its first (false: a channel that leaves the node there).
+BytesPerSecond mesh_ring_bandwidth(const NvlinkMesh& mesh,
+                                   const std::vector<std::vector<int>>& orders, bool closed,
+                                   BytesPerSecond link);
 
 }  // namespace dtsim

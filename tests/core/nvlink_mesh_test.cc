@@ -4,8 +4,11 @@
 
 #include <map>
 
+#include "core/collectives/collective_schedule.h"
+#include "core/collectives/cost_model.h"
 #include "core/hardware/catalog.h"
 #include "core/hardware/nvlink_mesh.h"
+#include "core/scenario/scenario.h"
 
 namespace dtsim {
 namespace {
@@ -68,6 +71,73 @@ TEST(NvlinkMesh, NcclsRingSearchFindsSixRingsAt20GBps) {
   // ring all-reduce the same bus bandwidth: within 10% of NCCL's model (here equal).
   const double per_gpu = find_fabric("nvlink-hybrid-cube-mesh")->usable_bandwidth().value() / 1e9;
   EXPECT_NEAR(per_gpu, rings.bus_bandwidth_GBps(), 0.1 * rings.bus_bandwidth_GBps());
+}
+
+Cluster v100(const std::string& extra = "") {
+  return Cluster(load_scenario_text("cluster: {gpu: V100-SXM2-32GB, gpus_per_node: 8" + extra +
+                                        "}\ntraining: {precision: fp16}\nmodel: {preset: unused}\n",
+                                    "mesh.yaml")
+                     .cluster);
+}
+
+std::vector<Rank> ranks(std::initializer_list<Rank> r) {
+  return r;
+}
+
+TEST(NvlinkMesh, OnlyTheCubeMeshOnEightGpuNodesHasLinks) {
+  EXPECT_NE(cluster_mesh(v100()), nullptr);
+  EXPECT_DOUBLE_EQ(mesh_link_bandwidth(v100()).value(), 20e9);  // 150 GB/s x 0.8 / 6 links
+  EXPECT_EQ(cluster_mesh(v100(", intra_node: nvswitch-nvlink2")), nullptr);
+  // A uniform mesh of another vendor stays one figure per GPU.
+  EXPECT_EQ(cluster_mesh(Cluster(
+                load_scenario_text(
+                    "cluster: {gpu: MI300X, gpus_per_node: 8}\nmodel: {preset: unused}\n", "m.yaml")
+                    .cluster)),
+            nullptr);
+}
+
+TEST(NvlinkMesh, TheRingsClosedFormIsChannelsTimesSpeed) {
+  // A whole node: NCCL's 6 rings at 20 GB/s, 120 GB/s, one hop of 0.6 us.
+  const Cluster c = v100();
+  const std::vector<Rank> node = ranks({0, 1, 2, 3, 4, 5, 6, 7});
+  EXPECT_EQ(ring_channels(node, c).size(), 6u);
+  EXPECT_NEAR(ring_link(node, c).beta.value(), 120e9, 1);
+  EXPECT_NEAR(ring_link(node, c).alpha.value(), 0.6e-6, 1e-15);
+  // A doubled pair: one ring both ways at 40 GB/s; a single pair, 20.
+  EXPECT_NEAR(ring_link(ranks({0, 3}), c).beta.value(), 40e9, 1);
+  EXPECT_NEAR(ring_link(ranks({0, 1}), c).beta.value(), 20e9, 1);
+  // A pair with no link: one ring, relayed each way (0 1 5 and 5 1 0): 20 GB/s, two hops.
+  EXPECT_EQ(ring_channels(ranks({0, 5}), c).size(), 1u);
+  EXPECT_NEAR(ring_link(ranks({0, 5}), c).beta.value(), 20e9, 1);
+  EXPECT_NEAR(ring_link(ranks({0, 5}), c).alpha.value(), 1.2e-6, 1e-15);
+  // A quad (fully connected, 4 links a GPU among it: 0-3, 3-2, 2-1 doubled): NCCL's search finds
+  // 80 GB/s of rings, a GPU's 4 links there.
+  EXPECT_NEAR(ring_link(ranks({0, 1, 2, 3}), c).beta.value(), 80e9, 1);
+  // Point to point: a pair's thinnest link on its route.
+  const LinkCost relayed = point_to_point_link(Endpoint::gpu(0), Endpoint::gpu(5), c);
+  EXPECT_NEAR(relayed.beta.value(), 20e9, 1);
+  EXPECT_NEAR(relayed.alpha.value(), 1.2e-6, 1e-15);
+  EXPECT_NEAR(point_to_point_link(Endpoint::gpu(0), Endpoint::gpu(3), c).beta.value(), 40e9, 1);
+}
+
+TEST(NvlinkMesh, MultiNodeChannelsSpreadOverTheNics) {
+  // 2 nodes x 8 V100 with 4 NICs a node (GPUs 2j, 2j+1 on NIC j): the 6 channels leave each node
+  // through GPUs on different NICs, at most 2 on one NIC in each direction (6 over 4 NICs), so 3
+  // NICs' worth.
+  const Cluster c = v100(", nodes: 2, network: {nics_per_node: 4}");
+  std::vector<Rank> all;
+  for (Rank r = 0; r < 16; ++r) all.push_back(r);
+  const auto channels = ring_channels(all, c);
+  ASSERT_EQ(channels.size(), 6u);
+  EXPECT_DOUBLE_EQ(ring_nic_count(all, c), 3);
+  const NvlinkMesh m = dgx1_v100_links();
+  for (const auto& order : channels)
+    for (size_t i = 0; i < order.size(); ++i) {
+      const Rank a = order[i], b = order[(i + 1) % order.size()];
+      if (c.node_of(a) == c.node_of(b)) {
+        EXPECT_GT(m.links_between(c.local_index(a), c.local_index(b)), 0);
+      }
+    }
 }
 
 }  // namespace
