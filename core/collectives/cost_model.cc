@@ -19,15 +19,10 @@ double node_port_share(double ranks_per_node, const Cluster& cluster) {
   return std::min(1.0, ranks_per_node / cluster.gpus_per_node);
 }
 
-// The links a flow between two GPUs of one mesh node crosses (relay_route), as local indices.
-std::vector<int> mesh_route(const NvlinkMesh& mesh, Rank a, Rank b, const Cluster& cluster) {
-  return relay_route(mesh, cluster.local_index(a), cluster.local_index(b));
-}
-
 // A flow alone between two GPUs of one mesh node: a hop's latency per link it crosses, and the
 // rate of the thinnest link on its route (its link count x one NVLink's usable rate).
 LinkCost mesh_pair_link(const NvlinkMesh& mesh, Rank a, Rank b, const Cluster& cluster) {
-  const auto route = mesh_route(mesh, a, b, cluster);
+  const auto route = relay_route(mesh, cluster.local_index(a), cluster.local_index(b));
   int thinnest = 0;
   for (size_t k = 0; k + 1 < route.size(); ++k) {
     const int links = mesh.links_between(route[k], route[k + 1]);
