@@ -114,27 +114,36 @@ HardwareProfile calibrate(Channel& channel, const LaunchInfo& launch,
   barrier(*ch);
   // In a step a GEMM follows other kernels, which have moved its operands out of the core's
   // caches; back-to-back repetitions would find them there. So each timed GEMM follows a
-  // streaming pass over 4 MiB (beyond a core's L2), and only the GEMM is timed: the least
-  // disturbed mean of `repeats` windows of at least `min_s` of GEMM time (at most 64 GEMMs each).
+  // streaming pass over 4 MiB (beyond a core's L2), and only the GEMM is timed: a window is at
+  // least `min_s` of GEMM time (at most 64 GEMMs). A shape's figure is its least disturbed window
+  // of `gemm_passes` passes over the whole grid: on a shared VM a disturbance lasts tens to
+  // hundreds of milliseconds, which would spoil every window of one shape if they ran back to
+  // back (bench/results/real-mode-cpu.md: one shape at 20 GFLOP/s among its neighbours' 36).
   CpuKernels flush;
   const double flush_bytes = 6.0 * 1024 * 1024;  // the loop touches 2/3 of its bytes: 4 MiB
+  const int gemm_passes = 5;
+  struct Shape {
+    int m, n, k;
+    double best_s;
+  };
+  std::vector<Shape> grid;
   for (int m : sizes)
     for (int n : sizes)
-      for (int k : sizes) {
-        double best = 1e300;
-        for (int r = 0; r < repeats; ++r) {
-          double gemm_time = 0;
-          int count = 0;
-          do {
-            flush.stream_seconds(flush_bytes);
-            gemm_time += kernels.gemm_seconds(m, n, k, 1);
-            ++count;
-          } while (gemm_time < min_s && count < 64);
-          best = std::min(best, gemm_time / count);
-        }
-        p.gemm.push_back(GemmSample{DType::kFp32, double(m), double(n), double(k),
-                                    FlopsPerSecond(2.0 * m * n * k / best)});
-      }
+      for (int k : sizes) grid.push_back(Shape{m, n, k, 1e300});
+  for (int pass = 0; pass < gemm_passes; ++pass)
+    for (Shape& s : grid) {
+      double gemm_time = 0;
+      int count = 0;
+      do {
+        flush.stream_seconds(flush_bytes);
+        gemm_time += kernels.gemm_seconds(s.m, s.n, s.k, 1);
+        ++count;
+      } while (gemm_time < min_s && count < 64);
+      s.best_s = std::min(s.best_s, gemm_time / count);
+    }
+  for (const Shape& s : grid)
+    p.gemm.push_back(GemmSample{DType::kFp32, double(s.m), double(s.n), double(s.k),
+                                FlopsPerSecond(2.0 * s.m * s.n * s.k / s.best_s)});
 
   // Streaming bandwidth: the executor's elementwise loop over 64 MiB, beyond the caches.
   phase("memory bandwidth (streaming loop)");

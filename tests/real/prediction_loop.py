@@ -10,13 +10,16 @@ shared VM the machine's own speed also drifts by about +-10 % from one run to th
 (bench/results/real-mode-cpu.md), sometimes for tens of seconds, so a loop beyond the tolerance
 is run again from the calibration on, up to --attempts times (3), and the test fails only if every
 attempt is beyond it. Prints the predicted and
-measured step times and the signed error of each attempt. With --tolerance the test
+measured step times and the signed error of each attempt, the spread of the calibrated GEMM
+rates, and the ops of rank 0 whose predicted and measured times differ most (so that a failure
+says whether one disturbed calibration sample or the whole model is off). With --tolerance the test
 fails when |error| exceeds it; with --report-only (an oversubscribed run, where ranks share cores
 and the measurement says more about the scheduler than about the model) it only reports.
 """
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -77,21 +80,27 @@ def loop(a, env, mpi):
         predicted = os.path.join(d, "predicted.json")
         measured = os.path.join(d, "measured.json")
         run(mpi + [a.dtsim, "calibrate", "--cpu", "--quick", "-o", profile], env=env)
+        print_gemm_rates(profile)
+        predicted_trace = os.path.join(d, "predicted-trace.json")
+        measured_trace = os.path.join(d, "measured-trace.json")
         run([a.dtsim, "simulate", a.scenario, "--set", "cluster.profile=" + profile,
              "--set", "cluster.gpus_per_node=" + str(a.ranks),
-             "--engine", a.engine, "--json", "-o", predicted], env=env)
+             "--engine", a.engine, "--json", "-o", predicted, "--trace", predicted_trace],
+            env=env)
         best = None
         for i in range(a.repeat):
             out = os.path.join(d, f"measured-{i}.json")
+            trace = os.path.join(d, f"measured-trace-{i}.json")
             run(mpi + [a.dtsim, "real", a.scenario, "--set",
                        "cluster.gpus_per_node=" + str(a.ranks), "--warmup", "1",
-                       "--iterations", "3", "-o", out], env=env)
+                       "--iterations", "3", "-o", out, "--trace", trace], env=env)
             with open(out) as f:
                 step = json.load(f)["step_time_s"]
             print(f"measured run {i + 1}: step time {step * 1e3:.2f} ms")
             if best is None or step < best:
                 best = step
                 os.replace(out, measured)
+                os.replace(trace, measured_trace)
         # A measurement is a result like any other: the same schema, with source "measured".
         with open(SCHEMA) as f:
             schema = json.load(f)
@@ -102,9 +111,54 @@ def loop(a, env, mpi):
             sys.exit(f"FAIL: the measurement says source {result['source']!r}")
         report = run([a.dtsim, "compare", predicted, measured], env=env)
         print(report.stdout)
+        print_op_differences(predicted_trace, measured_trace)
         cmp = json.loads(run([a.dtsim, "compare", predicted, measured, "--json"], env=env).stdout)
     step = next(m for m in cmp["metrics"] if m["name"] == "step time")
     return step["error_fraction"] * 100, step["predicted"], step["measured"]
+
+
+def print_gemm_rates(profile):
+    """The calibrated GEMM rates' spread, and the slowest shapes (a disturbed sample shows as one
+    shape far below its neighbours)."""
+    samples = []
+    pattern = re.compile(r"m: (\d+), n: (\d+), k: (\d+), rate: ([0-9.eE+-]+)([TGMk]?)FLOPS")
+    scale = {"T": 1e3, "G": 1.0, "M": 1e-3, "k": 1e-6, "": 1e-9}
+    with open(profile) as f:
+        for m in pattern.finditer(f.read()):
+            samples.append((float(m[4]) * scale[m[5]], m[1], m[2], m[3]))
+    if not samples:
+        return
+    samples.sort()
+    median = samples[len(samples) // 2][0]
+    slowest = ", ".join(f"{m}x{n}x{k} {r:.1f}" for r, m, n, k in samples[:3])
+    print(f"calibrated GEMM rates: {samples[0][0]:.1f} to {samples[-1][0]:.1f} GFLOP/s, median "
+          f"{median:.1f} ({len(samples)} shapes; slowest: {slowest})")
+
+
+def op_means(path):
+    """Mean duration in microseconds of each op name on rank 0's streams."""
+    with open(path) as f:
+        t = json.load(f)
+    events = t["traceEvents"] if isinstance(t, dict) else t
+    rank0 = {e["tid"] for e in events
+             if e.get("ph") == "M" and e.get("name") == "thread_name"
+             and str(e.get("args", {}).get("name", "")).startswith("rank 0 ")}
+    spans = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("tid") in rank0:
+            spans.setdefault(e["name"], []).append(float(e["dur"]))
+    return {name: sum(v) / len(v) for name, v in spans.items()}
+
+
+def print_op_differences(predicted_trace, measured_trace, count=6):
+    predicted = op_means(predicted_trace)
+    measured = op_means(measured_trace)
+    common = [n for n in predicted if n in measured and measured[n] > 0]
+    common.sort(key=lambda n: -abs(predicted[n] - measured[n]))
+    print("rank 0's ops with the largest differences (mean per occurrence):")
+    for n in common[:count]:
+        print(f"  {n:<40} predicted {predicted[n] / 1e3:8.3f} ms, measured "
+              f"{measured[n] / 1e3:8.3f} ms ({(predicted[n] / measured[n] - 1) * 100:+.0f} %)")
 
 
 if __name__ == "__main__":
