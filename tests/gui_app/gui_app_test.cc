@@ -290,29 +290,50 @@ void GuiAppTest::cancel_leaves_no_process() {
   QVERIFY(!window.current_run()->running());
 }
 
+// Nanoseconds the calling thread has spent runnable but waiting for a CPU
+// (/proc/thread-self/schedstat, second field); -1 where the kernel does not keep it.
+qint64 run_queue_wait_ns() {
+  std::ifstream in("/proc/thread-self/schedstat");
+  long long on_cpu = 0, waiting = 0;
+  if (!(in >> on_cpu >> waiting)) return -1;
+  return waiting;
+}
+
 // The longest pause of the event loop from the start of a run of `window`'s scenario until its
 // results and trace are on screen (the child runs, its progress is read, the result and the trace
-// are loaded and shown).
+// are loaded and shown). A pause is the wall-clock time between two ticks of a 5 ms timer less the
+// time the UI thread waited for a CPU in it: on a loaded machine (ctest -j beside other tests on
+// 2 cores) the scheduler alone can hold a runnable thread for tens of milliseconds, which says
+// nothing about the window's own work. The wall-clock worst is printed too.
 double worst_pause_ms(MainWindow& window, RunRecord* record) {
   QTest::qWait(200);  // the window's first paint is not part of the run
   QElapsedTimer clock;
-  qint64 last_ns = 0, worst_ns = 0, ticks = 0;
+  qint64 last_ns = 0, last_wait_ns = run_queue_wait_ns(), worst_ns = 0, worst_wall_ns = 0,
+         ticks = 0;
+  const auto tick = [&] {
+    const qint64 now = clock.nsecsElapsed();
+    const qint64 wait = run_queue_wait_ns();
+    const qint64 waited = wait >= 0 && last_wait_ns >= 0 ? wait - last_wait_ns : 0;
+    worst_wall_ns = std::max(worst_wall_ns, now - last_ns);
+    worst_ns = std::max(worst_ns, now - last_ns - waited);
+    last_ns = now;
+    last_wait_ns = wait;
+  };
   QTimer probe;
   probe.setInterval(5);
   QObject::connect(&probe, &QTimer::timeout, [&] {
-    const qint64 now = clock.nsecsElapsed();
-    worst_ns = std::max(worst_ns, now - last_ns);
-    last_ns = now;
+    tick();
     ++ticks;
   });
   clock.start();
   probe.start();
   *record = run_to_end(window);
   probe.stop();
-  const qint64 end = clock.nsecsElapsed();
-  worst_ns = std::max(worst_ns, end - last_ns);
-  qInfo("longest event-loop pause: %.1f ms over %.2f s (%lld ticks)", worst_ns / 1e6, end / 1e9,
-        ticks);
+  tick();
+  qInfo(
+      "longest event-loop pause: %.1f ms of the window's own (%.1f ms wall-clock, with the time "
+      "it waited for a CPU) over %.2f s (%lld ticks)",
+      worst_ns / 1e6, worst_wall_ns / 1e6, clock.nsecsElapsed() / 1e9, ticks);
   return worst_ns / 1e6;
 }
 
