@@ -1,6 +1,7 @@
 // dtsim: the command-line interface (design.md section 6).
 // Exit codes: 0 success; 2 bad input (scenario, flags, infeasible configuration); 1 runtime
 // failure. Errors go to stderr as "error: FILE:LINE:COL: key.path: message".
+#include <malloc.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -55,6 +56,15 @@ bool secondary_rank() {
 
 int main(int argc, char** argv) {
   using namespace dtsim::cli;
+  // glibc hands freed memory at the top of its heap back to the system beyond 128 KiB, and
+  // serves large blocks from mappings of their own that are unmapped when freed. dtsim builds
+  // and frees schedules and graphs of hundreds of MB phase after phase, and every phase faulted
+  // its pages in again: page faults were 27% of lowering a 64-GPU data-parallel step at chunk
+  // fidelity (bench/results/tree-chunk-speed.md). Keep up to 1 GiB of freed memory for reuse, and
+  // serve blocks up to 32 MiB (glibc's largest threshold) from the heap. Allocation only.
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_TOP_PAD, 64 << 20);
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
   const std::vector<std::string> engines = dtsim::engine_choices();
   CLI::App app{
       "dtsim predicts the step time, memory and scaling of distributed deep-learning training "

@@ -152,13 +152,22 @@ class LazyRunner {
   void launch(int32_t v) {
     ++launched_;
     const GraphNode& node = g_.nodes[static_cast<size_t>(v)];
-    Live& held = live_[v];
+    uint32_t slot = 0;
+    if (free_slots_.empty()) {
+      slot = static_cast<uint32_t>(live_.size());
+      live_.emplace_back();
+    } else {
+      slot = free_slots_.back();
+      free_slots_.pop_back();
+    }
+    Live& held = live_[slot];
+    held.node = v;
     if (node.kind == GraphNode::Kind::kFlow) {
       const auto [src, dst] = hosts_for(p_, node.src, node.dst, cluster_);
       auto c = sg4::Comm::sendto_init(src, dst);
       held.adopted = maestro_.adopt(*c);
       c->set_payload_size(static_cast<uint64_t>(std::llround(node.amount)));
-      tag(*c, v);
+      tag(*c, slot);
       held.activity = c;
       c->start();
     } else {
@@ -178,29 +187,31 @@ class LazyRunner {
           e->set_flops_amount(total)->set_host(p_.timer);  // the timer runs at 1 FLOP/s
       } else
         e->set_flops_amount(node.amount)->set_host(p_.timer);
-      tag(*e, v);
+      tag(*e, slot);
       held.activity = e;
       e->start();
     }
   }
 
-  // The node an activity runs, in the activity's user data (node + 1; null: not ours). Cheaper
-  // than a map from activities to nodes, which cost a hash node per activity.
-  static void tag(sg4::Activity& a, int32_t v) {
-    a.set_data(reinterpret_cast<void*>(static_cast<intptr_t>(v) + 1));
+  // The activity's slot in live_, in its user data (slot + 1; null: not ours). Cheaper than a
+  // map from activities to nodes, which cost a hash node per activity.
+  static void tag(sg4::Activity& a, uint32_t slot) {
+    a.set_data(reinterpret_cast<void*>(static_cast<intptr_t>(slot) + 1));
   }
 
   void on_completion(sg4::Activity const& a) {
     const auto tagged = reinterpret_cast<intptr_t>(a.get_data<void>());
     if (tagged == 0) return;
-    const auto v = static_cast<int32_t>(tagged - 1);
-    auto held = live_.find(v);
-    if (held == live_.end() || held->second.activity.get() != &a) return;
-    maestro_.release(held->second.adopted);
+    const auto slot = static_cast<uint32_t>(tagged - 1);
+    if (slot >= live_.size() || live_[slot].activity.get() != &a) return;
+    Live& held = live_[slot];
+    const int32_t v = held.node;
+    maestro_.release(held.adopted);
     // Drop our reference later: SimGrid is still using the activity inside this callback.
     graveyard_.clear();
-    graveyard_.push_back(std::move(held->second.activity));
-    live_.erase(held);
+    graveyard_.push_back(std::move(held.activity));
+    held.activity = nullptr;
+    free_slots_.push_back(slot);
     const double now = sg4::Engine::get_clock();
     int32_t last = v;
     if (auto run = runs_.find(v); run != runs_.end()) {
@@ -242,15 +253,140 @@ class LazyRunner {
   size_t launched_ = 0;
   std::vector<int32_t> waiting_;
   std::vector<double> finish_;
-  // The activities in flight, by node: a few thousand at a time against millions of nodes, so a
-  // map rather than a slot per node (whose pages alone cost more than the lookups).
+  // The activities in flight, in slots reused as they complete: a few thousand at a time against
+  // millions of nodes, so neither a slot per node (whose pages alone cost more) nor a hash map
+  // (a node allocated and a bucket searched per activity).
   struct Live {
     sg4::ActivityPtr activity;
     MaestroActivities::Handle adopted;  // its entry in maestro_
+    int32_t node = -1;
   };
-  std::unordered_map<int32_t, Live> live_;
+  std::vector<Live> live_;
+  std::vector<uint32_t> free_slots_;
   std::vector<sg4::ActivityPtr> graveyard_;
 };
+
+bool write_all(int fd, const void* data, size_t size);
+bool read_all(int fd, void* data, size_t size);
+
+// Times schedules[k] for each k in `mine`, alone on the idle platform, one after another: the
+// time from its start to its end (s). Adds the SimGrid activities it ran to *activities.
+std::vector<double> time_schedules(const std::vector<CollectiveSchedule>& schedules,
+                                   const std::vector<size_t>& mine, const Cluster& cluster,
+                                   const Platform& p, MaestroActivities& maestro,
+                                   size_t* activities) {
+  std::vector<double> seconds;
+  for (size_t k : mine) {
+    ActivityGraph one;
+    one.nodes.reserve(schedules[k].flows.size() + 3);
+    const int32_t begin = one.add(GraphNode{}), end = one.add(GraphNode{});
+    add_schedule(one, schedules[k], begin, end);
+    LazyRunner probe(one, cluster, p, maestro);
+    probe.start();
+    sg4::Engine::get_instance()->run();
+    seconds.push_back(probe.finish_times()[static_cast<size_t>(end)]);
+    *activities += probe.activities();
+  }
+  return seconds;
+}
+
+// Each of g.alone's schedules timed alone on the idle platform (s). A schedule's time depends on
+// nothing but the platform, so large sets are split between processes, one per CPU: this one
+// and children forked from it with the platform built and no activity started, which time their
+// share from the same idle state and send the times back. A child that fails fails the run.
+// DTSIM_SIMGRID_PROBE_PROCESSES=N sets the number of processes (1: all here, one after another).
+std::vector<double> time_alone_schedules(const ActivityGraph& g, const Cluster& cluster,
+                                         const Platform& p, MaestroActivities& maestro,
+                                         size_t* activities) {
+  const size_t n = g.alone.size();
+  std::vector<double> seconds(n, 0.0);
+  size_t flows = 0;
+  for (const CollectiveSchedule& s : g.alone) flows += s.flows.size();
+  long processes = ::sysconf(_SC_NPROCESSORS_ONLN);
+  if (const char* env = std::getenv("DTSIM_SIMGRID_PROBE_PROCESSES"); env && *env)
+    processes = std::strtol(env, nullptr, 10);
+  // A fork costs a few milliseconds: worth it only for schedules of many flows.
+  constexpr size_t kForkFlows = 50000;
+  if (flows < kForkFlows) processes = 1;
+  const size_t workers = std::min(n, static_cast<size_t>(std::clamp(processes, 1L, 64L)));
+  // Largest schedules first, each to the process with the fewest flows so far.
+  std::vector<size_t> order(n);
+  for (size_t k = 0; k < n; ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return g.alone[a].flows.size() > g.alone[b].flows.size();
+  });
+  std::vector<std::vector<size_t>> share(std::max<size_t>(workers, 1));
+  std::vector<size_t> load(share.size(), 0);
+  for (size_t k : order) {
+    const size_t w = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    share[w].push_back(k);
+    load[w] += g.alone[k].flows.size() + 1;
+  }
+  struct Child {
+    pid_t pid = -1;
+    int fd = -1;
+  };
+  std::vector<Child> children;
+  const pid_t self = ::getpid();
+  for (size_t w = 1; w < share.size(); ++w) {
+    if (share[w].empty()) continue;
+    int fds[2];
+    if (::pipe(fds) != 0)
+      throw RuntimeError(std::string("cannot create a pipe for the simulation: ") +
+                         std::strerror(errno));
+    std::fflush(nullptr);
+    const pid_t pid = ::fork();
+    if (pid < 0)
+      throw RuntimeError(std::string("cannot start a simulation process: ") + std::strerror(errno));
+    if (pid == 0) {
+      // As the simulation process itself: dies with its parent (sim/simgrid_executor.h).
+      if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != self) ::_exit(5);
+      ::close(fds[0]);
+      int code = 0;
+      try {
+        size_t ran = 0;
+        const std::vector<double> mine =
+            time_schedules(g.alone, share[w], cluster, p, maestro, &ran);
+        const uint64_t count = ran;
+        if (!write_all(fds[1], mine.data(), mine.size() * sizeof(double)) ||
+            !write_all(fds[1], &count, sizeof count))
+          code = 3;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        code = 4;
+      }
+      std::fflush(nullptr);
+      ::_exit(code);
+    }
+    ::close(fds[1]);
+    children.push_back(Child{pid, fds[0]});
+  }
+  const std::vector<double> here =
+      time_schedules(g.alone, share[0], cluster, p, maestro, activities);
+  for (size_t i = 0; i < share[0].size(); ++i) seconds[share[0][i]] = here[i];
+  std::string failure;
+  size_t c = 0;
+  for (size_t w = 1; w < share.size(); ++w) {
+    if (share[w].empty()) continue;
+    const Child child = children[c++];
+    std::vector<double> theirs(share[w].size());
+    uint64_t count = 0;
+    const bool got = read_all(child.fd, theirs.data(), theirs.size() * sizeof(double)) &&
+                     read_all(child.fd, &count, sizeof count);
+    ::close(child.fd);
+    int status = 0;
+    while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!got || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      failure = "a process timing collectives alone failed";
+      continue;
+    }
+    for (size_t i = 0; i < share[w].size(); ++i) seconds[share[w][i]] = theirs[i];
+    *activities += count;
+  }
+  if (!failure.empty()) throw RuntimeError(failure);
+  return seconds;
+}
 
 // The simulation proper; runs in the child process.
 std::vector<double> simulate_in_this_process(const ActivityGraph& g, const Cluster& cluster,
@@ -269,25 +405,17 @@ std::vector<double> simulate_in_this_process(const ActivityGraph& g, const Clust
   const char* bypass = std::getenv("DTSIM_SIMGRID_BYPASS");
   MaestroActivities maestro(bypass == nullptr || std::strcmp(bypass, "0") != 0);
   const Platform p = build_platform(cluster, precision, degraded);
-  // Each alone collective's schedule, timed alone on the idle platform, one after another.
-  std::vector<double> alone_seconds;
-  for (const CollectiveSchedule& s : g.alone) {
-    ActivityGraph one;
-    const int32_t begin = one.add(GraphNode{}), end = one.add(GraphNode{});
-    add_schedule(one, s, begin, end);
-    LazyRunner probe(one, cluster, p, maestro);
-    probe.start();
-    engine.run();
-    alone_seconds.push_back(probe.finish_times()[static_cast<size_t>(end)]);
-  }
+  size_t probe_activities = 0;
+  std::vector<double> alone_seconds =
+      time_alone_schedules(g, cluster, p, maestro, &probe_activities);
   LazyRunner runner(g, cluster, p, maestro, std::move(alone_seconds));
   runner.start();
   engine.run();
   // DTSIM_SIMGRID_STATS=FILE appends what SimGrid ran, to measure the engine (bench/).
   if (const char* stats = std::getenv("DTSIM_SIMGRID_STATS"); stats && *stats)
     if (FILE* f = std::fopen(stats, "a")) {
-      std::fprintf(f, "activities %zu nodes %zu alone_schedules %zu\n", runner.activities(),
-                   g.nodes.size(), g.alone.size());
+      std::fprintf(f, "activities %zu nodes %zu alone_schedules %zu alone_activities %zu\n",
+                   runner.activities(), g.nodes.size(), g.alone.size(), probe_activities);
       std::fclose(f);
     }
   return runner.finish_times();
@@ -301,6 +429,18 @@ bool write_all(int fd, const void* data, size_t size) {
     if (w <= 0) return false;
     p += w;
     size -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool read_all(int fd, void* data, size_t size) {
+  char* p = static_cast<char*>(data);
+  while (size > 0) {
+    ssize_t r = ::read(fd, p, size);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    size -= static_cast<size_t>(r);
   }
   return true;
 }

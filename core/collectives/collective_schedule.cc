@@ -1160,30 +1160,62 @@ void tree_flows(const TreePlan& plan, Fidelity fidelity, bool merge_pairs, Colle
     s.trailing_latency = std::max(Seconds(0), plan.time() - bulk);
     return;
   }
-  // Per tree: each rank's parent edge, children, and the index of the last flows per chunk.
-  struct Shape {
-    std::map<Rank, const TreePlan::Edge*> up;  // rank -> its edge to its parent
-    std::map<Rank, std::vector<Rank>> children;
-    Rank root = 0;
+  // Per tree: its ranks numbered 0.. (the order they appear as children, then the root), each
+  // edge's child as that number, and what each edge's flows wait for besides the clock: going up,
+  // the up flows into its child from the child's children; going down, the down flow into its
+  // parent, or from the root the up flows into it (in the order of the tree's edges).
+  struct EdgeWaits {
+    int child = 0;                // the edge's child, numbered
+    std::vector<int> up_after;    // numbered children of the edge's child
+    std::vector<int> root_after;  // the edge's parent is the root: its numbered children
+    int down_after = -1;          // else the edge's parent, numbered
   };
-  std::vector<Shape> shapes(plan.trees.size());
-  // Flows at each stage: (tree, edge, going up).
-  std::vector<std::vector<std::tuple<size_t, const TreePlan::Edge*, bool>>> at_stage(
-      static_cast<size_t>(stages));
+  std::vector<std::vector<EdgeWaits>> waits(plan.trees.size());
+  std::vector<size_t> tree_ranks(plan.trees.size(), 0);
+  // Flows at each stage: (tree, edge index, going up).
+  std::vector<std::vector<std::tuple<size_t, size_t, bool>>> at_stage(static_cast<size_t>(stages));
+  size_t edges_in_all = 0;
   for (size_t t = 0; t < plan.trees.size(); ++t) {
-    for (const auto& e : plan.trees[t]) {
-      shapes[t].up[e.child] = &e;
-      shapes[t].children[e.parent].push_back(e.child);
-      at_stage[static_cast<size_t>(plan.height - e.depth)].emplace_back(t, &e, true);
-      at_stage[static_cast<size_t>(plan.height + e.depth - 1)].emplace_back(t, &e, false);
+    const auto& edges = plan.trees[t];
+    edges_in_all += edges.size();
+    std::map<Rank, int> number;
+    std::map<Rank, std::vector<int>> children;  // numbered, in edge order
+    for (const auto& e : edges) number.emplace(e.child, static_cast<int>(number.size()));
+    Rank root = 0;
+    for (const auto& e : edges)
+      if (!number.count(e.parent)) root = e.parent;
+    number.emplace(root, static_cast<int>(number.size()));
+    for (const auto& e : edges) children[e.parent].push_back(number.at(e.child));
+    tree_ranks[t] = number.size();
+    for (size_t k = 0; k < edges.size(); ++k) {
+      const auto& e = edges[k];
+      EdgeWaits w;
+      w.child = number.at(e.child);
+      if (auto it = children.find(e.child); it != children.end()) w.up_after = it->second;
+      if (e.parent == root)
+        w.root_after = children[e.parent];
+      else
+        w.down_after = number.at(e.parent);
+      waits[t].push_back(std::move(w));
+      at_stage[static_cast<size_t>(plan.height - e.depth)].emplace_back(t, k, true);
+      at_stage[static_cast<size_t>(plan.height + e.depth - 1)].emplace_back(t, k, false);
     }
-    for (const auto& e : plan.trees[t])
-      if (!shapes[t].up.count(e.parent)) shapes[t].root = e.parent;
   }
+  s.flows.reserve(s.flows.size() + static_cast<size_t>(plan.chunks) *
+                                       (2 * static_cast<size_t>(stages) + 2 * edges_in_all));
+  auto flow_of = [](const std::vector<int>& flows, int rank) {
+    const int f = flows[static_cast<size_t>(rank)];
+    if (f < 0) throw RuntimeError("tree schedule: a flow waits for one not yet built");
+    return f;
+  };
   std::vector<int> gap_prev(static_cast<size_t>(stages), -1);
+  // Flow indices of the current chunk: per tree, numbered rank -> up flow and down flow into it.
+  std::vector<std::vector<int>> up_flow(plan.trees.size()), down_flow(plan.trees.size());
   for (int j = 0; j < plan.chunks; ++j) {
-    // Flow indices of this chunk: per tree, rank -> up flow and down flow (into the rank).
-    std::vector<std::map<Rank, int>> up_flow(plan.trees.size()), down_flow(plan.trees.size());
+    for (size_t t = 0; t < plan.trees.size(); ++t) {
+      up_flow[t].assign(tree_ranks[t], -1);
+      down_flow[t].assign(tree_ranks[t], -1);
+    }
     int arrive_here = -1;
     for (int p = 0; p < stages; ++p) {
       const auto up = static_cast<size_t>(p);
@@ -1194,18 +1226,20 @@ void tree_flows(const TreePlan& plan, Fidelity fidelity, bool merge_pairs, Colle
       s.flows.push_back(Flow::delay_of(plan.stage_time[up], clock));
       gap_prev[up] = static_cast<int>(s.flows.size());
       s.flows.push_back(Flow::delay_of(plan.stage_gap[up], clock));
-      for (const auto& [t, e, going_up] : at_stage[up]) {
-        Flow f = Flow::between(going_up ? e->child : e->parent, going_up ? e->parent : e->child,
+      for (const auto& [t, k, going_up] : at_stage[up]) {
+        const auto& e = plan.trees[t][k];
+        const EdgeWaits& w = waits[t][k];
+        Flow f = Flow::between(going_up ? e.child : e.parent, going_up ? e.parent : e.child,
                                plan.wire_chunk, clock);
         if (going_up) {
-          for (Rank c : shapes[t].children[e->child]) f.after.push_back(up_flow[t].at(c));
-          up_flow[t][e->child] = static_cast<int>(s.flows.size());
+          for (int c : w.up_after) f.after.push_back(flow_of(up_flow[t], c));
+          up_flow[t][static_cast<size_t>(w.child)] = static_cast<int>(s.flows.size());
         } else {
-          if (e->parent == shapes[t].root)
-            for (Rank c : shapes[t].children[e->parent]) f.after.push_back(up_flow[t].at(c));
+          if (w.down_after < 0)
+            for (int c : w.root_after) f.after.push_back(flow_of(up_flow[t], c));
           else
-            f.after.push_back(down_flow[t].at(e->parent));
-          down_flow[t][e->child] = static_cast<int>(s.flows.size());
+            f.after.push_back(flow_of(down_flow[t], w.down_after));
+          down_flow[t][static_cast<size_t>(w.child)] = static_cast<int>(s.flows.size());
         }
         s.flows.push_back(std::move(f));
       }
@@ -1282,11 +1316,16 @@ void prepend_delay(CollectiveSchedule& s, Seconds delay) {
     s.trailing_latency += delay;
     return;
   }
+  // Built anew rather than inserted at the front: one allocation, no shifting of the flows.
+  std::vector<Flow> flows;
+  flows.reserve(s.flows.size() + 1);
+  flows.push_back(Flow::delay_of(delay));
   for (auto& f : s.flows) {
     for (int& a : f.after) ++a;
     if (f.after.empty()) f.after.push_back(0);
+    flows.push_back(std::move(f));
   }
-  s.flows.insert(s.flows.begin(), Flow::delay_of(delay));
+  s.flows = std::move(flows);
 }
 
 CollectiveSchedule decompose_flows(const CollectiveOp& op, const std::vector<Rank>& ranks,

@@ -61,18 +61,37 @@ struct CollectiveMemo {
             static_cast<int>(op.protocol)};
   }
   std::map<Key, Seconds> times;
-  std::map<Key, CollectiveSchedule> schedules;
-  std::map<Key, size_t> alone;  // index in ActivityGraph::alone
+  std::map<Key, CollectiveSchedule> schedules;        // collective fidelity
+  std::map<Key, CollectiveSchedule> chunk_schedules;  // chunk fidelity: only alone_groups' own
+  std::map<Key, size_t> alone;                        // index in ActivityGraph::alone
 
   const CollectiveSchedule& schedule(const CollectiveOp& op, const Group& group,
-                                     const Cluster& cluster) {
+                                     const Cluster& cluster,
+                                     Fidelity fidelity = Fidelity::kCollective) {
+    auto& by_key = fidelity == Fidelity::kChunk ? chunk_schedules : schedules;
     const auto k = key(op);
-    auto it = schedules.find(k);
-    if (it == schedules.end())
-      it = schedules.emplace(k, decompose(op, group.ranks, cluster, Fidelity::kCollective)).first;
+    auto it = by_key.find(k);
+    if (it == by_key.end())
+      it = by_key.emplace(k, decompose(op, group.ranks, cluster, fidelity)).first;
     return it->second;
   }
+  // The schedule for a kAlone node, which is built once per key: a chunk schedule (large, and
+  // needed only once) is moved out of the memo.
+  CollectiveSchedule take(const CollectiveOp& op, const Group& group, const Cluster& cluster,
+                          Fidelity fidelity) {
+    if (fidelity != Fidelity::kChunk) return schedule(op, group, cluster, fidelity);
+    auto it = chunk_schedules.find(key(op));
+    if (it == chunk_schedules.end()) return decompose(op, group.ranks, cluster, fidelity);
+    CollectiveSchedule s = std::move(it->second);
+    chunk_schedules.erase(it);
+    return s;
+  }
 };
+
+// The schedule fidelity of a body that has flows.
+Fidelity fidelity_of(CollectiveBody body) {
+  return body == CollectiveBody::kChunkFlows ? Fidelity::kChunk : Fidelity::kCollective;
+}
 
 // The op class of an op for alone_groups(): a collective's group (>= 0), or -1 - peer for sends
 // and receives; nullopt for compute and memory ops.
@@ -162,8 +181,11 @@ bool ops_in_chain(const Program& p, int64_t a, int64_t b) {
 // A flow's rate under max-min sharing depends only on the flows it shares a link with, so a
 // collective none of whose flows can ever share a link with another flow that runs at the same
 // time takes, wherever it starts, the time its schedule takes alone. The proof here:
-// - every member of the group is on one node, so its flows are transfers inside that node and
-//   cross only the fabric links of their ends (fabric_link_users); and
+// - the links a flow crosses are the GPUs' own fabric links fabric_link_users names (inside a
+//   node: those of its ends; between nodes: none, or on PCIe nodes and rail-only relays those it
+//   lists) and, for a flow between two nodes, the inter-node network, taken as one link (kNetwork:
+//   NICs, uplinks, rails, cables and routers alike, so any two flows between nodes count as
+//   sharing; conservative); and
 // - every other flow that crosses one of those links belongs to an op X (a collective, or the
 //   sends and receives between two ranks) that cannot run at the same time as any of the
 //   group's collectives: on some simulated rank, every one of X's ops and the group's
@@ -177,8 +199,11 @@ bool ops_in_chain(const Program& p, int64_t a, int64_t b) {
 // The test is on groups, not op instances: conservative (a group with one unordered collective
 // keeps its flows) and cheap (a few entries per rank, one schedule per distinct collective, and a
 // walk of a program only where the op classes are on more than one stream).
-std::vector<char> alone_groups(const Job& job, const Cluster& cluster, CollectiveMemo& memo) {
+std::vector<char> alone_groups(const Job& job, const Cluster& cluster, CollectiveMemo& memo,
+                               Fidelity fidelity) {
   std::vector<char> alone(job.groups.size(), 0);
+  // The inter-node network as one link, beside the GPUs' links (ranks are >= 0).
+  constexpr Rank kNetwork = -1;
   // The stream on which each simulated rank issues an op class: a group's collectives (id >= 0)
   // or its sends and receives with one peer (id -1 - peer); kSeveral when on more than one.
   constexpr StreamId kSeveral = -2;
@@ -201,15 +226,24 @@ std::vector<char> alone_groups(const Job& job, const Cluster& cluster, Collectiv
           note(p.rank, -1 - static_cast<int64_t>(x->peer), stream);
         }
       }
-  // The op classes whose flows cross each GPU's fabric link, and the GPUs each group's flows use.
+  // The op classes whose flows cross each GPU's fabric link (or the network), and the GPUs'
+  // links (and the network) each group's flows use.
   std::map<Rank, std::vector<int64_t>> crossing;  // p2p classes as -1 - (a * world + b), a < b
   std::map<GroupId, std::vector<Rank>> links_of;
   for (const auto& [group, ops] : collectives) {
-    std::vector<Rank> gpus;
+    // The links depend on a flow's ends only: each pair once (a chunk schedule has many flows
+    // per pair).
+    std::vector<std::pair<Endpoint, Endpoint>> pairs;
     for (const auto& [key, op] : ops)
-      for (const Flow& f : memo.schedule(*op, job.group(group), cluster).flows)
-        if (!f.is_delay())
-          for (Rank r : fabric_link_users(f.transfer(), cluster)) gpus.push_back(r);
+      for (const Flow& f : memo.schedule(*op, job.group(group), cluster, fidelity).flows)
+        if (!f.is_delay()) pairs.emplace_back(f.transfer().src, f.transfer().dst);
+    std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+    std::vector<Rank> gpus;
+    for (const auto& [src, dst] : pairs) {
+      for (Rank r : fabric_link_users(Transfer{src, dst, Bytes(0)}, cluster)) gpus.push_back(r);
+      if (cluster.node_of(src) != cluster.node_of(dst)) gpus.push_back(kNetwork);
+    }
     std::sort(gpus.begin(), gpus.end());
     gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
     for (Rank r : gpus) crossing[r].push_back(group);
@@ -224,6 +258,7 @@ std::vector<char> alone_groups(const Job& job, const Cluster& cluster, Collectiv
     for (Rank r :
          fabric_link_users(Transfer{Endpoint::gpu(a), Endpoint::gpu(b), Bytes(0)}, cluster))
       crossing[r].push_back(pair);
+    if (cluster.node_of(a) != cluster.node_of(b)) crossing[kNetwork].push_back(pair);
   }
   std::map<Rank, const Program*> program_of;
   for (const auto& p : job.programs) program_of[p.rank] = &p;
@@ -252,11 +287,7 @@ std::vector<char> alone_groups(const Job& job, const Cluster& cluster, Collectiv
     return false;
   };
   for (const auto& [group, gpus] : links_of) {
-    const auto& ranks = job.group(group).ranks;
     if (gpus.empty()) continue;
-    bool one_node = true;
-    for (Rank r : ranks) one_node = one_node && cluster.node_of(r) == cluster.node_of(ranks[0]);
-    if (!one_node) continue;
     bool ok = true;
     for (Rank r : gpus) {
       for (int64_t x : crossing[r]) {
@@ -275,11 +306,11 @@ void collective_body(ActivityGraph& g, const CollectiveOp& op, const Group& grou
                      const Cluster& cluster, CollectiveBody body, int32_t begin, int32_t end,
                      CollectiveMemo& memo, bool alone) {
   const auto key = CollectiveMemo::key(op);
-  if (alone && body == CollectiveBody::kCollectiveFlows) {
+  if (alone && body != CollectiveBody::kClosedForm) {
     auto it = memo.alone.find(key);
     if (it == memo.alone.end()) {
       it = memo.alone.emplace(key, g.alone.size()).first;
-      g.alone.push_back(memo.schedule(op, group, cluster));
+      g.alone.push_back(memo.take(op, group, cluster, fidelity_of(body)));
     }
     int32_t d = g.add(GraphNode::alone(it->second));
     g.edge(begin, d);
@@ -310,6 +341,10 @@ void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, 
     return;
   }
   const int32_t first = static_cast<int32_t>(g.nodes.size());
+  // Room for the flows and the trailing delay at once (growing geometrically: add_schedule runs
+  // once per collective).
+  if (const size_t need = g.nodes.size() + s.flows.size() + 1; need > g.nodes.capacity())
+    g.nodes.reserve(std::max(need, 2 * g.nodes.capacity()));
   for (const auto& f : s.flows) {
     if (f.is_delay())
       g.add(GraphNode::delay(f.delay()));
@@ -344,8 +379,8 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
   CollectiveMemo memo;
   g.iterations = iterations;
   g.tracks_waits = track_waits;
-  const std::vector<char> alone = alone_collectives && body == CollectiveBody::kCollectiveFlows
-                                      ? alone_groups(job, cluster, memo)
+  const std::vector<char> alone = alone_collectives && body != CollectiveBody::kClosedForm
+                                      ? alone_groups(job, cluster, memo, fidelity_of(body))
                                       : std::vector<char>(job.groups.size(), 0);
   for (const auto& p : job.programs) {
     int compute_stream = -1;
@@ -566,7 +601,36 @@ std::vector<Rank> fabric_link_users(const Transfer& t, const Cluster& cluster) {
 }
 
 Seconds schedule_time_without_contention(const CollectiveSchedule& s, const Cluster& cluster) {
+  // Where every flow waits only for flows before it (as decompose builds them), the longest path
+  // in one pass over the flows, with the same sums and maxima as the graph below.
+  bool forward = true;
+  for (size_t i = 0; i < s.flows.size() && forward; ++i)
+    for (int a : s.flows[i].after) forward = forward && a >= 0 && static_cast<size_t>(a) < i;
+  if (forward && !s.flows.empty()) {
+    std::vector<double> finish(s.flows.size(), 0.0);
+    std::vector<char> has_successor(s.flows.size(), 0);
+    for (size_t i = 0; i < s.flows.size(); ++i) {
+      const Flow& f = s.flows[i];
+      double start = 0;
+      for (int a : f.after) {
+        start = std::max(start, finish[static_cast<size_t>(a)]);
+        has_successor[static_cast<size_t>(a)] = 1;
+      }
+      const double duration =
+          f.is_delay()
+              ? f.delay().value()
+              : point_to_point_time(f.transfer().bytes, f.transfer().src, f.transfer().dst, cluster)
+                    .value();
+      finish[i] = start + duration;
+    }
+    double last = 0;
+    for (size_t i = 0; i < s.flows.size(); ++i)
+      if (!has_successor[i]) last = std::max(last, finish[i]);
+    if (s.trailing_latency.value() > 0) last = last + s.trailing_latency.value();
+    return Seconds(last);
+  }
   ActivityGraph g;
+  g.nodes.reserve(s.flows.size() + 3);
   const int32_t begin = g.add(join()), end = g.add(join());
   add_schedule(g, s, begin, end);
   return Seconds(finish_times_without_contention(g, cluster)[static_cast<size_t>(end)]);
