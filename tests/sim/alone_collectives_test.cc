@@ -23,7 +23,8 @@ namespace {
 // GPT-3 1.3B (24 layers) on A100 nodes of 8 GPUs, 1F1B: `parallelism` and `micro_batches` per
 // replica vary; the rest is fixed.
 Scenario pipeline_scenario(const std::string& parallelism, int gpus, int micro_batches,
-                           int data = 1, const std::string& framework = "") {
+                           int data = 1, const std::string& framework = "",
+                           const std::string& fidelity = "collective") {
   const std::string yaml = "cluster:\n  gpu: A100-SXM-80GB\n  nodes: " + std::to_string(gpus / 8) +
                            "\n  gpus_per_node: 8\n  intra_node: nvswitch\n"
                            "  network: {preset: ib-hdr, topology: fat-tree, nics_per_node: 8}\n"
@@ -35,7 +36,7 @@ Scenario pipeline_scenario(const std::string& parallelism, int gpus, int micro_b
                            std::to_string(micro_batches * data) +
                            "\n  micro_batch_size: 1\n  precision: bf16\n  recompute: selective\n" +
                            (framework.empty() ? "" : "  framework: " + framework + "\n") +
-                           "simulate: {engine: simgrid, fidelity: collective}\n";
+                           "simulate: {engine: simgrid, fidelity: " + fidelity + "}\n";
   return load_scenario_text(yaml, "alone.yaml", {}, models::check_scenario);
 }
 
@@ -45,15 +46,16 @@ Job job_of(const Scenario& sc, Folding folding) {
   return build_job(models::shard_from_scenario(sc), sc, options);
 }
 
-Trace simgrid_trace(const Job& job, const Cluster& cluster, bool alone) {
-  sim::SimGridOptions options{"collective", DType::kBf16};
+Trace simgrid_trace(const Job& job, const Cluster& cluster, bool alone,
+                    const std::string& fidelity = "collective") {
+  sim::SimGridOptions options{fidelity, DType::kBf16};
   options.alone_collectives = alone;
   return sim::SimGridExecutor(options).run(job, cluster, RunOptions{});
 }
 
-size_t alone_nodes(const Job& job, const Cluster& cluster) {
-  const ActivityGraph g =
-      lower(job, cluster, 1, CollectiveBody::kCollectiveFlows, nullptr, false, nullptr, true);
+size_t alone_nodes(const Job& job, const Cluster& cluster,
+                   CollectiveBody body = CollectiveBody::kCollectiveFlows) {
+  const ActivityGraph g = lower(job, cluster, 1, body, nullptr, false, nullptr, true);
   return static_cast<size_t>(std::count_if(g.nodes.begin(), g.nodes.end(), [](const GraphNode& n) {
     return n.kind == GraphNode::Kind::kAlone;
   }));
@@ -218,6 +220,60 @@ TEST(AloneCollectives, OverlappingGroupsContendAndDisjointOnesAreAlone) {
   EXPECT_NEAR(alone, flows_alone, kRounding * flows_alone);
   EXPECT_NEAR(longest_span(simgrid_trace(disjoint, node, false)), flows_alone,
               kRounding * flows_alone);
+}
+
+// Collectives across nodes: their flows between nodes cross the network, which the proof takes as
+// one link. TP 8 on one node per replica and DP 2 across two nodes, at both fidelities: the DP
+// all-reduces are ordered on their stream and nothing else crosses the network, so they are alone
+// (at chunk fidelity each distinct schedule's chunk flows are timed once), and every span is the
+// same as with every flow.
+TEST(AloneCollectives, DataParallelCollectivesAcrossNodesChangeNoTime) {
+  for (const std::string fidelity : {"collective", "chunk"}) {
+    const Scenario sc = pipeline_scenario("tensor: 8, pipeline: 1, sequence_parallel: true", 16, 2,
+                                          /*data=*/2, "", fidelity);
+    const Cluster cluster(sc.cluster);
+    const Job job = job_of(sc, Folding::kExact);
+    const CollectiveBody body =
+        fidelity == "chunk" ? CollectiveBody::kChunkFlows : CollectiveBody::kCollectiveFlows;
+    // Every collective of the folded rank: its TP group's on the node and its DP group's.
+    size_t collectives = 0;
+    for (const Stream& st : job.programs.front().streams)
+      for (const Op& op : st.ops) collectives += std::holds_alternative<CollectiveOp>(op.body);
+    EXPECT_EQ(alone_nodes(job, cluster, body), collectives) << fidelity;
+    const Trace with = simgrid_trace(job, cluster, true, fidelity);
+    const Trace without = simgrid_trace(job, cluster, false, fidelity);
+    ASSERT_EQ(with.spans.size(), without.spans.size());
+    const double step = without.makespan().value();
+    EXPECT_GT(step, 0);
+    EXPECT_NEAR(with.makespan().value(), step, kRounding * step) << fidelity;
+    EXPECT_LE(largest_span_difference(with, without), kRounding * step) << fidelity;
+  }
+}
+
+// Two groups across the same nodes issued by different ranks may run at once: both cross the
+// network, so neither is alone (even on different NICs: the proof does not tell NICs apart), and
+// the times are the flows'. One such group alone is alone, at chunk fidelity too, and takes the
+// time of its flows.
+TEST(AloneCollectives, GroupsAcrossNodesShareTheNetwork) {
+  const Cluster nodes = cluster_from(
+      "cluster:\n  nodes: 4\n  gpus_per_node: 8\n  intra_node: nvswitch\n"
+      "  network: {topology: star, nics_per_node: 8}\n");
+  const Bytes bytes(16.0 * (1 << 20));
+  const Job two = concurrent_collectives({{0, 8, 16, 24}, {1, 9, 17, 25}}, bytes, 32);
+  const Job one = concurrent_collectives({{0, 8, 16, 24}}, bytes, 32);
+  for (const std::string fidelity : {"collective", "chunk"}) {
+    const CollectiveBody body =
+        fidelity == "chunk" ? CollectiveBody::kChunkFlows : CollectiveBody::kCollectiveFlows;
+    EXPECT_EQ(alone_nodes(two, nodes, body), 0u) << fidelity;
+    EXPECT_EQ(alone_nodes(one, nodes, body), 1u) << fidelity;
+    EXPECT_EQ(longest_span(simgrid_trace(two, nodes, true, fidelity)),
+              longest_span(simgrid_trace(two, nodes, false, fidelity)))
+        << fidelity;
+    const double flows = longest_span(simgrid_trace(one, nodes, false, fidelity));
+    EXPECT_GT(flows, 0);
+    EXPECT_NEAR(longest_span(simgrid_trace(one, nodes, true, fidelity)), flows, kRounding * flows)
+        << fidelity;
+  }
 }
 
 }  // namespace
