@@ -86,7 +86,12 @@ class LazyRunner {
  private:
   // Marks v ready at time `now`: joins finish at once, the rest are launched.
   void ready(int32_t first, double now) {
-    std::vector<int32_t> stack{first};
+    // The stack's storage is reused from one call to the next (one allocation per completion
+    // otherwise); a nested call, if any, gets a new one.
+    std::vector<int32_t> stack;
+    stack.swap(spare_stack_);
+    stack.clear();
+    stack.push_back(first);
     while (!stack.empty()) {
       const int32_t v = stack.back();
       stack.pop_back();
@@ -98,6 +103,7 @@ class LazyRunner {
       for (int32_t s : g_.nodes[static_cast<size_t>(v)].successors)
         if (--waiting_[static_cast<size_t>(s)] == 0) stack.push_back(s);
     }
+    spare_stack_.swap(stack);
   }
 
   // A node with a fixed duration that runs on one stream: a kernel, or a collective alone on its
@@ -264,6 +270,7 @@ class LazyRunner {
   std::vector<Live> live_;
   std::vector<uint32_t> free_slots_;
   std::vector<sg4::ActivityPtr> graveyard_;
+  std::vector<int32_t> spare_stack_;  // ready()'s
 };
 
 bool write_all(int fd, const void* data, size_t size);
@@ -291,45 +298,54 @@ std::vector<double> time_schedules(const std::vector<CollectiveSchedule>& schedu
 }
 
 // Each of g.alone's schedules timed alone on the idle platform (s). A schedule's time depends on
-// nothing but the platform, so large sets are split between processes, one per CPU: this one
-// and children forked from it with the platform built and no activity started, which time their
-// share from the same idle state and send the times back. A child that fails fails the run.
-// DTSIM_SIMGRID_PROBE_PROCESSES=N sets the number of processes (1: all here, one after another).
+// nothing but the platform, so each large one (kForkFlows flows or more: a chunk-level schedule)
+// is timed in a process of its own, forked from this one while its engine is still at time zero
+// with no activity started, up to one per CPU at once; the small ones follow here, one after
+// another. Which schedules run where does not depend on the number of CPUs, so the times are the
+// same on every machine. A process that fails fails the run. DTSIM_SIMGRID_PROBE_PROCESSES=N
+// sets how many run at once (1: one after another).
 std::vector<double> time_alone_schedules(const ActivityGraph& g, const Cluster& cluster,
                                          const Platform& p, MaestroActivities& maestro,
                                          size_t* activities) {
+  constexpr size_t kForkFlows = 50000;  // a fork costs milliseconds; such a schedule, a second
   const size_t n = g.alone.size();
   std::vector<double> seconds(n, 0.0);
-  size_t flows = 0;
-  for (const CollectiveSchedule& s : g.alone) flows += s.flows.size();
-  long processes = ::sysconf(_SC_NPROCESSORS_ONLN);
+  std::vector<size_t> large, small;
+  for (size_t k = 0; k < n; ++k)
+    (g.alone[k].flows.size() >= kForkFlows ? large : small).push_back(k);
+  long at_once = ::sysconf(_SC_NPROCESSORS_ONLN);
   if (const char* env = std::getenv("DTSIM_SIMGRID_PROBE_PROCESSES"); env && *env)
-    processes = std::strtol(env, nullptr, 10);
-  // A fork costs a few milliseconds: worth it only for schedules of many flows.
-  constexpr size_t kForkFlows = 50000;
-  if (flows < kForkFlows) processes = 1;
-  const size_t workers = std::min(n, static_cast<size_t>(std::clamp(processes, 1L, 64L)));
-  // Largest schedules first, each to the process with the fewest flows so far.
-  std::vector<size_t> order(n);
-  for (size_t k = 0; k < n; ++k) order[k] = k;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return g.alone[a].flows.size() > g.alone[b].flows.size();
-  });
-  std::vector<std::vector<size_t>> share(std::max<size_t>(workers, 1));
-  std::vector<size_t> load(share.size(), 0);
-  for (size_t k : order) {
-    const size_t w = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    share[w].push_back(k);
-    load[w] += g.alone[k].flows.size() + 1;
-  }
+    at_once = std::strtol(env, nullptr, 10);
+  at_once = std::clamp(at_once, 1L, 64L);
   struct Child {
     pid_t pid = -1;
     int fd = -1;
+    size_t schedule = 0;
   };
-  std::vector<Child> children;
+  std::vector<Child> running;
+  std::string failure;
+  // Waits for the oldest running child and takes its time.
+  auto collect = [&] {
+    const Child child = running.front();
+    running.erase(running.begin());
+    double time = 0;
+    uint64_t count = 0;
+    const bool got =
+        read_all(child.fd, &time, sizeof time) && read_all(child.fd, &count, sizeof count);
+    ::close(child.fd);
+    int status = 0;
+    while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!got || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      failure = "a process timing a collective alone failed";
+      return;
+    }
+    seconds[child.schedule] = time;
+    *activities += count;
+  };
   const pid_t self = ::getpid();
-  for (size_t w = 1; w < share.size(); ++w) {
-    if (share[w].empty()) continue;
+  for (size_t k : large) {
+    if (running.size() >= static_cast<size_t>(at_once)) collect();
     int fds[2];
     if (::pipe(fds) != 0)
       throw RuntimeError(std::string("cannot create a pipe for the simulation: ") +
@@ -339,17 +355,15 @@ std::vector<double> time_alone_schedules(const ActivityGraph& g, const Cluster& 
     if (pid < 0)
       throw RuntimeError(std::string("cannot start a simulation process: ") + std::strerror(errno));
     if (pid == 0) {
-      // As the simulation process itself: dies with its parent (sim/simgrid_executor.h).
+      // As the simulation process itself: dies with its parent (simulate_graph).
       if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != self) ::_exit(5);
       ::close(fds[0]);
       int code = 0;
       try {
         size_t ran = 0;
-        const std::vector<double> mine =
-            time_schedules(g.alone, share[w], cluster, p, maestro, &ran);
+        const double time = time_schedules(g.alone, {k}, cluster, p, maestro, &ran).front();
         const uint64_t count = ran;
-        if (!write_all(fds[1], mine.data(), mine.size() * sizeof(double)) ||
-            !write_all(fds[1], &count, sizeof count))
+        if (!write_all(fds[1], &time, sizeof time) || !write_all(fds[1], &count, sizeof count))
           code = 3;
       } catch (const std::exception& e) {
         std::fprintf(stderr, "%s\n", e.what());
@@ -359,32 +373,12 @@ std::vector<double> time_alone_schedules(const ActivityGraph& g, const Cluster& 
       ::_exit(code);
     }
     ::close(fds[1]);
-    children.push_back(Child{pid, fds[0]});
+    running.push_back(Child{pid, fds[0], k});
   }
-  const std::vector<double> here =
-      time_schedules(g.alone, share[0], cluster, p, maestro, activities);
-  for (size_t i = 0; i < share[0].size(); ++i) seconds[share[0][i]] = here[i];
-  std::string failure;
-  size_t c = 0;
-  for (size_t w = 1; w < share.size(); ++w) {
-    if (share[w].empty()) continue;
-    const Child child = children[c++];
-    std::vector<double> theirs(share[w].size());
-    uint64_t count = 0;
-    const bool got = read_all(child.fd, theirs.data(), theirs.size() * sizeof(double)) &&
-                     read_all(child.fd, &count, sizeof count);
-    ::close(child.fd);
-    int status = 0;
-    while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (!got || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      failure = "a process timing collectives alone failed";
-      continue;
-    }
-    for (size_t i = 0; i < share[w].size(); ++i) seconds[share[w][i]] = theirs[i];
-    *activities += count;
-  }
+  while (!running.empty()) collect();
   if (!failure.empty()) throw RuntimeError(failure);
+  const std::vector<double> here = time_schedules(g.alone, small, cluster, p, maestro, activities);
+  for (size_t i = 0; i < small.size(); ++i) seconds[small[i]] = here[i];
   return seconds;
 }
 

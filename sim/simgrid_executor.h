@@ -11,11 +11,13 @@
 // - Network model: CM02 with cross-traffic off and TCP-gamma 0 (no window cap), so one flow alone
 //   takes exactly latency + bytes / bandwidth (docs/simgrid-platform.md has the evidence), while
 //   concurrent flows share links max-min fairly.
-// - Collectives alone on their links (SimGridOptions::alone_collectives, collective-level flows):
-//   each distinct schedule is first timed alone on the idle platform, then the graph starts and
-//   such a collective takes that time; kernels and alone collectives that follow each other on
-//   one stream run as one Exec. Exact (core/exec/activity_graph.h); the graph's times are shifted
-//   back by the clock the probes used, which changes them by rounding only.
+// - Collectives alone on their links (SimGridOptions::alone_collectives, at either fidelity):
+//   each distinct schedule is first timed alone on the idle platform (one of 50,000 flows or more
+//   in a process forked at time zero, up to one per CPU at once; the rest in this process, one
+//   after another), then the graph starts and such a collective takes that time; kernels and
+//   alone collectives that follow each other on one stream run as one Exec. Exact
+//   (core/exec/activity_graph.h); the graph's times are shifted back by the clock the probes
+//   used, which changes them by rounding only.
 // - Fidelity: chunk (every ring step is a flow), collective (one bulk flow per ring edge) or auto
 //   (chunk while the whole run has at most kAutoChunkFlows chunk-level flows, a few seconds of
 //   simulation; collective beyond). Chunk fidelity beyond kMaxChunkFlows is refused with an

@@ -351,6 +351,13 @@ void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, 
     else
       g.add(GraphNode::flow(f.transfer().src, f.transfer().dst, f.transfer().bytes));
   }
+  // Each node's successors reserved at once (a schedule's flows have a few each).
+  std::vector<int32_t> successors(s.flows.size(), 0);
+  for (const auto& f : s.flows)
+    for (int a : f.after) ++successors[static_cast<size_t>(a)];
+  for (size_t i = 0; i < s.flows.size(); ++i)
+    g.nodes[static_cast<size_t>(first) + i].successors.reserve(
+        static_cast<size_t>(std::max(successors[i], 1)));
   std::vector<bool> has_successor(s.flows.size(), false);
   for (size_t i = 0; i < s.flows.size(); ++i) {
     if (s.flows[i].after.empty()) g.edge(begin, first + static_cast<int32_t>(i));

@@ -12,14 +12,16 @@
 //   engine); send/recv -> a Flow between the pair, shared by both sides (rendezvous). Flow nodes
 //   name their ends as typed endpoints (core/hardware/endpoint.h): GPUs, or a node's switch for
 //   NVLS.
-// - Collectives alone on their links (`alone_collectives`, collective-level flows only): a
-//   collective whose flows can never share a link with a flow that runs at the same time is one
-//   kAlone node instead of its flows, and the engine times its schedule (ActivityGraph::alone)
-//   once, alone. That is exact under a link-sharing model in which a flow's rate depends only on
-//   the flows it shares a link with (max-min sharing, as SimGrid's). The proof is per group and
-//   conservative (alone_groups() in activity_graph.cc): every member is on one node, and every
-//   other collective or transfer that crosses a fabric link the group's flows use is ordered
-//   after or before each of its collectives by one simulated rank's streams and event waits.
+// - Collectives alone on their links (`alone_collectives`, bodies with flows: collective or chunk
+//   fidelity): a collective whose flows can never share a link with a flow that runs at the same
+//   time is one kAlone node instead of its flows, and the engine times its schedule
+//   (ActivityGraph::alone, at the body's fidelity) once, alone. That is exact under a
+//   link-sharing model in which a flow's rate depends only on the flows it shares a link with
+//   (max-min sharing, as SimGrid's). The proof is per group and conservative (alone_groups() in
+//   activity_graph.cc): the links are the GPUs' fabric links (fabric_link_users) and the
+//   inter-node network taken as one link, and every other collective or transfer that crosses a
+//   link the group's flows use is ordered after or before each of its collectives by one
+//   simulated rank's streams and event waits.
 // - Engines assign start and finish times to nodes; trace_from_times() turns them into the
 //   Trace, including each rank's memory timeline (of the first step: later steps reuse its memory).
 // - Problems in the Job (an event nobody records, a collective some members never reach, a
@@ -112,8 +114,8 @@ void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, 
 // on their GPU are stretched for the SMs those hold (core/exec/overlap_contention.h).
 // `degraded` (optional, closed-form bodies only): collectives and transfers through a degraded
 // NIC take the slowest edge's time (DegradedNics).
-// `alone_collectives` (kCollectiveFlows only): collectives proven alone on their links become
-// kAlone nodes (see the contract above).
+// `alone_collectives` (kCollectiveFlows and kChunkFlows): collectives proven alone on their links
+// become kAlone nodes (see the contract above).
 ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, CollectiveBody body,
                     const TransientSlowdowns* transient = nullptr, bool track_waits = false,
                     const DegradedNics* degraded = nullptr, bool alone_collectives = false);
