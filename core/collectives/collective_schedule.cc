@@ -1229,8 +1229,14 @@ void tree_flows(const TreePlan& plan, Fidelity fidelity, bool merge_pairs, Colle
       for (const auto& [t, k, going_up] : at_stage[up]) {
         const auto& e = plan.trees[t][k];
         const EdgeWaits& w = waits[t][k];
+        // Its waits: the clock's, then the flows that bring it its data (one allocation).
+        std::vector<int> after;
+        after.reserve(clock.size() + (going_up           ? w.up_after.size()
+                                      : w.down_after < 0 ? w.root_after.size()
+                                                         : 1));
+        after.insert(after.end(), clock.begin(), clock.end());
         Flow f = Flow::between(going_up ? e.child : e.parent, going_up ? e.parent : e.child,
-                               plan.wire_chunk, clock);
+                               plan.wire_chunk, std::move(after));
         if (going_up) {
           for (int c : w.up_after) f.after.push_back(flow_of(up_flow[t], c));
           up_flow[t][static_cast<size_t>(w.child)] = static_cast<int>(s.flows.size());

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <tuple>
+#include <unordered_set>
 
 #include "core/base/error.h"
 #include "core/collectives/cost_model.h"
@@ -234,11 +235,16 @@ std::vector<char> alone_groups(const Job& job, const Cluster& cluster, Collectiv
     // The links depend on a flow's ends only: each pair once (a chunk schedule has many flows
     // per pair).
     std::vector<std::pair<Endpoint, Endpoint>> pairs;
+    std::unordered_set<uint64_t> seen;
+    auto code = [](Endpoint e) {  // 32 bits: the kind, then the rank or node
+      return (e.is_switch() ? uint64_t{1} << 31 : 0) |
+             static_cast<uint32_t>(e.is_switch() ? e.node() : e.rank());
+    };
     for (const auto& [key, op] : ops)
       for (const Flow& f : memo.schedule(*op, job.group(group), cluster, fidelity).flows)
-        if (!f.is_delay()) pairs.emplace_back(f.transfer().src, f.transfer().dst);
-    std::sort(pairs.begin(), pairs.end());
-    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+        if (!f.is_delay() &&
+            seen.insert(code(f.transfer().src) << 32 | code(f.transfer().dst)).second)
+          pairs.emplace_back(f.transfer().src, f.transfer().dst);
     std::vector<Rank> gpus;
     for (const auto& [src, dst] : pairs) {
       for (Rank r : fabric_link_users(Transfer{src, dst, Bytes(0)}, cluster)) gpus.push_back(r);
