@@ -304,6 +304,11 @@ std::vector<char> alone_groups(const Job& job, const Cluster& cluster, Collectiv
     }
     alone[static_cast<size_t>(group)] = ok ? 1 : 0;
   }
+  // Chunk schedules are kept for the alone groups only (their kAlone nodes take them); the others
+  // are decomposed per collective as they are lowered, as without this proof.
+  for (auto it = memo.chunk_schedules.begin(); it != memo.chunk_schedules.end();)
+    it = alone[static_cast<size_t>(std::get<0>(it->first))] ? std::next(it)
+                                                            : memo.chunk_schedules.erase(it);
   return alone;
 }
 
