@@ -269,11 +269,24 @@ std::vector<char> alone_groups(const Job& job, const Cluster& cluster, Collectiv
   std::map<Rank, const Program*> program_of;
   for (const auto& p : job.programs) program_of[p.rank] = &p;
   std::map<std::tuple<Rank, int64_t, int64_t>, bool> chained;  // ops_in_chain, by (rank, a, b)
+  // Each group's simulated members (a group across nodes may have thousands of members and one
+  // simulated).
+  std::map<GroupId, std::vector<Rank>> simulated_members;
+  auto members = [&](GroupId group) -> const std::vector<Rank>& {
+    auto it = simulated_members.find(group);
+    if (it == simulated_members.end()) {
+      std::vector<Rank> mine;
+      for (Rank r : job.group(group).ranks)
+        if (program_of.count(r)) mine.push_back(r);
+      it = simulated_members.emplace(group, std::move(mine)).first;
+    }
+    return it->second;
+  };
   // On some simulated rank, the group's collectives and X's ops follow one another.
   auto ordered = [&](GroupId group, int64_t x) {
     std::vector<std::pair<Rank, int64_t>> sides;  // (rank, its id for X)
-    if (x >= 0) {  // the group's own members (one node's worth) that also issue X
-      for (Rank r : job.group(group).ranks) sides.emplace_back(r, x);
+    if (x >= 0) {  // the group's own simulated members, which may also issue X
+      for (Rank r : members(group)) sides.emplace_back(r, x);
     } else {
       const int64_t pair = -1 - x;
       const auto a = static_cast<Rank>(pair / world), b = static_cast<Rank>(pair % world);
