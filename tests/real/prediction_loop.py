@@ -5,7 +5,10 @@ same scenario with dtsim real, and compare.
   prediction_loop.py DTSIM MPIEXEC SCENARIO --ranks N [--tolerance PCT | --report-only]
 
 The measurement is the least disturbed of --repeat runs (the one with the lowest step time), as
-the calibration keeps the best of its repeats: noise from other processes only adds time. On a
+the calibration keeps the best of its repeats: noise from other processes only adds time. The
+machine is calibrated before and after the measured runs, and the prediction uses the less
+disturbed of the two (the higher median GEMM rate), so that both sides pick from samples spread
+over the same minutes. On a
 shared VM the machine's own speed also drifts by about +-10 % from one run to the next
 (bench/results/real-mode-cpu.md), sometimes for tens of seconds, so a loop beyond the tolerance
 is run again from the calibration on, up to --attempts times (3), and the test fails only if every
@@ -76,17 +79,20 @@ def main():
 def loop(a, env, mpi):
     """Calibrate, simulate, measure, compare; returns (error %, predicted s, measured s)."""
     with tempfile.TemporaryDirectory() as d:
-        profile = os.path.join(d, "cpu-profile.yaml")
         predicted = os.path.join(d, "predicted.json")
         measured = os.path.join(d, "measured.json")
-        run(mpi + [a.dtsim, "calibrate", "--cpu", "--quick", "-o", profile], env=env)
-        print_gemm_rates(profile)
         predicted_trace = os.path.join(d, "predicted-trace.json")
         measured_trace = os.path.join(d, "measured-trace.json")
-        run([a.dtsim, "simulate", a.scenario, "--set", "cluster.profile=" + profile,
-             "--set", "cluster.gpus_per_node=" + str(a.ranks),
-             "--engine", a.engine, "--json", "-o", predicted, "--trace", predicted_trace],
-            env=env)
+
+        def calibrate(name):
+            profile = os.path.join(d, name)
+            run(mpi + [a.dtsim, "calibrate", "--cpu", "--quick", "-o", profile], env=env)
+            return profile, print_gemm_rates(profile)
+
+        # Calibrations before and after the measurements: the measurement keeps its least
+        # disturbed run, so the prediction uses the less disturbed calibration (the higher
+        # median GEMM rate) of two taken over the same span of time.
+        calibrations = [calibrate("cpu-profile-before.yaml")]
         best = None
         for i in range(a.repeat):
             out = os.path.join(d, f"measured-{i}.json")
@@ -101,6 +107,13 @@ def loop(a, env, mpi):
                 best = step
                 os.replace(out, measured)
                 os.replace(trace, measured_trace)
+        calibrations.append(calibrate("cpu-profile-after.yaml"))
+        profile = max(calibrations, key=lambda c: c[1])[0]
+        print(f"predicting with {os.path.basename(profile)}")
+        run([a.dtsim, "simulate", a.scenario, "--set", "cluster.profile=" + profile,
+             "--set", "cluster.gpus_per_node=" + str(a.ranks),
+             "--engine", a.engine, "--json", "-o", predicted, "--trace", predicted_trace],
+            env=env)
         # A measurement is a result like any other: the same schema, with source "measured".
         with open(SCHEMA) as f:
             schema = json.load(f)
@@ -119,7 +132,7 @@ def loop(a, env, mpi):
 
 def print_gemm_rates(profile):
     """The calibrated GEMM rates' spread, and the slowest shapes (a disturbed sample shows as one
-    shape far below its neighbours)."""
+    shape far below its neighbours); returns the median rate in GFLOP/s (0 without samples)."""
     samples = []
     pattern = re.compile(r"m: (\d+), n: (\d+), k: (\d+), rate: ([0-9.eE+-]+)([TGMk]?)FLOPS")
     scale = {"T": 1e3, "G": 1.0, "M": 1e-3, "k": 1e-6, "": 1e-9}
@@ -127,12 +140,13 @@ def print_gemm_rates(profile):
         for m in pattern.finditer(f.read()):
             samples.append((float(m[4]) * scale[m[5]], m[1], m[2], m[3]))
     if not samples:
-        return
+        return 0.0
     samples.sort()
     median = samples[len(samples) // 2][0]
     slowest = ", ".join(f"{m}x{n}x{k} {r:.1f}" for r, m, n, k in samples[:3])
     print(f"calibrated GEMM rates: {samples[0][0]:.1f} to {samples[-1][0]:.1f} GFLOP/s, median "
           f"{median:.1f} ({len(samples)} shapes; slowest: {slowest})")
+    return median
 
 
 def op_means(path):

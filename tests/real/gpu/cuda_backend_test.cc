@@ -9,6 +9,9 @@
 #include "core/base/error.h"
 #include "real/backends.h"
 #if DTSIM_TEST_CUDA_INTERNALS
+#include <cublasLt.h>
+
+#include "real/cuda/cublaslt_on_demand.h"
 #include "real/cuda/cuda_calibrate.h"
 #include "real/cuda/enqueue_order.h"
 #endif
@@ -152,6 +155,18 @@ TEST(CudaEnqueueOrder, AnEventNobodyRecordsIsAnError) {
   const StreamId s = q.add_stream("s");
   add(q, s, "records_nothing_valid").record = 5;  // the Program has no events
   EXPECT_THROW(cuda::enqueue_order(q), RuntimeError);
+}
+
+// cuBLASLt is loaded by the back end's first call into it, not when the program starts (loading
+// it costs every dtsim command about 0.4 s: bench/results/startup.md); the library then loaded
+// is the one the headers describe. ctest runs each test in its own process, so nothing has
+// called into cuBLASLt before this test's first line.
+TEST(CublasLtOnDemand, LoadedAtTheFirstCallAndItIsTheHeadersVersion) {
+  EXPECT_FALSE(cuda::cublaslt_loaded());
+  const size_t version = cublasLtGetVersion();  // no device needed
+  EXPECT_TRUE(cuda::cublaslt_loaded());
+  EXPECT_EQ(version / 10000, static_cast<size_t>(CUBLAS_VER_MAJOR)) << version;
+  EXPECT_EQ(version / 100 % 100, static_cast<size_t>(CUBLAS_VER_MINOR)) << version;
 }
 #endif
 
