@@ -12,8 +12,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <simgrid/s4u.hpp>
+#include <string>
 #include <unordered_map>
 
 #include "core/base/error.h"
@@ -273,8 +275,86 @@ class LazyRunner {
   std::vector<int32_t> spare_stack_;  // ready()'s
 };
 
-bool write_all(int fd, const void* data, size_t size);
-bool read_all(int fd, void* data, size_t size);
+bool write_all(int fd, const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t w = ::write(fd, p, size);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    size -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool read_all(int fd, void* data, size_t size) {
+  char* p = static_cast<char*>(data);
+  while (size > 0) {
+    ssize_t r = ::read(fd, p, size);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    size -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// Waits for child `pid` to end; returns its wait status.
+int wait_for(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+// A process forked from this one that runs `work` and writes the bytes it returns to the pipe
+// `result_fd` reads, then ends without running SimGrid's and the parent's static destructors.
+// It dies with this process, however that ends (SIGINT, SIGTERM, SIGKILL, a crash): the kernel
+// sends SIGKILL when the parent exits, and a parent that died between fork and prctl is caught by
+// the getppid check, so no simulation outlives dtsim as an orphan. It ignores Ctrl-C, which
+// reaches the whole process group: the parent decides, and its death ends the child. With
+// `stderr_fd` >= 0 its standard error goes there. Exit status: 0, 3 (the result could not be
+// written), 4 (`work` threw; its message on standard error) or 5 (the parent was gone).
+struct Child {
+  pid_t pid = -1;
+  int result_fd = -1;
+};
+
+Child fork_child(const std::function<std::string()>& work, int stderr_fd) {
+  int fds[2];
+  if (::pipe(fds) != 0)
+    throw RuntimeError(std::string("cannot create a pipe for the simulation: ") +
+                       std::strerror(errno));
+  std::fflush(nullptr);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0)
+    throw RuntimeError(std::string("cannot start a simulation process: ") + std::strerror(errno));
+  if (pid == 0) {
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(5);
+    std::signal(SIGINT, SIG_IGN);
+    ::close(fds[0]);
+    if (stderr_fd >= 0) ::dup2(stderr_fd, STDERR_FILENO);
+    int code = 0;
+    try {
+      const std::string bytes = work();
+      if (!write_all(fds[1], bytes.data(), bytes.size())) code = 3;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      code = 4;
+    }
+    std::fflush(nullptr);
+    ::_exit(code);
+  }
+  ::close(fds[1]);
+  return Child{pid, fds[0]};
+}
+
+// `value`'s bytes appended to `out` (results cross the pipe as raw bytes of this machine).
+template <class T>
+void append_bytes(std::string& out, const T& value) {
+  out.append(reinterpret_cast<const char*>(&value), sizeof value);
+}
 
 // Times schedules[k] for each k in `mine`, alone on the idle platform, one after another: the
 // time from its start to its end (s). Adds the SimGrid activities it ran to *activities.
@@ -317,63 +397,42 @@ std::vector<double> time_alone_schedules(const ActivityGraph& g, const Cluster& 
   if (const char* env = std::getenv("DTSIM_SIMGRID_PROBE_PROCESSES"); env && *env)
     at_once = std::strtol(env, nullptr, 10);
   at_once = std::clamp(at_once, 1L, 64L);
-  struct Child {
-    pid_t pid = -1;
-    int fd = -1;
+  struct Probe {
+    Child child;
     size_t schedule = 0;
   };
-  std::vector<Child> running;
+  std::vector<Probe> running;
   std::string failure;
-  // Waits for the oldest running child and takes its time.
+  // Waits for the oldest running probe and takes its time.
   auto collect = [&] {
-    const Child child = running.front();
+    const Probe probe = running.front();
     running.erase(running.begin());
     double time = 0;
     uint64_t count = 0;
-    const bool got =
-        read_all(child.fd, &time, sizeof time) && read_all(child.fd, &count, sizeof count);
-    ::close(child.fd);
-    int status = 0;
-    while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    const bool got = read_all(probe.child.result_fd, &time, sizeof time) &&
+                     read_all(probe.child.result_fd, &count, sizeof count);
+    ::close(probe.child.result_fd);
+    const int status = wait_for(probe.child.pid);
     if (!got || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       failure = "a process timing a collective alone failed";
       return;
     }
-    seconds[child.schedule] = time;
+    seconds[probe.schedule] = time;
     *activities += count;
   };
-  const pid_t self = ::getpid();
   for (size_t k : large) {
     if (running.size() >= static_cast<size_t>(at_once)) collect();
-    int fds[2];
-    if (::pipe(fds) != 0)
-      throw RuntimeError(std::string("cannot create a pipe for the simulation: ") +
-                         std::strerror(errno));
-    std::fflush(nullptr);
-    const pid_t pid = ::fork();
-    if (pid < 0)
-      throw RuntimeError(std::string("cannot start a simulation process: ") + std::strerror(errno));
-    if (pid == 0) {
-      // As the simulation process itself: dies with its parent (simulate_graph).
-      if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != self) ::_exit(5);
-      ::close(fds[0]);
-      int code = 0;
-      try {
-        size_t ran = 0;
-        const double time = time_schedules(g.alone, {k}, cluster, p, maestro, &ran).front();
-        const uint64_t count = ran;
-        if (!write_all(fds[1], &time, sizeof time) || !write_all(fds[1], &count, sizeof count))
-          code = 3;
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "%s\n", e.what());
-        code = 4;
-      }
-      std::fflush(nullptr);
-      ::_exit(code);
-    }
-    ::close(fds[1]);
-    running.push_back(Child{pid, fds[0], k});
+    const Child child = fork_child(
+        [&, k] {
+          size_t ran = 0;
+          const double time = time_schedules(g.alone, {k}, cluster, p, maestro, &ran).front();
+          std::string bytes;
+          append_bytes(bytes, time);
+          append_bytes(bytes, static_cast<uint64_t>(ran));
+          return bytes;
+        },
+        -1);
+    running.push_back(Probe{child, k});
   }
   while (!running.empty()) collect();
   if (!failure.empty()) throw RuntimeError(failure);
@@ -415,30 +474,6 @@ std::vector<double> simulate_in_this_process(const ActivityGraph& g, const Clust
   return runner.finish_times();
 }
 
-bool write_all(int fd, const void* data, size_t size) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    ssize_t w = ::write(fd, p, size);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    size -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
-bool read_all(int fd, void* data, size_t size) {
-  char* p = static_cast<char*>(data);
-  while (size > 0) {
-    ssize_t r = ::read(fd, p, size);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    size -= static_cast<size_t>(r);
-  }
-  return true;
-}
-
 }  // namespace
 
 std::vector<double> simulate_graph(const ActivityGraph& graph, const Cluster& cluster,
@@ -448,44 +483,23 @@ std::vector<double> simulate_graph(const ActivityGraph& graph, const Cluster& cl
   for (const Perturbation& pt : perturbations)
     if (pt.kind == Perturbation::Kind::kDegradedLink && pt.nic >= 0)
       degraded.push_back(DegradedNic{pt.node, pt.nic, pt.fraction});
-  int result_pipe[2], error_pipe[2];
-  if (::pipe(result_pipe) != 0 || ::pipe(error_pipe) != 0)
+  int error_pipe[2];
+  if (::pipe(error_pipe) != 0)
     throw RuntimeError(std::string("cannot create a pipe for the simulation: ") +
                        std::strerror(errno));
-  std::fflush(nullptr);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0)
-    throw RuntimeError(std::string("cannot start the simulation process: ") + std::strerror(errno));
-  if (pid == 0) {
-    // The simulation dies with dtsim, however dtsim ends (SIGINT, SIGTERM, SIGKILL, a crash):
-    // the kernel sends SIGKILL when the parent exits. A parent that died between fork and prctl
-    // is caught by the getppid check, so no simulation outlives it as an orphan.
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(5);
-    // Ctrl-C reaches the whole process group; the parent decides, and its death ends the child.
-    std::signal(SIGINT, SIG_IGN);
-    ::close(result_pipe[0]);
-    ::close(error_pipe[0]);
-    ::dup2(error_pipe[1], STDERR_FILENO);
-    int code = 0;
-    try {
-      const std::vector<double> finish =
-          simulate_in_this_process(graph, cluster, precision, degraded);
-      const uint64_t count = finish.size();
-      if (!write_all(result_pipe[1], &count, sizeof count) ||
-          !write_all(result_pipe[1], finish.data(), finish.size() * sizeof(double)))
-        code = 3;
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "%s\n", e.what());
-      code = 4;
-    }
-    std::fflush(nullptr);
-    ::_exit(code);  // skip SimGrid's and the parent's static destructors
-  }
-  ::close(result_pipe[1]);
+  const Child child = fork_child(
+      [&] {
+        const std::vector<double> finish =
+            simulate_in_this_process(graph, cluster, precision, degraded);
+        std::string bytes;
+        append_bytes(bytes, static_cast<uint64_t>(finish.size()));
+        bytes.append(reinterpret_cast<const char*>(finish.data()), finish.size() * sizeof(double));
+        return bytes;
+      },
+      error_pipe[1]);
   ::close(error_pipe[1]);
   std::string result_bytes, error_text;
-  pollfd fds[2] = {{result_pipe[0], POLLIN, 0}, {error_pipe[0], POLLIN, 0}};
+  pollfd fds[2] = {{child.result_fd, POLLIN, 0}, {error_pipe[0], POLLIN, 0}};
   int open_fds = 2;
   char buf[1 << 16];
   while (open_fds > 0) {
@@ -505,9 +519,7 @@ std::vector<double> simulate_graph(const ActivityGraph& graph, const Cluster& cl
       }
     }
   }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  const int status = wait_for(child.pid);
   auto tail = [&] {
     std::string t = error_text;
     if (t.size() > 2000) t = "..." + t.substr(t.size() - 2000);
