@@ -61,7 +61,7 @@ struct Transfer {
 // starts when the flows it comes `after` have finished.
 struct Flow {
   std::variant<Transfer, Seconds> body;  // Seconds: a delay of that long
-  std::vector<int> after;                // indices of flows that must finish first
+  std::vector<int> after;  // indices of flows that must finish first, all before this one
 
   static Flow transfer(Endpoint src, Endpoint dst, Bytes bytes, std::vector<int> after = {}) {
     return Flow{Transfer{src, dst, bytes}, std::move(after)};

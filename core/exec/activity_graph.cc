@@ -632,39 +632,33 @@ std::vector<Rank> fabric_link_users(const Transfer& t, const Cluster& cluster) {
 }
 
 Seconds schedule_time_without_contention(const CollectiveSchedule& s, const Cluster& cluster) {
-  // Where every flow waits only for flows before it (as decompose builds them), the longest path
-  // in one pass over the flows, with the same sums and maxima as the graph below.
-  bool forward = true;
-  for (size_t i = 0; i < s.flows.size() && forward; ++i)
-    for (int a : s.flows[i].after) forward = forward && a >= 0 && static_cast<size_t>(a) < i;
-  if (forward && !s.flows.empty()) {
-    std::vector<double> finish(s.flows.size(), 0.0);
-    std::vector<char> has_successor(s.flows.size(), 0);
-    for (size_t i = 0; i < s.flows.size(); ++i) {
-      const Flow& f = s.flows[i];
-      double start = 0;
-      for (int a : f.after) {
-        start = std::max(start, finish[static_cast<size_t>(a)]);
-        has_successor[static_cast<size_t>(a)] = 1;
-      }
-      const double duration =
-          f.is_delay()
-              ? f.delay().value()
-              : point_to_point_time(f.transfer().bytes, f.transfer().src, f.transfer().dst, cluster)
-                    .value();
-      finish[i] = start + duration;
+  // Every flow waits only for flows before it (decompose appends a flow after those it waits
+  // for: collective_schedule.h), so one pass over the flows gives each one's finish, and the
+  // schedule ends at the latest finish of a flow nothing waits for, plus the trailing latency:
+  // what add_schedule's graph takes alone. An empty schedule takes no time, as there.
+  if (s.flows.empty()) return Seconds(0);
+  std::vector<double> finish(s.flows.size(), 0.0);
+  std::vector<char> has_successor(s.flows.size(), 0);
+  for (size_t i = 0; i < s.flows.size(); ++i) {
+    const Flow& f = s.flows[i];
+    double start = 0;
+    for (int a : f.after) {
+      if (a < 0 || static_cast<size_t>(a) >= i)
+        throw RuntimeError("collective schedule: flow " + std::to_string(i) + " waits for flow " +
+                           std::to_string(a) + ", which is not before it");
+      start = std::max(start, finish[static_cast<size_t>(a)]);
+      has_successor[static_cast<size_t>(a)] = 1;
     }
-    double last = 0;
-    for (size_t i = 0; i < s.flows.size(); ++i)
-      if (!has_successor[i]) last = std::max(last, finish[i]);
-    if (s.trailing_latency.value() > 0) last = last + s.trailing_latency.value();
-    return Seconds(last);
+    const double duration = f.is_delay() ? f.delay().value()
+                                         : point_to_point_time(f.transfer().bytes, f.transfer().src,
+                                                               f.transfer().dst, cluster)
+                                               .value();
+    finish[i] = start + duration;
   }
-  ActivityGraph g;
-  g.nodes.reserve(s.flows.size() + 3);
-  const int32_t begin = g.add(join()), end = g.add(join());
-  add_schedule(g, s, begin, end);
-  return Seconds(finish_times_without_contention(g, cluster)[static_cast<size_t>(end)]);
+  double last = 0;
+  for (size_t i = 0; i < s.flows.size(); ++i)
+    if (!has_successor[i]) last = std::max(last, finish[i]);
+  return Seconds(last + std::max(0.0, s.trailing_latency.value()));
 }
 
 std::vector<double> finish_times_without_contention(const ActivityGraph& g,
