@@ -378,21 +378,24 @@ std::vector<double> time_schedules(const std::vector<CollectiveSchedule>& schedu
 }
 
 // Each of g.alone's schedules timed alone on the idle platform (s). A schedule's time depends on
-// nothing but the platform, so each large one (kForkFlows flows or more: a chunk-level schedule)
+// nothing but the platform, so each large one (50,000 flows or more: a chunk-level schedule)
 // is timed in a process of its own, forked from this one while its engine is still at time zero
 // with no activity started, up to one per CPU at once; the small ones follow here, one after
 // another. Which schedules run where does not depend on the number of CPUs, so the times are the
 // same on every machine. A process that fails fails the run. DTSIM_SIMGRID_PROBE_PROCESSES=N
-// sets how many run at once (1: one after another).
+// sets how many run at once (1: one after another); DTSIM_SIMGRID_PROBE_FORK_FLOWS=N, from how
+// many flows a schedule gets a process (tests/sim/alone_collectives_test.cc forks every one).
 std::vector<double> time_alone_schedules(const ActivityGraph& g, const Cluster& cluster,
                                          const Platform& p, MaestroActivities& maestro,
                                          size_t* activities) {
-  constexpr size_t kForkFlows = 50000;  // a fork costs milliseconds; such a schedule, a second
+  size_t fork_flows = 50000;  // a fork costs milliseconds; such a schedule, about a second
+  if (const char* env = std::getenv("DTSIM_SIMGRID_PROBE_FORK_FLOWS"); env && *env)
+    fork_flows = std::max(1L, std::strtol(env, nullptr, 10));
   const size_t n = g.alone.size();
   std::vector<double> seconds(n, 0.0);
   std::vector<size_t> large, small;
   for (size_t k = 0; k < n; ++k)
-    (g.alone[k].flows.size() >= kForkFlows ? large : small).push_back(k);
+    (g.alone[k].flows.size() >= fork_flows ? large : small).push_back(k);
   long at_once = ::sysconf(_SC_NPROCESSORS_ONLN);
   if (const char* env = std::getenv("DTSIM_SIMGRID_PROBE_PROCESSES"); env && *env)
     at_once = std::strtol(env, nullptr, 10);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <tuple>
@@ -247,6 +248,29 @@ TEST(AloneCollectives, DataParallelCollectivesAcrossNodesChangeNoTime) {
     EXPECT_GT(step, 0);
     EXPECT_NEAR(with.makespan().value(), step, kRounding * step) << fidelity;
     EXPECT_LE(largest_span_difference(with, without), kRounding * step) << fidelity;
+  }
+}
+
+// The same step with every alone schedule timed in a process of its own (as schedules of 50,000
+// flows or more are, which no test-sized step has), two at once: the processes' times are the
+// ones timed in the simulation process itself.
+TEST(AloneCollectives, SchedulesTimedInProcessesOfTheirOwnChangeNoTime) {
+  for (const std::string fidelity : {"collective", "chunk"}) {
+    const Scenario sc = pipeline_scenario("tensor: 8, pipeline: 1, sequence_parallel: true", 16, 2,
+                                          /*data=*/2, "", fidelity);
+    const Cluster cluster(sc.cluster);
+    const Job job = job_of(sc, Folding::kExact);
+    const Trace here = simgrid_trace(job, cluster, true, fidelity);
+    ::setenv("DTSIM_SIMGRID_PROBE_FORK_FLOWS", "1", 1);
+    ::setenv("DTSIM_SIMGRID_PROBE_PROCESSES", "2", 1);
+    const Trace forked = simgrid_trace(job, cluster, true, fidelity);
+    ::unsetenv("DTSIM_SIMGRID_PROBE_FORK_FLOWS");
+    ::unsetenv("DTSIM_SIMGRID_PROBE_PROCESSES");
+    ASSERT_EQ(here.spans.size(), forked.spans.size()) << fidelity;
+    const double step = here.makespan().value();
+    EXPECT_GT(step, 0);
+    EXPECT_NEAR(forked.makespan().value(), step, kRounding * step) << fidelity;
+    EXPECT_LE(largest_span_difference(forked, here), kRounding * step) << fidelity;
   }
 }
 
