@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <tuple>
 #include <simgrid/s4u.hpp>
 #include <string>
 #include <unordered_map>
@@ -550,16 +551,25 @@ CollectiveBody SimGridExecutor::body_for(const Job& job, const Cluster& cluster,
                                          int iterations) const {
   if (options_.fidelity == "collective") return CollectiveBody::kCollectiveFlows;
   // Chunk-level flows of the whole run. Collectives are matched across members, so count each
-  // once: on the program of the group's first simulated member.
+  // once: on the program of the group's first simulated member. A program repeats the same
+  // collective (every gradient bucket of one size, every layer's TP all-reduce), and counting one
+  // builds its whole schedule, so each distinct collective is counted once and reused.
   double flows = 0;
   std::map<GroupId, Rank> counted_by;
+  using Key = std::tuple<GroupId, CollectiveKind, double, DType, CollectiveAlgorithm, Rank,
+                         CollectiveProtocol>;
+  std::map<Key, double> flows_of;
   for (const auto& p : job.programs)
     for (const auto& s : p.streams)
       for (const auto& op : s.ops)
         if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
           auto [it, inserted] = counted_by.emplace(c->group, p.rank);
-          if (inserted || it->second == p.rank)
-            flows += chunk_flow_count(*c, job.group(c->group).ranks, cluster);
+          if (!inserted && it->second != p.rank) continue;
+          const Key key{c->group, c->kind,  c->bytes.value(), c->dtype,
+                        c->algorithm, c->root, c->protocol};
+          auto [known, fresh] = flows_of.emplace(key, 0.0);
+          if (fresh) known->second = chunk_flow_count(*c, job.group(c->group).ranks, cluster);
+          flows += known->second;
         }
   flows *= iterations;
   if (options_.fidelity == "chunk") {
