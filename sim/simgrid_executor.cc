@@ -14,9 +14,9 @@
 #include <cstring>
 #include <functional>
 #include <map>
-#include <tuple>
 #include <simgrid/s4u.hpp>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/base/error.h"
@@ -565,7 +565,7 @@ CollectiveBody SimGridExecutor::body_for(const Job& job, const Cluster& cluster,
         if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
           auto [it, inserted] = counted_by.emplace(c->group, p.rank);
           if (!inserted && it->second != p.rank) continue;
-          const Key key{c->group, c->kind,  c->bytes.value(), c->dtype,
+          const Key key{c->group,     c->kind, c->bytes.value(), c->dtype,
                         c->algorithm, c->root, c->protocol};
           auto [known, fresh] = flows_of.emplace(key, 0.0);
           if (fresh) known->second = chunk_flow_count(*c, job.group(c->group).ranks, cluster);
