@@ -34,7 +34,8 @@ std::string message_of(const std::function<void()>& f) {
 }
 
 TEST(SweepVary, ListsAndInclusiveRanges) {
-  EXPECT_EQ(parse_vary("cluster.nodes=1, 2,4", 1).values, (std::vector<std::string>{"1", "2", "4"}));
+  EXPECT_EQ(parse_vary("cluster.nodes=1, 2,4", 1).values,
+            (std::vector<std::string>{"1", "2", "4"}));
   EXPECT_EQ(parse_vary("cluster.nodes=range(8,32,8)", 1).values,
             (std::vector<std::string>{"8", "16", "24", "32"}));
   EXPECT_EQ(parse_vary("cluster.nodes=range(4,1,-1)", 1).values,
@@ -234,8 +235,8 @@ TEST(SweepResults, CorruptAndForeignFilesAreRefused) {
 TEST(SweepResults, MergeKeepsOneRowPerConfiguration) {
   const std::vector<std::string> keys = {"cluster.nodes", "note.text"};
   const std::string a = temp_path("a.csv"), b = temp_path("b.jsonl"), out = temp_path("m.csv");
-  write_file(a, header_line(ResultsFormat::kCsv, keys) +
-                    format_line(ResultsFormat::kCsv, keys, ok_row()));
+  write_file(
+      a, header_line(ResultsFormat::kCsv, keys) + format_line(ResultsFormat::kCsv, keys, ok_row()));
   write_file(b, format_line(ResultsFormat::kJsonl, keys, ok_row()) +
                     format_line(ResultsFormat::kJsonl, keys, error_row()));
   const MergeSummary m = merge_results({a, b}, out);
@@ -250,8 +251,9 @@ TEST(SweepResults, MergeKeepsOneRowPerConfiguration) {
                           r.config = config_id(r.overrides);
                           return r;
                         }()));
-  EXPECT_NE(message_of([&] { merge_results({a, other}, temp_path("m2.csv")); })
-                .find("only shards of one sweep"),
+  EXPECT_NE(message_of([&] {
+              merge_results({a, other}, temp_path("m2.csv"));
+            }).find("only shards of one sweep"),
             std::string::npos);
 }
 
