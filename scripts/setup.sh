@@ -67,7 +67,6 @@ configure() {  # dir, extra cmake args... (warnings are errors here and in CI: D
 # DTSIM_ENABLE_GUI=ON: the packages above are installed, so a Qt that is not found is an error
 # here rather than plotting tests that silently go missing.
 configure "$build" -DDTSIM_ENABLE_GUI=ON
-build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt")
 if [[ $mode == run ]]; then
   # Running needs only the dtsim command and the desktop application, not the test suite.
   echo "setup: building dtsim and dtsim-gui in $build with $jobs jobs"
@@ -86,6 +85,7 @@ echo "setup: running the test suite"
 # A plain Release build must compile. The build above is one unless its folder already held a
 # build of another type (a developer's RelWithDebInfo or Debug tree): then compile the command
 # once more, in the Release configuration, as a user would make it.
+build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt")
 if [[ $build_type != Release ]]; then
   release=${build}-release
   configure "$release" -DCMAKE_BUILD_TYPE=Release -DDTSIM_BUILD_TESTS=OFF

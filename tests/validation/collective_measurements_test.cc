@@ -24,11 +24,15 @@
 #include <string>
 #include <vector>
 
+#include "core/base/units.h"
 #include "driver/collective_benchmark.h"
 #include "driver/predict.h"
+#include "manifest_field.h"
 
 namespace dtsim {
 namespace {
+
+using validation::manifest_field;
 
 const std::string kDir = DTSIM_SOURCE_DIR "/scenarios/validation/collectives";
 const std::string kManifest = kDir + "/measured.yaml";
@@ -54,30 +58,24 @@ struct Manifest {
   std::vector<MeasuredRun> runs;
 };
 
-template <typename T>
-T field(const YAML::Node& node, const std::string& key, const std::string& where) {
-  if (!node[key]) throw std::runtime_error(where + ": missing key '" + key + "'");
-  return node[key].as<T>();
-}
-
 Manifest load_manifest() {
   const YAML::Node root = YAML::LoadFile(kManifest);
   Manifest m;
-  m.engine = field<std::string>(root, "engine", kManifest);
-  m.regression_margin_pct = field<double>(root, "regression_margin_pct", kManifest);
-  m.cluster = field<std::string>(root, "cluster", kManifest);
+  m.engine = manifest_field<std::string>(root, "engine", kManifest);
+  m.regression_margin_pct = manifest_field<double>(root, "regression_margin_pct", kManifest);
+  m.cluster = manifest_field<std::string>(root, "cluster", kManifest);
   for (const auto& entry : root["runs"]) {
     const std::string where = kManifest + ": run " + std::to_string(m.runs.size() + 1);
     MeasuredRun run;
-    run.name = field<std::string>(entry, "name", where);
-    run.nodes = field<int>(entry, "nodes", where);
-    run.source = field<std::string>(entry, "source", where);
+    run.name = manifest_field<std::string>(entry, "name", where);
+    run.nodes = manifest_field<int>(entry, "nodes", where);
+    run.source = manifest_field<std::string>(entry, "source", where);
     for (const auto& r : entry["rows"]) {
       const std::string row_where = where + " row " + std::to_string(run.rows.size() + 1);
-      run.rows.push_back({field<double>(r, "bytes", row_where),
-                          field<double>(r, "out_of_place_us", row_where),
-                          field<double>(r, "in_place_us", row_where),
-                          field<double>(r, "recorded_error_pct", row_where)});
+      run.rows.push_back({manifest_field<double>(r, "bytes", row_where),
+                          manifest_field<double>(r, "out_of_place_us", row_where),
+                          manifest_field<double>(r, "in_place_us", row_where),
+                          manifest_field<double>(r, "recorded_error_pct", row_where)});
     }
     m.runs.push_back(run);
   }
@@ -91,15 +89,6 @@ struct Outcome {
   double error_pct = 0;
   std::optional<double> nccl_error_pct;  // NCCL's cost model against the measurement
 };
-
-std::string size_text(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 3) bytes /= 1024, ++u;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g %s", bytes, units[u]);
-  return buf;
-}
 
 std::vector<Outcome> predict_all(const Manifest& m) {
   std::vector<Outcome> outcomes;
@@ -127,6 +116,11 @@ std::vector<Outcome> predict_all(const Manifest& m) {
   return outcomes;
 }
 
+// "nvls-tree/Simple", or the algorithm alone where it has no protocol model.
+std::string algorithm_text(const driver::CollectiveRow& row) {
+  return row.algorithm + (row.protocol.empty() ? "" : "/" + row.protocol);
+}
+
 // Mean |error| of dtsim and of NCCL's model over the rows whose size lies in [lo, hi).
 void print_band(const std::vector<Outcome>& outcomes, const char* label, double lo, double hi) {
   double dtsim = 0, nccl = 0;
@@ -149,17 +143,17 @@ void print_summary(const std::vector<Outcome>& outcomes) {
   std::printf("%-26s %10s %11s %11s %-18s %8s %9s %11s %8s\n", "run", "size", "measured us",
               "dtsim us", "dtsim algorithm", "error %", "recorded", "NCCL us", "NCCL %");
   for (const Outcome& o : outcomes) {
-    const std::string alg =
-        o.predicted.algorithm + (o.predicted.protocol.empty() ? "" : "/" + o.predicted.protocol);
+    const std::string alg = algorithm_text(o.predicted);
     std::printf("%-26s %10s %11.1f %11.1f %-18s %+8.1f %+9.1f", o.run->name.c_str(),
-                size_text(o.row.bytes).c_str(), o.row.measured_us(), o.predicted.time_s * 1e6,
-                alg.c_str(), o.error_pct, o.row.recorded_error_pct);
+                format_bytes(Bytes(o.row.bytes)).c_str(), o.row.measured_us(),
+                o.predicted.time_s * 1e6, alg.c_str(), o.error_pct, o.row.recorded_error_pct);
     if (o.nccl_error_pct)
       std::printf(" %11.1f %+8.1f\n", *o.predicted.nccl_time_s * 1e6, *o.nccl_error_pct);
     else
       std::printf(" %11s %8s\n", "-", "-");
   }
   std::printf("\nMAPE by size (dtsim and NCCL's own cost model, against the same measurements)\n");
+  // Bands in bytes: [0, 1 MiB), [1 MiB, 8 MiB), [8 MiB, 512 MiB), 512 MiB and above.
   print_band(outcomes, "below 1 MiB", 0, 1 << 20);
   print_band(outcomes, "1 MiB to 4 MiB", 1 << 20, 8 << 20);
   print_band(outcomes, "16 MiB to 256 MiB", 8 << 20, 512 << 20);
@@ -173,11 +167,10 @@ void print_markdown(const std::vector<Outcome>& outcomes) {
       "| run | size | measured us | dtsim us (auto) | error | NCCL's model us | error |\n"
       "|---|---|---|---|---|---|---|\n");
   for (const Outcome& o : outcomes) {
-    const std::string alg =
-        o.predicted.algorithm + (o.predicted.protocol.empty() ? "" : "/" + o.predicted.protocol);
+    const std::string alg = algorithm_text(o.predicted);
     std::printf("| %s | %s | %.1f | %.1f %s | %+.1f%% |", o.run->name.c_str(),
-                size_text(o.row.bytes).c_str(), o.row.measured_us(), o.predicted.time_s * 1e6,
-                alg.c_str(), o.error_pct);
+                format_bytes(Bytes(o.row.bytes)).c_str(), o.row.measured_us(),
+                o.predicted.time_s * 1e6, alg.c_str(), o.error_pct);
     if (o.nccl_error_pct)
       std::printf(" %.1f %s/%s | %+.1f%% |\n", *o.predicted.nccl_time_s * 1e6,
                   o.predicted.nccl_algorithm.c_str(), o.predicted.nccl_protocol.c_str(),
@@ -214,7 +207,7 @@ TEST(MeasuredCollectives, NoErrorGrowsBeyondItsRecordedOne) {
     EXPECT_TRUE(std::isfinite(o.predicted.time_s) && o.predicted.time_s > 0) << o.run->name;
     const double bound = std::fabs(o.row.recorded_error_pct) + m.regression_margin_pct;
     EXPECT_LE(std::fabs(o.error_pct), bound)
-        << o.run->name << ", " << size_text(o.row.bytes) << ": error " << o.error_pct
+        << o.run->name << ", " << format_bytes(Bytes(o.row.bytes)) << ": error " << o.error_pct
         << "% against the recorded " << o.row.recorded_error_pct << "% (allowed |error| up to "
         << bound << "%). If the model change that moved it is deliberate, record the new error in "
         << kManifest;

@@ -28,9 +28,12 @@
 #include <vector>
 
 #include "driver/predict.h"
+#include "manifest_field.h"
 
 namespace dtsim {
 namespace {
+
+using validation::manifest_field;
 
 const std::string kDir = DTSIM_SOURCE_DIR "/scenarios/validation";
 const std::string kManifest = kDir + "/published.yaml";
@@ -53,32 +56,23 @@ struct Manifest {
   std::vector<PublishedRun> runs;
 };
 
-std::string text(const YAML::Node& node, const std::string& key, const std::string& where) {
-  if (!node[key]) throw std::runtime_error(where + ": missing key '" + key + "'");
-  return node[key].as<std::string>();
-}
-double number(const YAML::Node& node, const std::string& key, const std::string& where) {
-  if (!node[key]) throw std::runtime_error(where + ": missing key '" + key + "'");
-  return node[key].as<double>();
-}
-
 Manifest load_manifest() {
   const YAML::Node root = YAML::LoadFile(kManifest);
   Manifest m;
-  m.engine = text(root, "engine", kManifest);
-  m.regression_margin_pct = number(root, "regression_margin_pct", kManifest);
+  m.engine = manifest_field<std::string>(root, "engine", kManifest);
+  m.regression_margin_pct = manifest_field<double>(root, "regression_margin_pct", kManifest);
   for (const auto& entry : root["runs"]) {
     const std::string where = kManifest + ": run " + std::to_string(m.runs.size() + 1);
     PublishedRun r;
-    r.file = text(entry, "file", where);
-    r.group = text(entry, "group", where);
-    r.gpu = text(entry, "gpu", where);
-    r.precision = text(entry, "precision", where);
-    r.source = text(entry, "source", where);
-    r.published_text = text(entry, "published", where);
-    r.metric = text(entry, "metric", where);
-    r.published = number(entry, "published_value", where);
-    r.recorded_error_pct = number(entry, "recorded_error_pct", where);
+    r.file = manifest_field<std::string>(entry, "file", where);
+    r.group = manifest_field<std::string>(entry, "group", where);
+    r.gpu = manifest_field<std::string>(entry, "gpu", where);
+    r.precision = manifest_field<std::string>(entry, "precision", where);
+    r.source = manifest_field<std::string>(entry, "source", where);
+    r.published_text = manifest_field<std::string>(entry, "published", where);
+    r.metric = manifest_field<std::string>(entry, "metric", where);
+    r.published = manifest_field<double>(entry, "published_value", where);
+    r.recorded_error_pct = manifest_field<double>(entry, "recorded_error_pct", where);
     m.runs.push_back(r);
   }
   return m;
