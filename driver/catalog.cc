@@ -154,7 +154,8 @@ json schema_node_json(const SchemaNode& node, const std::string& path) {
   if (!node.default_text.empty()) out["default"] = node.default_text;
   if (auto choices = node.all_choices(); !choices.empty()) out["choices"] = choices;
   const bool bounded = node.type == ValueType::kCount || node.type == ValueType::kCountOrAuto ||
-                       node.type == ValueType::kNumber || node.type == ValueType::kCountList;
+                       node.type == ValueType::kNumber || node.type == ValueType::kNumberOrAuto ||
+                       node.type == ValueType::kCountList;
   if (bounded || node.positive || unit_of(node.type)) {
     if (bounded || node.min > 0) out["min"] = node.min;
     if (node.max < 1e17) out["max"] = node.max;

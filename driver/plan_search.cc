@@ -404,16 +404,12 @@ struct FastAnalyticModel::Impl {
     auto it = speeds.find(key);
     if (it == speeds.end()) {
       const Kernel& k = *item.kernel;
-      it = speeds
-               .emplace(key, speed_beside(ComputeOp{k.kind, k.flops, k.bytes, item.dtype, k.shape,
-                                                    k.traffic},
-                                          c.gpu, held))
-               .first;
+      it = speeds.emplace(key, speed_beside(compute_op_of(k, item.dtype), c.gpu, held)).first;
     }
     return it->second;
   }
   // Shard graphs by what shapes them (one model section per search).
-  std::map<std::tuple<std::string, int, bool, int, int, int64_t, int, bool>,
+  std::map<std::tuple<std::string, int, bool, int, int, int64_t, int, bool, bool, bool, double>,
            std::unique_ptr<ModelGraph>>
       shards;
   std::map<std::tuple<const ModelGraph*, const Cluster*, int, std::vector<Rank>, std::vector<Rank>,
@@ -458,10 +454,11 @@ struct FastAnalyticModel::Impl {
 
   const ModelGraph& shard(const Scenario& sc) {
     const auto& par = sc.parallelism;
-    const auto key =
-        std::make_tuple(sc.file, par.tensor.value, par.sequence_parallel, par.context.value,
-                        par.expert.value, sc.training.micro_batch_size.value,
-                        static_cast<int>(sc.training.precision), sc.training.flash_attention);
+    const auto key = std::make_tuple(
+        sc.file, par.tensor.value, par.sequence_parallel, par.context.value, par.expert.value,
+        sc.training.micro_batch_size.value, static_cast<int>(sc.training.precision),
+        sc.training.flash_attention, sc.training.moe_permute_fusion, sc.training.moe_router_fusion,
+        sc.training.moe_load_imbalance.value_or(0));
     auto it = shards.find(key);
     if (it == shards.end())
       it = shards.emplace(key, std::make_unique<ModelGraph>(models::shard_from_scenario(sc))).first;
@@ -505,11 +502,9 @@ struct FastAnalyticModel::Impl {
       auto it = kernel_times.find(key);
       if (it == kernel_times.end())
         it = kernel_times
-                 .emplace(key, (compute_time(
-                                    ComputeOp{k.kind, k.flops, k.bytes, dtype, k.shape, k.traffic},
-                                    c.gpu) /
-                                c.speed_scale(rank))
-                                   .value())
+                 .emplace(
+                     key,
+                     (compute_time(compute_op_of(k, dtype), c.gpu) / c.speed_scale(rank)).value())
                  .first;
       return it->second;
     };

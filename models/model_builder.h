@@ -26,6 +26,8 @@
 // Thread safety: pure function.
 #pragma once
 
+#include <optional>
+
 #include "core/ir/model_graph.h"
 #include "models/model_spec.h"
 
@@ -59,9 +61,29 @@ struct BuildOptions {
   // (activation_bytes_per_element); the per-step FP8 kernels (weight casts, amax reductions)
   // are the strategy's (core/strategy/parallel_step.cc).
   bool fp8 = false;
+  // Mixture-of-experts kernels (TrainingConfig): fused token permutation and router, and the
+  // busiest expert-parallel rank's load over the mean (nullopt: uniformly random routing's
+  // expected maximum, models/transformer.cc moe_load_factor).
+  bool moe_permute_fusion = true;
+  bool moe_router_fusion = true;
+  std::optional<double> moe_load_imbalance = std::nullopt;
 };
 
 ModelGraph build_model(const ModelSpec& spec, const BuildOptions& options);
+
+// The expected routed tokens of the busiest of `expert_parallel` ranks over the mean, per MoE
+// layer and micro-batch, when each of tokens_per_rank x expert_parallel tokens picks top_k
+// distinct experts of `experts` uniformly at random (each rank holding experts / expert_parallel
+// of them): 1 + sqrt(ep / (ep - 1)) x e_ep x sigma / mu, the normal approximation to the
+// rank counts (a hypergeometric share of each token's top_k picks, counts summing to the total)
+// with e_ep the expected maximum of ep standard normals (Tippett 1925). 1 when ep is 1 or
+// every expert is picked.
+double random_routing_load_factor(double tokens_per_rank, int experts, int top_k,
+                                  int expert_parallel);
+
+// The expected maximum of n independent standard normal variables: the integral of
+// x n phi(x) Phi(x)^(n-1) (Tippett 1925: 0.5642 for n = 2, 1.4236 for n = 8).
+double expected_max_of_normals(int n);
 
 // The ModelShape build_model() records for a spec (after resolve_spec()).
 ModelShape shape_of(const ModelSpec& spec);

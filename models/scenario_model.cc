@@ -119,6 +119,9 @@ ModelGraph build_graph(const Scenario& sc, const ModelSpec& spec, bool shard) {
       narrow<int>(sc.training.micro_batch_size.value, "training.micro_batch_size");
   options.activation_bytes_per_element = training_bytes_per_element(sc.training.precision);
   options.flash_attention = sc.training.flash_attention;
+  options.moe_permute_fusion = sc.training.moe_permute_fusion;
+  options.moe_router_fusion = sc.training.moe_router_fusion;
+  options.moe_load_imbalance = sc.training.moe_load_imbalance;
   options.fp8 = sc.training.precision == DType::kFp8;
   if (shard) {
     options.tensor_parallel = sc.parallelism.tensor.value;
@@ -150,6 +153,14 @@ ScenarioGraphs graphs_from_scenario(const Scenario& sc) {
 namespace {
 void check_parallel_sizes(const Scenario& sc, const ModelSpec& spec, DiagnosticSink& sink) {
   const auto& par = sc.parallelism;
+  // The mixture-of-experts keys shape the MoE layer only: on a dense model they would do nothing.
+  if (spec.num_experts < 2)
+    for (const char* key : {"training.moe_permute_fusion", "training.moe_router_fusion",
+                            "training.moe_load_imbalance"})
+      if (auto it = sc.entries.find(key); it != sc.entries.end())
+        sink.add(it->second.where, key,
+                 spec.name + " is dense (model.num_experts < 2), so " + key +
+                     " would change nothing; remove it or choose a mixture-of-experts model");
   if (is_transformer(spec.family)) {
     const int t = par.tensor.value;
     if (t > 1 && spec.num_attention_heads % t != 0)

@@ -60,12 +60,15 @@
 // same as GPT's. Its lm_head holds the masked-LM head (dense + GELU + LayerNorm + a decoder
 // tied to the word embeddings with its own V biases), evaluated on all s positions as
 // Megatron-LM's BERT does, and the pooler + next-sentence classifier on the first token.
+#include <cmath>
+#include <numbers>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "models/internal/builders.h"
 #include "models/internal/layer_builder.h"
+#include "models/model_builder.h"
 
 namespace dtsim::models::internal {
 namespace {
@@ -89,6 +92,9 @@ struct Dims {
   double ep = 1;       // expert-parallel size: each rank holds E/ep experts
   bool flash = false;  // FlashAttention: fused attention core
   bool fp8 = false;    // Transformer Engine FP8 GEMMs (cast/transpose kernels around them)
+  bool permute_fusion = true;  // MoE token permutation as one fused kernel each way
+  bool router_fusion = true;   // MoE router's top-k, softmax and statistics as one kernel
+  double load = 1;  // expert kernels: the busiest expert-parallel rank's load over the mean
 
   // Tokens of the micro-batch this rank holds (its context shard), and tensor sizes over them.
   double tokens() const { return b * s / cp; }
@@ -123,6 +129,11 @@ Dims dims_of(const ModelSpec& spec, const BuildOptions& options) {
   d.ep = d.moe ? options.expert_parallel : 1;
   d.flash = options.flash_attention;
   d.fp8 = options.fp8;
+  d.permute_fusion = options.moe_permute_fusion;
+  d.router_fusion = options.moe_router_fusion;
+  if (d.moe && d.ep > 1)
+    d.load = options.moe_load_imbalance.value_or(random_routing_load_factor(
+        d.n_seq() / d.h, spec.num_experts, spec.top_k, options.expert_parallel));
   return d;
 }
 
@@ -376,16 +387,18 @@ class BlockBuilder {
     layer_.stash(input_tensor, e_ * d_.n_seq());
     const std::string prefix = d_.moe ? "expert_" : "mlp_";
     if (d_.moe) {
-      const double te = tokens * d_.E;
-      layer_.linear("router", tokens, d_.h, d_.E, false);
-      layer_.elementwise("router_softmax_topk", 2 * e_ * te, 3 * e_ * te);
-      layer_.stash("router_probs", e_ * te);
-      layer_.elementwise("token_dispatch", 2 * e_ * n_in, 2 * e_ * n_in);
+      route(tokens);
+      if (expert_parallel) count_tokens(tokens);
+      permute(tokens);
       if (expert_parallel)
         layer_.communication("expert_dispatch", CommGroup::kExpert, CommPattern::kAllToAll,
                              e_ * n_in, CommPattern::kAllToAll, e_ * n_in);
       layer_.stash("expert_input", e_ * n_in);
     }
+    // The expert kernels, from here to the combine all-to-all, run on the routed tokens a rank
+    // draws: the busiest rank's load sets the pace (Dims::load).
+    const size_t expert_forward_mark = layer_.forward_size();
+    const size_t expert_backward_mark = layer_.backward_size();
     // One MLP matrix over the k·tokens routed rows, as `copies` grouped GEMMs of k·tokens/copies
     // rows on average. A column-parallel matrix's bias is split with its columns; a row-parallel
     // one's is whole.
@@ -436,15 +449,13 @@ class BlockBuilder {
       matrix(prefix + "fc2", width, d_.h, false, Fp8Input::kCast);
       layer_.stash("fc2_input", e_ * n_mid);
     }
+    if (expert_parallel)
+      layer_.set_load_factor_since(expert_forward_mark, expert_backward_mark, d_.load);
     if (d_.moe) {
       if (expert_parallel)
         layer_.communication("expert_combine", CommGroup::kExpert, CommPattern::kAllToAll,
                              e_ * n_in, CommPattern::kAllToAll, e_ * n_in);
-      // Weighted sum of each token's k expert outputs; backward also forms the gradient of
-      // the routing weights, which reads the expert outputs.
-      const double n_out = tokens * d_.h;
-      layer_.elementwise("token_combine", e_ * (n_in + n_out + tokens * k),
-                         e_ * (2 * n_in + n_out));
+      unpermute(tokens);
       layer_.stash("expert_output", e_ * n_in);
     }
     if (!expert_parallel) exit_tensor_parallel("mlp");
@@ -453,6 +464,111 @@ class BlockBuilder {
   }
 
  private:
+  // One PyTorch operation that runs as `launches` back-to-back kernels (and stream copies)
+  // moving `bytes` in all, in forward, or in backward at this point's mirror.
+  void op(const std::string& name, double bytes, int launches, bool backward = false) {
+    Kernel k{backward ? name + ".backward" : name, KernelKind::kElementwise, Flops(0),
+             Bytes(bytes)};
+    k.launches = launches;
+    if (backward)
+      layer_.backward_kernel(std::move(k));
+    else
+      layer_.forward_kernel(std::move(k));
+  }
+
+  // The MoE router over this rank's `tokens`: logits (a GEMM of E columns), the top-k experts
+  // with a softmax over their k logits, the per-expert token counts, and the load-balancing loss
+  // over the softmax of all E logits (Megatron-core's aux_loss router). Fused: one kernel each
+  // way. Unfused: Megatron-core v0.9's PyTorch operations (tag core_r0.9.0,
+  // megatron/core/transformer/moe/router.py aux_loss_load_balancing and moe_utils.py
+  // topk_softmax_with_capacity, switch_load_balancing_loss_func, save_to_aux_losses_tracker),
+  // each with the kernels PyTorch 2.5 runs it as: topk 2 (gatherTopK, a bitonic sort of the k),
+  // a bf16 softmax in fp32 3 (two casts around it), histc 2 (zeros, histogram), the loss's
+  // 6 small reductions and scalings; backward, the loss's 5, each softmax's casts and
+  // backward, topk's zeros and scatter, and the sum of the logits' two gradients. Bytes: the
+  // [tokens x E] and [tokens x k] tensors each reads and writes (fp32 4 bytes, indices 8).
+  void route(double tokens) {
+    const double te = tokens * d_.E, tk = tokens * d_.k;
+    // Backward, last: the MLP input feeds the router and the token permutation, so autograd
+    // sums its two gradients (read two, write one).
+    layer_.backward_only("moe_input_grad_add", 3 * e_ * tokens * d_.h);
+    // The router weight's gradient (a plain linear, not a Transformer Engine one) is added into
+    // its fp32 main gradient by Megatron's gradient hook.
+    op("router_weight_grad_accumulate", (8 + e_) * d_.h * d_.E, 1, true);
+    layer_.linear("router", tokens, d_.h, d_.E, false);
+    if (d_.router_fusion) {
+      layer_.elementwise("router_softmax_topk", 2 * e_ * te, 3 * e_ * te);
+    } else {
+      op("router_logits_grad_add", 3 * e_ * te, 1, true);  // top-k's and softmax's gradients
+      op("router_topk", e_ * te + 3 * (e_ + 8) * tk, 2);
+      op("router_topk", 2 * e_ * te + (e_ + 8) * tk, 2, true);
+      op("router_softmax", 2 * e_ * tk + 16 * tk, 3);
+      op("router_softmax", 2 * e_ * tk + 32 * tk, 4, true);
+      op("router_token_histogram", 8 * tk + 16 * d_.E, 2);
+      op("aux_loss_softmax", e_ * te + 12 * te, 2);
+      op("aux_loss_softmax", e_ * te + 24 * te, 3, true);
+      op("aux_loss", 4 * te, 6);
+      op("aux_loss", 0, 5, true);
+    }
+    layer_.stash("router_probs", e_ * te);
+  }
+
+  // Megatron-core's all-to-all dispatcher before the dispatch (token_dispatcher.py preprocess,
+  // core_r0.9.0 and after): the per-expert counts again (histc: zeros, histogram), an
+  // all-gather of every rank's counts over the expert-parallel group (E 8-byte counts each),
+  // and the split sizes summed from them (5 small kernels) and copied to the host (4 copies).
+  void count_tokens(double tokens) {
+    const double tk = tokens * d_.k;
+    op("token_count_histogram", 8 * tk + 16 * d_.E, 2);
+    layer_.communication("token_count_gather", CommGroup::kExpert, CommPattern::kAllGather,
+                         8 * d_.E * d_.ep, CommPattern::kAllGather, 0);
+    op("token_count_splits", 16 * d_.E * d_.ep, 5 + 4);
+  }
+
+  // Each of this rank's tokens copied to its k experts' rows (the dispatch all-to-all sends
+  // them). Fused: one kernel each way. Unfused: Megatron-core v0.9's moe_utils.py permute, a
+  // stable argsort of the k x tokens expert indices, their division by k, and a gather of the
+  // rows (torch.gather with an expanded index); backward, zeros and a scatter-add. PyTorch 2.5
+  // sorts more than 4096 int64 keys with CUB's onesweep radix sort over all 64 bits: a copy,
+  // an index fill, 2 memsets, a histogram, a scan and 8 passes of a memset and a sort kernel
+  // (22 launches, each pass reading and writing keys and values); up to 4096 in one block
+  // (arange, 2 copies and the sort: 4).
+  void permute(double tokens) {
+    const double rows = d_.k * tokens, n_in = rows * d_.h, n_out = tokens * d_.h;
+    if (d_.permute_fusion) {
+      layer_.elementwise("token_dispatch", 2 * e_ * n_in, 2 * e_ * n_in);
+      return;
+    }
+    if (rows > 4096)
+      op("token_argsort", 8 * rows * (2 + 1 + 1 + 8 * 4) + 32 * 1024, 22);
+    else
+      op("token_argsort", 8 * rows * (1 + 2 + 2 + 4), 4);
+    op("token_index_div", 16 * rows, 1);
+    op("token_gather", 2 * e_ * n_in, 1);
+    op("token_gather", e_ * n_out + e_ * n_in + 2 * e_ * n_out, 2, true);
+  }
+
+  // The expert outputs back to their tokens, weighted by the routing probabilities and summed
+  // over each token's k experts; backward also forms the probabilities' gradient, which reads
+  // the expert outputs. Fused: one kernel each way. Unfused: Megatron-core v0.9's unpermute,
+  // zeros and a scatter-add of the rows (reading the output it adds into), the multiply by the
+  // probabilities and the sum over k; backward, the multiply's two gradients (the
+  // probabilities' one a whole [tokens x k x h] product summed over h afterwards: 3 kernels)
+  // and a gather for the scatter-add.
+  void unpermute(double tokens) {
+    const double tk = d_.k * tokens, n_in = tk * d_.h, n_out = tokens * d_.h;
+    if (d_.permute_fusion) {
+      layer_.elementwise("token_combine", e_ * (n_in + n_out + tk), e_ * (2 * n_in + n_out));
+      return;
+    }
+    op("token_unpermute_zeros", e_ * n_in, 1);
+    op("token_unpermute_scatter_add", 3 * e_ * n_in, 1);
+    op("token_unpermute_scatter_add", 2 * e_ * n_in, 1, true);
+    op("token_combine_weight", 2 * e_ * n_in + e_ * tk, 1);
+    op("token_combine_weight", 2 * e_ * n_out + 4 * e_ * n_in + e_ * tk, 3, true);
+    op("token_combine_sum", e_ * n_in + e_ * n_out, 1);
+  }
+
   const ModelSpec& spec_;
   const Dims& d_;
   LayerBuilder& layer_;
@@ -661,3 +777,35 @@ std::vector<Layer> build_transformer_layers(const ModelSpec& spec, const BuildOp
 }
 
 }  // namespace dtsim::models::internal
+
+namespace dtsim::models {
+
+double expected_max_of_normals(int n) {
+  if (n <= 1) return 0;
+  // Simpson's rule over [-12, 12], where the integrand's tails are below 1e-30.
+  constexpr int kIntervals = 4800;
+  constexpr double kLo = -12, kHi = 12, kStep = (kHi - kLo) / kIntervals;
+  auto f = [n](double x) {
+    const double phi = std::exp(-0.5 * x * x) / std::sqrt(2 * std::numbers::pi);
+    const double Phi = 0.5 * std::erfc(-x / std::numbers::sqrt2);
+    return x * n * phi * std::pow(Phi, n - 1);
+  };
+  double sum = f(kLo) + f(kHi);
+  for (int i = 1; i < kIntervals; ++i) sum += f(kLo + i * kStep) * (i % 2 == 1 ? 4 : 2);
+  return sum * kStep / 3;
+}
+
+double random_routing_load_factor(double tokens_per_rank, int experts, int top_k,
+                                  int expert_parallel) {
+  const double ep = expert_parallel, E = experts, k = top_k;
+  if (expert_parallel < 2 || top_k >= experts || tokens_per_rank <= 0) return 1;
+  const double share = 1 / ep;  // of the experts, held by one rank
+  // Each token's k picks land on a rank's experts as a hypergeometric draw: mean k x share,
+  // variance k x share x (1 - share) x (E - k) / (E - 1).
+  const double tokens = tokens_per_rank * ep;
+  const double mean = tokens * k * share;
+  const double sigma = std::sqrt(tokens * k * share * (1 - share) * (E - k) / (E - 1));
+  return 1 + std::sqrt(ep / (ep - 1)) * expected_max_of_normals(expert_parallel) * sigma / mean;
+}
+
+}  // namespace dtsim::models

@@ -85,7 +85,7 @@ Seconds compute_time(const ComputeOp& op, const GpuSpec& gpu, int sms) {
     t = op.flops / flop_rate(gpu, op.kind, op.dtype, op.shape, sms);
   if (op.bytes.value() > 0)
     t = std::max(t, op.bytes / achievable_memory_bandwidth(gpu, op.traffic));
-  return t + gpu.kernel_launch_overhead;
+  return t * op.load_factor + gpu.kernel_launch_overhead * static_cast<double>(op.launches);
 }
 
 }  // namespace dtsim

@@ -65,6 +65,16 @@ struct Kernel {
   // FLOPs that only repeat work already counted (FlashAttention's backward recomputing the
   // scores): hardware FLOPs, not model FLOPs.
   bool recomputation = false;
+  // The busiest rank's share of this kernel's work over the mean (>= 1): an expert-parallel
+  // rank's expert kernels wait for the rank that drew the most routed tokens, since the
+  // combine all-to-all joins them all. The kernel takes load_factor times as long as its FLOPs
+  // and bytes, which stay the mean rank's (model and hardware FLOPs count what runs on
+  // average).
+  double load_factor = 1;
+  // Back-to-back launches the operation takes (a PyTorch operation that runs as several kernels
+  // and stream copies, each too small to matter but for its launch): each pays the GPU's
+  // per-kernel overhead, and `bytes` sums their traffic.
+  int launches = 1;
 };
 
 struct Layer {

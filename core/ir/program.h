@@ -56,7 +56,14 @@ struct ComputeOp {
   DType dtype = DType::kBf16;
   GemmShape shape{};  // when known, the cost model applies wave quantization
   TrafficClass traffic = TrafficClass::kStreaming;  // which memory efficiency prices `bytes`
+  double load_factor = 1;  // the busiest rank's work over the mean (Kernel::load_factor)
+  int launches = 1;        // kernel launches it takes (Kernel::launches)
 };
+
+// The compute op a layer graph's compute kernel runs as, in `dtype`.
+inline ComputeOp compute_op_of(const Kernel& k, DType dtype) {
+  return ComputeOp{k.kind, k.flops, k.bytes, dtype, k.shape, k.traffic, k.load_factor, k.launches};
+}
 
 enum class CollectiveKind {
   kAllReduce,

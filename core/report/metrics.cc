@@ -270,16 +270,29 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
   // rank stands for world_size / programs ranks). Ranks beyond the scenario's cluster (dedicated
   // parameter servers on appended nodes) are not among its GPUs.
   double program_flops = 0;
+  double load_factor = 1;
   size_t programs = 0;
   for (const auto& p : job.programs) {
     if (p.rank >= sc.cluster.total_gpus()) continue;
     ++programs;
     for (const auto& s : p.streams)
       for (const auto& op : s.ops)
-        if (const auto* c = std::get_if<ComputeOp>(&op.body))
+        if (const auto* c = std::get_if<ComputeOp>(&op.body)) {
           if (c->kind == KernelKind::kGemm || c->kind == KernelKind::kAttention)
             program_flops += c->flops.value();
+          load_factor = std::max(load_factor, c->load_factor);
+        }
   }
+  if (load_factor > 1)
+    r.notes.push_back(
+        "MoE expert kernels take " + format_number("%.4f", load_factor) +
+        " times their mean rank's time: each MoE layer waits at its combine all-to-all for the "
+        "expert-parallel rank that drew the most routed tokens (training.moe_load_imbalance" +
+        (sc.training.moe_load_imbalance
+             ? ")"
+             : ": auto, the expected maximum when every token picks its experts uniformly at "
+               "random; a trained router's spread is not known to dtsim)") +
+        "; FLOPs and the all-to-all volumes stay the mean rank's");
   const double flops_per_gpu = programs == 0 ? 0 : program_flops / static_cast<double>(programs);
   r.hardware_flops_per_step = flops_per_gpu * r.gpus;
   const double peak = sc.cluster.gpu.peak_for(sc.training.precision).value();

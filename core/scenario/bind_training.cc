@@ -13,6 +13,7 @@ struct FrameworkDefaults {
   std::optional<bool> overlap_grad_reduce;
   std::optional<Bytes> gradient_bucket, first_gradient_bucket;
   std::optional<bool> flash_attention;
+  std::optional<bool> moe_permute_fusion, moe_router_fusion;
 };
 
 // Megatron-LM's whole-model gradient buffer as one bucket: larger than any model's gradients.
@@ -50,6 +51,15 @@ FrameworkDefaults framework_defaults(Framework f, int data_parallel, int zero_st
       d.overlap_grad_reduce = f == Framework::kNemo;
       d.gradient_bucket = d.first_gradient_bucket = Bytes(params * bytes_per_element(grad_dtype));
       d.flash_attention = true;
+      // Megatron-core's MoE layer permutes tokens and routes with separate PyTorch operations
+      // unless --moe-permute-fusion / --moe-router-fusion ask for Transformer Engine's fused
+      // kernels; both flags default to off (TransformerConfig moe_permute_fusion and
+      // moe_router_fusion = False) and neither existed before 2025 (Megatron-core v0.9,
+      // tag core_r0.9.0, megatron/core/transformer/moe/moe_utils.py permute/unpermute and
+      // router.py). NeMo's Mixtral configs leave them at Megatron's default (NVIDIA/NeMo at
+      // 8cfedd7203, nemo/collections/llm/gpt/model/mixtral.py sets neither).
+      d.moe_permute_fusion = false;
+      d.moe_router_fusion = false;
       break;
     }
     case Framework::kPytorchDdp:
@@ -121,6 +131,10 @@ void bind_training(const Reader& r, const ParallelismConfig& par, TrainingConfig
   t.first_gradient_bucket = governed(r, "training.first_gradient_bucket", fw.first_gradient_bucket);
   t.overlap_grad_reduce = governed(r, "training.overlap_grad_reduce", fw.overlap_grad_reduce);
   t.flash_attention = governed(r, "training.flash_attention", fw.flash_attention);
+  t.moe_permute_fusion = governed(r, "training.moe_permute_fusion", fw.moe_permute_fusion);
+  t.moe_router_fusion = governed(r, "training.moe_router_fusion", fw.moe_router_fusion);
+  if (auto imbalance = r.get<double>("training.moe_load_imbalance"))
+    t.moe_load_imbalance = *imbalance;
   t.runtime_reserve = r.value<Bytes>("training.runtime_reserve");
   t.sync = r.value<std::string>("training.sync");
   t.sync_where = r.where("training.sync");

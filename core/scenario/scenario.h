@@ -176,6 +176,14 @@ struct TrainingConfig {
   bool grad_dtype_auto = true;
   bool overlap_grad_reduce = true;
   bool flash_attention = false;
+  // Mixture-of-experts kernels (docs/models.md, "Mixture of experts"): whether the token
+  // permutation around the expert all-to-alls and the router's top-k, softmax and auxiliary-loss
+  // statistics each run as one fused kernel, or as the framework's separate PyTorch operations.
+  bool moe_permute_fusion = true;
+  bool moe_router_fusion = true;
+  // The busiest expert-parallel rank's routed tokens over the mean, per layer and micro-batch;
+  // nullopt: `auto`, the expected maximum under uniformly random top-k routing.
+  std::optional<double> moe_load_imbalance = std::nullopt;
   // CUDA context, library workspaces and allocator slack held outside the modelled tensors.
   Bytes runtime_reserve{1024.0 * 1024 * 1024};
   // synchronous | parameter-server | async | ssp | local-sgd | easgd (docs/models.md, "Relaxed

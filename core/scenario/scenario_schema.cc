@@ -376,15 +376,26 @@ SchemaNode build_schema() {
              "memory, read and written every step) and add it to the next gradient; auto = on "
              "for topk and powersgd, off for the casts and int8",
              "auto");
+  auto moe_load_imbalance =
+      leaf("moe_load_imbalance", ValueType::kNumberOrAuto,
+           "MoE under expert parallelism: routed tokens of the busiest expert-parallel rank over "
+           "the mean, per layer and micro-batch; every rank's expert kernels wait for it at the "
+           "combine all-to-all, so they take this factor longer. auto = the expected maximum "
+           "when each token picks its top-k experts uniformly at random (1.0146 for Mixtral "
+           "8x7B: 4096 tokens a rank, top-2 of 8 experts over 8 ranks); give a factor measured "
+           "on the trained router where one is known",
+           "auto");
+  moe_load_imbalance.min = 1;
+  moe_load_imbalance.max = 100;
   SchemaNode training = section(
       "training", "the optimisation step",
-      {choice(
-           "framework", kFrameworkNames.names(),
-           "training framework whose documented behaviour sets the defaults of "
-           "overlap_grad_reduce, gradient_bucket, first_gradient_bucket and flash_attention "
-           "(and parallelism.zero_stage for nemo and fsdp); a key set in the scenario or by --set "
-           "overrides it (docs/models.md, \"Framework profiles\")",
-           std::string(to_string(Framework::kCustom))),
+      {choice("framework", kFrameworkNames.names(),
+              "training framework whose documented behaviour sets the defaults of "
+              "overlap_grad_reduce, gradient_bucket, first_gradient_bucket, flash_attention, "
+              "moe_permute_fusion and moe_router_fusion (and parallelism.zero_stage for nemo and "
+              "fsdp); a key set in the scenario or by --set "
+              "overrides it (docs/models.md, \"Framework profiles\")",
+              std::string(to_string(Framework::kCustom))),
        count("global_batch_size", "samples per optimizer step B", "micro_batch_size x data", 1,
              1e12),
        count("micro_batch_size", "samples per micro-batch b", "1", 1, 1e9),
@@ -403,6 +414,19 @@ SchemaNode build_schema() {
             "Megatron-LM's unfused attention, which Korthikanti et al.'s formulas describe "
             "(default: the framework's)",
             "false"),
+       leaf("moe_permute_fusion", ValueType::kBool,
+            "MoE token permutation as one fused kernel each way (each routed copy read and "
+            "written once); off gives Megatron-core's PyTorch operations: a stable argsort and "
+            "a gather before the dispatch all-to-all, zeros, a scatter-add, the multiply by the "
+            "routing weights and a sum after the combine, and their backwards (default: the "
+            "framework's)",
+            "true"),
+       leaf("moe_router_fusion", ValueType::kBool,
+            "MoE router's top-k, softmax and load-balancing statistics as one fused kernel; off "
+            "gives Megatron-core's separate PyTorch operations, each a kernel launch (default: "
+            "the framework's)",
+            "true"),
+       moe_load_imbalance,
        choice("optimizer", kOptimizerNames.names(), "optimizer",
               std::string(to_string(Optimizer::kAdam))),
        positive(leaf("gradient_bucket", ValueType::kBytes,

@@ -156,7 +156,10 @@ struct Validator {
         if (text == "auto") return store(n, s, path, std::string("auto"));
         if (auto v = count(n, s, path)) store(n, s, path, *v);
         return;
+      case ValueType::kNumberOrAuto:
       case ValueType::kNumber: {
+        if (s.type == ValueType::kNumberOrAuto && text == "auto")
+          return store(n, s, path, std::string("auto"));
         double v = 0;
         try {
           v = n.as<double>();
@@ -397,6 +400,8 @@ std::string describe(const SchemaNode& s) {
       return range("'auto' or a whole number");
     case ValueType::kNumber:
       return range("a number");
+    case ValueType::kNumberOrAuto:
+      return range("'auto' or a number");
     case ValueType::kBool:
       return "true or false";
     case ValueType::kBytes:

@@ -31,20 +31,21 @@ class Node;
 namespace dtsim {
 
 enum class ValueType {
-  kMap,          // a mapping with fixed, named children
-  kString,       // free text
-  kEnum,         // one of a fixed list of words
-  kCount,        // a whole number within [min, max]
-  kCountOrAuto,  // a whole number, or the word "auto"
-  kNumber,       // a real number within [min, max]
-  kBool,         // true or false
-  kBytes,        // a size with a byte unit
-  kBandwidth,    // bits/s or bytes/s
-  kDuration,     // a time with a unit
-  kFlopRate,     // FLOP/s
-  kCountList,    // a list of whole numbers
-  kFreeform,     // a list or map kept as YAML text, for features defined by later work
-  kNameOrMap,    // a catalog name (choices) or an inline map (children)
+  kMap,           // a mapping with fixed, named children
+  kString,        // free text
+  kEnum,          // one of a fixed list of words
+  kCount,         // a whole number within [min, max]
+  kCountOrAuto,   // a whole number, or the word "auto"
+  kNumber,        // a real number within [min, max]
+  kNumberOrAuto,  // a real number within [min, max], or the word "auto"
+  kBool,          // true or false
+  kBytes,         // a size with a byte unit
+  kBandwidth,     // bits/s or bytes/s
+  kDuration,      // a time with a unit
+  kFlopRate,      // FLOP/s
+  kCountList,     // a list of whole numbers
+  kFreeform,      // a list or map kept as YAML text, for features defined by later work
+  kNameOrMap,     // a catalog name (choices) or an inline map (children)
 };
 // The type names `dtsim catalog keys --json` prints.
 inline constexpr auto kValueTypeNames =
@@ -54,6 +55,7 @@ inline constexpr auto kValueTypeNames =
                                 {ValueType::kCount, "count"},
                                 {ValueType::kCountOrAuto, "count-or-auto"},
                                 {ValueType::kNumber, "number"},
+                                {ValueType::kNumberOrAuto, "number-or-auto"},
                                 {ValueType::kBool, "bool"},
                                 {ValueType::kBytes, "bytes"},
                                 {ValueType::kBandwidth, "bandwidth"},
@@ -63,7 +65,8 @@ inline constexpr auto kValueTypeNames =
                                 {ValueType::kFreeform, "freeform"},
                                 {ValueType::kNameOrMap, "name-or-map"}});
 
-// A validated scalar. kCountOrAuto stores "auto" as the string; kFreeform stores the YAML text
+// A validated scalar. kCountOrAuto and kNumberOrAuto store "auto" as the string; kFreeform stores
+// the YAML text
 // ("" when empty or null); kNameOrMap given as a name stores the name.
 using Value = std::variant<bool, int64_t, double, std::string, Bytes, BytesPerSecond, Seconds,
                            FlopsPerSecond, std::vector<int64_t>>;

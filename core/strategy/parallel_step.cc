@@ -606,8 +606,7 @@ class StepBuilder {
         const DType dtype = dtype_ != DType::kFp8                           ? dtype_
                             : fp8_layer && k.kind != KernelKind::kAttention ? DType::kFp8
                                                                             : DType::kBf16;
-        append_in_line(j, ComputeOp{k.kind, k.flops, k.bytes, dtype, k.shape, k.traffic},
-                       std::move(label));
+        append_in_line(j, compute_op_of(k, dtype), std::move(label));
         continue;
       }
       const GroupId g = k.group == CommGroup::kTensor    ? r.tp_group

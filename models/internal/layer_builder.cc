@@ -62,6 +62,15 @@ void LayerBuilder::communication(const std::string& name, CommGroup group, CommP
                                Bytes(backward_bytes), group, backward});
 }
 
+void LayerBuilder::set_load_factor_since(size_t forward_mark, size_t backward_mark, double factor) {
+  auto mark = [factor](std::vector<Kernel>& ks, size_t from) {
+    for (size_t i = from; i < ks.size(); ++i)
+      if (ks[i].kind != KernelKind::kCommunication) ks[i].load_factor = factor;
+  };
+  mark(layer_.forward, forward_mark);
+  mark(layer_.backward, backward_mark);
+}
+
 void LayerBuilder::order_column_parallel_backward(size_t mark) {
   // The list is in reverse execution order until finish(); work in execution order.
   std::vector<Kernel> segment(layer_.backward.rbegin(),

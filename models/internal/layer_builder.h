@@ -65,6 +65,11 @@ class LayerBuilder {
   // schedule's time does not depend on it.
   void order_column_parallel_backward(size_t mark);
   size_t backward_size() const { return layer_.backward.size(); }
+  size_t forward_size() const { return layer_.forward.size(); }
+  // Marks the compute kernels recorded since the two marks (sizes of the forward and backward
+  // lists taken before them) as running `factor` times as long as their work: the busiest
+  // rank's load over the mean (Kernel::load_factor).
+  void set_load_factor_since(size_t forward_mark, size_t backward_mark, double factor);
   // Replays the most recent forward kernel under selective recompute.
   void mark_last_selective();
 

@@ -208,5 +208,21 @@ TEST(KernelRates, MemoryBoundKernelsFollowTheSmallKernelSweepOutsideTheL2) {
   EXPECT_GT(l2, 0.4 * 2421);
 }
 
+// A kernel's load factor stretches its work, not its launch; an operation of several launches
+// pays the overhead once per launch (core/exec/compute_cost.h).
+TEST(KernelRates, LoadFactorStretchesTheWorkAndEachLaunchPaysTheOverhead) {
+  const GpuSpec& h100 = gpu("H100-SXM");
+  ComputeOp gemm{KernelKind::kGemm, Flops(2.0 * 4096 * 4096 * 4096), Bytes(0), DType::kBf16,
+                 GemmShape{1, 4096, 4096, 4096}};
+  const double launch = h100.kernel_launch_overhead.value();
+  const double work = compute_time(gemm, h100).value() - launch;
+  gemm.load_factor = 1.25;
+  EXPECT_NEAR(compute_time(gemm, h100).value(), 1.25 * work + launch, 1e-15);
+  ComputeOp small{KernelKind::kElementwise, Flops(0), Bytes(4096), DType::kBf16, {}};
+  const double one = compute_time(small, h100).value();
+  small.launches = 22;
+  EXPECT_NEAR(compute_time(small, h100).value(), one + 21 * launch, 1e-15);
+}
+
 }  // namespace
 }  // namespace dtsim

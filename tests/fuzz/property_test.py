@@ -47,7 +47,7 @@ def numeric_keys():
 
     def walk(node):  # each node's key is its whole dotted path
         t = node.get("type")
-        if t in ("count", "count-or-auto", "number") or t in UNITS:
+        if t in ("count", "count-or-auto", "number", "number-or-auto") or t in UNITS:
             keys.append((node["key"], t))
         for c in node.get("children", []):
             walk(c)

@@ -155,5 +155,60 @@ TEST(FrameworkProfile, CustomKeepsTheSchemaDefaults) {
   EXPECT_EQ(custom.scenario.training.overlap_grad_reduce, true);
 }
 
+// A 2-block Mixtral-style MoE on 8 H100s with expert parallelism 8.
+std::string moe_scenario(const std::string& framework, const std::string& extra_training = "") {
+  return "cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}\n"
+         "model: {preset: mixtral-8x7b, num_layers: 2, seq_length: 1024}\n"
+         "parallelism: {expert: 8}\n"
+         "training: {framework: " +
+         framework + ", global_batch_size: 8, micro_batch_size: 1" + extra_training + "}\n";
+}
+
+// Names of rank 0's compute ops in its first MoE layer's forward and backward.
+std::vector<std::string> moe_ops(const driver::Plan& plan) {
+  std::vector<std::string> names;
+  const Program& p = *plan.job.program_for(0);
+  for (const auto& stream : p.streams)
+    for (const auto& op : stream.ops)
+      if (std::holds_alternative<ComputeOp>(op.body) && op.label.micro_batch == 0 &&
+          op.label.name.rfind("block.0.", 0) == 0)
+        names.push_back(op.label.name.substr(8));
+  return names;
+}
+
+bool has(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Megatron-core and NeMo route and permute tokens with separate PyTorch operations (v0.9 had no
+// fused ones; the later flags default off); a custom framework gets one fused kernel each way,
+// and the scenario's keys override either.
+TEST(FrameworkProfile, MegatronCorePermutesAndRoutesMoeTokensWithPyTorchOperations) {
+  for (const char* framework : {"megatron-core", "nemo"}) {
+    SCOPED_TRACE(framework);
+    const driver::Plan plan =
+        driver::plan_scenario(load_scenario_text(moe_scenario(framework), "framework.yaml"));
+    EXPECT_FALSE(plan.scenario.training.moe_permute_fusion);
+    EXPECT_FALSE(plan.scenario.training.moe_router_fusion);
+    const auto ops = moe_ops(plan);
+    for (const char* name : {"token_argsort", "token_gather", "token_unpermute_scatter_add",
+                             "token_combine_weight.backward", "router_topk", "aux_loss.backward"})
+      EXPECT_TRUE(has(ops, name)) << name;
+    EXPECT_FALSE(has(ops, "token_dispatch"));
+    EXPECT_FALSE(has(ops, "router_softmax_topk"));
+  }
+  const driver::Plan custom =
+      driver::plan_scenario(load_scenario_text(moe_scenario("custom"), "framework.yaml"));
+  auto ops = moe_ops(custom);
+  for (const char* name : {"token_dispatch", "token_combine", "router_softmax_topk"})
+    EXPECT_TRUE(has(ops, name)) << name;
+  EXPECT_FALSE(has(ops, "token_argsort"));
+  const driver::Plan overridden = driver::plan_scenario(load_scenario_text(
+      moe_scenario("megatron-core", ", moe_permute_fusion: true"), "framework.yaml"));
+  ops = moe_ops(overridden);
+  EXPECT_TRUE(has(ops, "token_dispatch"));
+  EXPECT_TRUE(has(ops, "router_topk"));  // the router stays the profile's
+}
+
 }  // namespace
 }  // namespace dtsim

@@ -57,9 +57,7 @@ LayerTime layer_time(const Setting& st) {
   const Cluster cluster(sc.cluster);
   // SMs a GEMM beside a TP collective keeps: the collective's NCCL blocks take the others.
   const int sms_beside = sc.cluster.gpu.sm_count - collective_sms(cluster, 8);
-  auto op_of = [](const Kernel& k) {
-    return ComputeOp{k.kind, k.flops, k.bytes, DType::kBf16, k.shape, k.traffic};
-  };
+  auto op_of = [](const Kernel& k) { return compute_op_of(k, DType::kBf16); };
   auto time_of = [&](const Kernel& k) {
     if (k.kind != KernelKind::kCommunication) return compute_time(op_of(k), sc.cluster.gpu).value();
     CollectiveOp op;
@@ -159,9 +157,7 @@ TEST(LayerTiming, UnfusedAttentionCoreReproducesItsMicrobenchmark) {
       for (const auto& k : ks)
         if (k.name.rfind("attention_scores", 0) == 0 || k.name.rfind("softmax", 0) == 0 ||
             k.name.rfind("attention_dropout", 0) == 0 || k.name.rfind("attention_v", 0) == 0)
-          t += compute_time(ComputeOp{k.kind, k.flops, k.bytes, DType::kFp16, k.shape, k.traffic},
-                            sc.cluster.gpu)
-                   .value();
+          t += compute_time(compute_op_of(k, DType::kFp16), sc.cluster.gpu).value();
       return t * 1e3;
     };
     const double fwd = core_ms(block->forward), bwd = core_ms(block->backward);
