@@ -161,6 +161,12 @@ void check_parallel_sizes(const Scenario& sc, const ModelSpec& spec, DiagnosticS
         sink.add(it->second.where, key,
                  spec.name + " is dense (model.num_experts < 2), so " + key +
                      " would change nothing; remove it or choose a mixture-of-experts model");
+  if (spec.num_experts >= 2 && par.expert.value < 2)
+    if (auto it = sc.entries.find("training.moe_load_imbalance"); it != sc.entries.end())
+      sink.add(it->second.where, "training.moe_load_imbalance",
+               "the load imbalance between expert-parallel ranks needs expert parallelism "
+               "(parallelism.expert > 1); with one rank holding every expert it changes nothing, "
+               "so remove it or set parallelism.expert");
   if (is_transformer(spec.family)) {
     const int t = par.tensor.value;
     if (t > 1 && spec.num_attention_heads % t != 0)
