@@ -616,9 +616,13 @@ FastAnalyticModel::~FastAnalyticModel() = default;
 
 bool FastAnalyticModel::covers(const Scenario& sc) const {
   const auto& par = sc.parallelism;
-  return par.zero_stage <= 2 && par.expert.value == 1 && !par.tp_comm_overlap &&
-         !par.pipeline_scatter_gather && sc.training.precision != DType::kFp8 &&
-         sc.stragglers.entries.empty() && sc.simulate.iterations == 1 &&
+  // Mixture-of-experts models, with or without expert parallelism: the step builder keeps the
+  // expert weights in their own part (their state, buckets and reductions over the
+  // expert-data-parallel group), which the step-level model does not mirror.
+  if (models::spec_from_scenario(sc).num_experts >= 2) return false;
+  return par.zero_stage <= 2 && !par.tp_comm_overlap && !par.pipeline_scatter_gather &&
+         sc.training.precision != DType::kFp8 && sc.stragglers.entries.empty() &&
+         sc.simulate.iterations == 1 &&
          // PipeDream's schedules and gradient compression build steps the step-level model
          // does not mirror (core/strategy/parallel_step.cc); the analytic engine times them.
          !is_pipedream(par.schedule) && sc.training.compression.method == Compression::kNone &&

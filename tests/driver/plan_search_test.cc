@@ -95,6 +95,14 @@ TEST(FastAnalyticModel, LeavesWhatItDoesNotModelToTheEngine) {
   EXPECT_FALSE(fast.covers(load(kScenarios + "gpt3-13b-zero3-64-a100.yaml")));
   EXPECT_FALSE(fast.covers(load(kScenarios + "mixtral-8x7b-ep8-64-h100.yaml")));
   EXPECT_FALSE(fast.covers(load(kScenarios + "default.yaml", {"training.precision=fp8"})));
+  // A MoE model without expert parallelism still keeps its expert weights apart (their state and
+  // reduction), which the step-level model leaves out: it once ranked Mixtral 8x7B on 64 H100s
+  // with every expert on every GPU first, at a third of the peak memory the engine finds.
+  const Scenario moe = load(kScenarios + "mixtral-8x7b-ep8-64-h100.yaml",
+                            {"parallelism.expert=1", "parallelism.pipeline=1"});
+  EXPECT_EQ(moe.parallelism.expert.value, 1);
+  EXPECT_FALSE(fast.covers(moe));
+  EXPECT_TRUE(fast.covers(load(kScenarios + "default.yaml")));
 }
 
 std::string constraint_message(const std::string& text) {
