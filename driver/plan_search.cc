@@ -1364,6 +1364,15 @@ PlanReport plan_search(const PlanRequest& req) {
           row.capacity_bytes = j.at("memory").at("capacity_bytes").get<double>();
           row.limiter = plan_limiter(row.compute_s, row.exposed_communication_s,
                                      row.pipeline_bubble_s, row.peak_bytes, row.capacity_bytes);
+          // The search ranked it as fitting; a simulated peak over the GPU's memory means the
+          // estimate was wrong, and such a configuration is never the answer.
+          if (row.capacity_bytes > 0 && row.peak_bytes > row.capacity_bytes) {
+            row.simulated = false;
+            row.error = "does not fit when simulated: " + format_bytes(Bytes(row.peak_bytes)) +
+                        " per GPU of " + format_bytes(Bytes(row.capacity_bytes)) +
+                        " (the search estimated " + format_bytes(Bytes(row.analytic.peak_bytes)) +
+                        ")";
+          }
         } catch (const std::exception& e) {
           row.simulated = false;
           row.error = std::string("unreadable result: ") + printable(e.what(), 200);

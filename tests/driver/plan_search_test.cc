@@ -3,6 +3,8 @@
 // run of a small case.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -193,6 +195,34 @@ TEST(PlanSearch, PicksTheTrueBestOnASmallCase) {
   EXPECT_EQ(quick.ranked.front().config.describe(), all.ranked.front().config.describe());
   EXPECT_DOUBLE_EQ(quick.ranked.front().step_time_s, all.ranked.front().step_time_s);
   EXPECT_GT(all.invalid, 0u) << "the loader refuses some candidates";
+}
+
+// A configuration whose simulated peak is over the GPU's memory is never ranked as simulated, nor
+// offered as the best, whatever the search estimated: here every child (a stand-in for dtsim
+// that prints a result with a 100 GiB peak on an 80 GiB GPU) says so.
+TEST(PlanSearch, NeverRanksAConfigurationThatDoesNotFitWhenSimulated) {
+  const std::string fake =
+      (std::filesystem::temp_directory_path() / "dtsim-plan-oversized-child.sh").string();
+  {
+    std::ofstream script(fake);
+    script << "#!/bin/sh\n"
+              "echo '{\"step_time_s\": 1.0, \"flops\": {\"mfu\": 0.5}, \"throughput\": "
+              "{\"tokens_per_s\": 1.0}, \"breakdown_s\": {\"compute\": 1.0, "
+              "\"exposed_communication\": 0, \"pipeline_bubble\": 0}, \"memory\": "
+              "{\"peak_bytes_per_gpu\": 107374182400, \"capacity_bytes\": 85899345920}}'\n";
+  }
+  std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
+  PlanRequest r = small_request(2);
+  r.dtsim = fake;
+  const PlanReport rep = plan_search(r);
+  std::filesystem::remove(fake);
+  ASSERT_EQ(rep.ranked.size(), 2u);
+  for (const auto& row : rep.ranked) {
+    EXPECT_FALSE(row.simulated);
+    EXPECT_NE(row.error.find("does not fit when simulated: 100.00 GiB per GPU of 80.00 GiB"),
+              std::string::npos)
+        << row.error;
+  }
 }
 
 }  // namespace
