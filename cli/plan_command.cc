@@ -68,6 +68,7 @@ nlohmann::json row_json(const driver::PlanRow& r) {
     j["limited_by"] = r.limiter;
   } else {
     j["error"] = r.error;
+    if (r.over_memory) j["over_memory"] = true;
   }
   return j;
 }
@@ -156,8 +157,7 @@ void render(const driver::PlanReport& rep, const std::string& scenario,
     ++rank;
     if (!r.simulated) {
       std::snprintf(line, sizeof line, "  %-2d  %-66s %10s %10.3f %6s %10s %10s  %s\n", rank,
-                    r.config.describe().c_str(),
-                    r.error.rfind("does not fit", 0) == 0 ? "no fit" : "failed",
+                    r.config.describe().c_str(), r.over_memory ? "no fit" : "failed",
                     r.analytic.step_time_s, "-", gib(r.peak_bytes).c_str(),
                     gib(r.capacity_bytes - r.peak_bytes).c_str(), printable(r.error, 120).c_str());
       out << line;

@@ -1368,6 +1368,7 @@ PlanReport plan_search(const PlanRequest& req) {
           // estimate was wrong, and such a configuration is never the answer.
           if (row.capacity_bytes > 0 && row.peak_bytes > row.capacity_bytes) {
             row.simulated = false;
+            row.over_memory = true;
             row.error = "does not fit when simulated: " + format_bytes(Bytes(row.peak_bytes)) +
                         " per GPU of " + format_bytes(Bytes(row.capacity_bytes)) +
                         " (the search estimated " + format_bytes(Bytes(row.analytic.peak_bytes)) +

@@ -143,7 +143,10 @@ struct PlanRow {
   double compute_s = 0, exposed_communication_s = 0, pipeline_bubble_s = 0;
   double peak_bytes = 0, capacity_bytes = 0;
   std::string limiter;  // communication | bubble | memory | compute
-  std::string error;    // why the child failed
+  std::string error;    // why the child failed, or why the row is not ranked
+  // SimGrid ran it, but its peak is over the GPU's memory: not ranked as simulated (the search's
+  // estimate said it fits).
+  bool over_memory = false;
 };
 
 struct PlanReport {

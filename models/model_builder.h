@@ -63,7 +63,7 @@ struct BuildOptions {
   bool fp8 = false;
   // Mixture-of-experts kernels (TrainingConfig): fused token permutation and router, and the
   // busiest expert-parallel rank's load over the mean (nullopt: uniformly random routing's
-  // expected maximum, models/transformer.cc moe_load_factor).
+  // expected maximum, random_routing_load_factor below).
   bool moe_permute_fusion = true;
   bool moe_router_fusion = true;
   std::optional<double> moe_load_imbalance = std::nullopt;

@@ -464,18 +464,6 @@ class BlockBuilder {
   }
 
  private:
-  // One PyTorch operation that runs as `launches` back-to-back kernels (and stream copies)
-  // moving `bytes` in all, in forward, or in backward at this point's mirror.
-  void op(const std::string& name, double bytes, int launches, bool backward = false) {
-    Kernel k{backward ? name + ".backward" : name, KernelKind::kElementwise, Flops(0),
-             Bytes(bytes)};
-    k.launches = launches;
-    if (backward)
-      layer_.backward_kernel(std::move(k));
-    else
-      layer_.forward_kernel(std::move(k));
-  }
-
   // The MoE router over this rank's `tokens`: logits (a GEMM of E columns), the top-k experts
   // with a softmax over their k logits, the per-expert token counts, and the load-balancing loss
   // over the softmax of all E logits (Megatron-core's aux_loss router). Fused: one kernel each
@@ -494,21 +482,22 @@ class BlockBuilder {
     layer_.backward_only("moe_input_grad_add", 3 * e_ * tokens * d_.h);
     // The router weight's gradient (a plain linear, not a Transformer Engine one) is added into
     // its fp32 main gradient by Megatron's gradient hook.
-    op("router_weight_grad_accumulate", (8 + e_) * d_.h * d_.E, 1, true);
+    layer_.operation("router_weight_grad_accumulate", (8 + e_) * d_.h * d_.E, 1, true);
     layer_.linear("router", tokens, d_.h, d_.E, false);
     if (d_.router_fusion) {
       layer_.elementwise("router_softmax_topk", 2 * e_ * te, 3 * e_ * te);
     } else {
-      op("router_logits_grad_add", 3 * e_ * te, 1, true);  // top-k's and softmax's gradients
-      op("router_topk", e_ * te + 3 * (e_ + 8) * tk, 2);
-      op("router_topk", 2 * e_ * te + (e_ + 8) * tk, 2, true);
-      op("router_softmax", 2 * e_ * tk + 16 * tk, 3);
-      op("router_softmax", 2 * e_ * tk + 32 * tk, 4, true);
-      op("router_token_histogram", 8 * tk + 16 * d_.E, 2);
-      op("aux_loss_softmax", e_ * te + 12 * te, 2);
-      op("aux_loss_softmax", e_ * te + 24 * te, 3, true);
-      op("aux_loss", 4 * te, 6);
-      op("aux_loss", 0, 5, true);
+      layer_.operation("router_logits_grad_add", 3 * e_ * te, 1,
+                       true);  // top-k's and softmax's gradients
+      layer_.operation("router_topk", e_ * te + 3 * (e_ + 8) * tk, 2);
+      layer_.operation("router_topk", 2 * e_ * te + (e_ + 8) * tk, 2, true);
+      layer_.operation("router_softmax", 2 * e_ * tk + 16 * tk, 3);
+      layer_.operation("router_softmax", 2 * e_ * tk + 32 * tk, 4, true);
+      layer_.operation("router_token_histogram", 8 * tk + 16 * d_.E, 2);
+      layer_.operation("aux_loss_softmax", e_ * te + 12 * te, 2);
+      layer_.operation("aux_loss_softmax", e_ * te + 24 * te, 3, true);
+      layer_.operation("aux_loss", 4 * te, 6);
+      layer_.operation("aux_loss", 0, 5, true);
     }
     layer_.stash("router_probs", e_ * te);
   }
@@ -519,10 +508,10 @@ class BlockBuilder {
   // and the split sizes summed from them (5 small kernels) and copied to the host (4 copies).
   void count_tokens(double tokens) {
     const double tk = tokens * d_.k;
-    op("token_count_histogram", 8 * tk + 16 * d_.E, 2);
+    layer_.operation("token_count_histogram", 8 * tk + 16 * d_.E, 2);
     layer_.communication("token_count_gather", CommGroup::kExpert, CommPattern::kAllGather,
                          8 * d_.E * d_.ep, CommPattern::kAllGather, 0);
-    op("token_count_splits", 16 * d_.E * d_.ep, 5 + 4);
+    layer_.operation("token_count_splits", 16 * d_.E * d_.ep, 5 + 4);
   }
 
   // Each of this rank's tokens copied to its k experts' rows (the dispatch all-to-all sends
@@ -539,13 +528,21 @@ class BlockBuilder {
       layer_.elementwise("token_dispatch", 2 * e_ * n_in, 2 * e_ * n_in);
       return;
     }
-    if (rows > 4096)
-      op("token_argsort", 8 * rows * (2 + 1 + 1 + 8 * 4) + 32 * 1024, 22);
+    // PyTorch's small-sort limit (aten/src/ATen/native/cuda/Sort.h, should_use_small_sort).
+    constexpr double kOneBlockSortKeys = 4096;
+    if (rows > kOneBlockSortKeys)
+      // 8-byte keys and values: the copy reads and writes R keys (2), the index fill writes R
+      // values (1), the histogram reads the keys (1), each of the 8 passes reads and writes keys
+      // and values (4); the memsets and the scan move the 8 passes' 256-bin counters, about
+      // 32 KiB (CUB dispatch_radix_sort.cuh, onesweep).
+      layer_.operation("token_argsort", 8 * rows * (2 + 1 + 1 + 8 * 4) + 32 * 1024, 22);
     else
-      op("token_argsort", 8 * rows * (1 + 2 + 2 + 4), 4);
-    op("token_index_div", 16 * rows, 1);
-    op("token_gather", 2 * e_ * n_in, 1);
-    op("token_gather", e_ * n_out + e_ * n_in + 2 * e_ * n_out, 2, true);
+      // arange writes R (1), two copies read and write R (2 + 2), the one-block sort reads and
+      // writes keys and values (4).
+      layer_.operation("token_argsort", 8 * rows * (1 + 2 + 2 + 4), 4);
+    layer_.operation("token_index_div", 16 * rows, 1);
+    layer_.operation("token_gather", 2 * e_ * n_in, 1);
+    layer_.operation("token_gather", e_ * n_out + e_ * n_in + 2 * e_ * n_out, 2, true);
   }
 
   // The expert outputs back to their tokens, weighted by the routing probabilities and summed
@@ -561,12 +558,12 @@ class BlockBuilder {
       layer_.elementwise("token_combine", e_ * (n_in + n_out + tk), e_ * (2 * n_in + n_out));
       return;
     }
-    op("token_unpermute_zeros", e_ * n_in, 1);
-    op("token_unpermute_scatter_add", 3 * e_ * n_in, 1);
-    op("token_unpermute_scatter_add", 2 * e_ * n_in, 1, true);
-    op("token_combine_weight", 2 * e_ * n_in + e_ * tk, 1);
-    op("token_combine_weight", 2 * e_ * n_out + 4 * e_ * n_in + e_ * tk, 3, true);
-    op("token_combine_sum", e_ * n_in + e_ * n_out, 1);
+    layer_.operation("token_unpermute_zeros", e_ * n_in, 1);
+    layer_.operation("token_unpermute_scatter_add", 3 * e_ * n_in, 1);
+    layer_.operation("token_unpermute_scatter_add", 2 * e_ * n_in, 1, true);
+    layer_.operation("token_combine_weight", 2 * e_ * n_in + e_ * tk, 1);
+    layer_.operation("token_combine_weight", 2 * e_ * n_out + 4 * e_ * n_in + e_ * tk, 3, true);
+    layer_.operation("token_combine_sum", e_ * n_in + e_ * n_out, 1);
   }
 
   const ModelSpec& spec_;

@@ -5,8 +5,7 @@
 // - compute_time: a kernel takes max(FLOPs / rate, bytes / (memory bandwidth x memory
 //   efficiency)) times its load factor (the busiest rank's work over the mean rank's, 1 for
 //   most kernels) plus the kernel launch overhead once per launch (Williams et al. 2009,
-//   "Roofline"). The rate of
-//   a GEMM or attention kernel is the first of these that applies:
+//   "Roofline"). The rate of a GEMM or attention kernel is the first of these that applies:
 //   1. a measured GEMM table for the op's dtype (a hardware profile, core/hardware/profile.h):
 //      the table's rate at the op's per-GEMM m, n, k (the rate at the largest grid point when the
 //      shape is unknown); an attention kernel runs at attention_factor x that rate (absent:

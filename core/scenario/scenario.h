@@ -176,7 +176,8 @@ struct TrainingConfig {
   bool grad_dtype_auto = true;
   bool overlap_grad_reduce = true;
   bool flash_attention = false;
-  // Mixture-of-experts kernels (docs/models.md, "Mixture of experts"): whether the token
+  // Mixture-of-experts kernels (docs/models.md, kernel inventory, "Mixture-of-experts layer"):
+  // whether the token
   // permutation around the expert all-to-alls and the router's top-k, softmax and auxiliary-loss
   // statistics each run as one fused kernel, or as the framework's separate PyTorch operations.
   bool moe_permute_fusion = true;

@@ -66,8 +66,7 @@ inline constexpr auto kValueTypeNames =
                                 {ValueType::kNameOrMap, "name-or-map"}});
 
 // A validated scalar. kCountOrAuto and kNumberOrAuto store "auto" as the string; kFreeform stores
-// the YAML text
-// ("" when empty or null); kNameOrMap given as a name stores the name.
+// the YAML text ("" when empty or null); kNameOrMap given as a name stores the name.
 using Value = std::variant<bool, int64_t, double, std::string, Bytes, BytesPerSecond, Seconds,
                            FlopsPerSecond, std::vector<int64_t>>;
 

@@ -51,6 +51,14 @@ void LayerBuilder::backward_only(const std::string& name, double bytes) {
   layer_.backward.push_back({name + ".backward", KernelKind::kElementwise, Flops(0), Bytes(bytes)});
 }
 
+void LayerBuilder::operation(const std::string& name, double bytes, int launches, bool backward) {
+  if (backward)
+    backward_only(name, bytes);
+  else
+    layer_.forward.push_back({name, KernelKind::kElementwise, Flops(0), Bytes(bytes)});
+  (backward ? layer_.backward : layer_.forward).back().launches = launches;
+}
+
 void LayerBuilder::communication(const std::string& name, CommGroup group, CommPattern forward,
                                  double forward_bytes, CommPattern backward,
                                  double backward_bytes) {

@@ -49,6 +49,10 @@ class LayerBuilder {
                    TrafficClass backward_traffic = TrafficClass::kStreaming);
   // A kernel that only backward has (gradient accumulation where a tensor has two consumers).
   void backward_only(const std::string& name, double bytes);
+  // One framework operation that runs as `launches` back-to-back elementwise kernels (and stream
+  // copies) moving `bytes` in all (Kernel::launches): in forward, or with `backward` in backward
+  // at this point's mirror, named "<name>.backward".
+  void operation(const std::string& name, double bytes, int launches, bool backward = false);
   // A communication point of a tensor-parallel shard: the forward collective (skipped when
   // forward_bytes is 0) and, at the mirror position in backward, the backward one.
   void communication(const std::string& name, CommGroup group, CommPattern forward,

@@ -219,6 +219,7 @@ TEST(PlanSearch, NeverRanksAConfigurationThatDoesNotFitWhenSimulated) {
   ASSERT_EQ(rep.ranked.size(), 2u);
   for (const auto& row : rep.ranked) {
     EXPECT_FALSE(row.simulated);
+    EXPECT_TRUE(row.over_memory);
     EXPECT_NE(row.error.find("does not fit when simulated: 100.00 GiB per GPU of 80.00 GiB"),
               std::string::npos)
         << row.error;
