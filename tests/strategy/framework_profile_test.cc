@@ -210,5 +210,16 @@ TEST(FrameworkProfile, MegatronCorePermutesAndRoutesMoeTokensWithPyTorchOperatio
   EXPECT_TRUE(has(ops, "router_topk"));  // the router stays the profile's
 }
 
+// training.moe_load_imbalance reads 'auto' as the random-routing default and a number as given.
+TEST(FrameworkProfile, MoeLoadImbalanceTakesAutoOrANumber) {
+  const Scenario automatic = load_scenario_text(
+      moe_scenario("megatron-core", ", moe_load_imbalance: auto"), "imbalance.yaml");
+  EXPECT_FALSE(automatic.training.moe_load_imbalance.has_value());
+  const Scenario given = load_scenario_text(
+      moe_scenario("megatron-core", ", moe_load_imbalance: 1.25"), "imbalance.yaml");
+  ASSERT_TRUE(given.training.moe_load_imbalance.has_value());
+  EXPECT_DOUBLE_EQ(*given.training.moe_load_imbalance, 1.25);
+}
+
 }  // namespace
 }  // namespace dtsim
