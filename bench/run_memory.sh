@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 dtsim=${1:-build}/cli/dtsim
+# The trace goes to a scratch folder of this run, removed however it ends.
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/dtsim-bench-memory.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
 run() {  # label, args...
   local label=$1
   shift
@@ -16,5 +19,4 @@ run "default, analytic, 200 iterations" scenarios/default.yaml --engine analytic
 run "default, analytic, 800 iterations" scenarios/default.yaml --engine analytic --set simulate.iterations=800
 run "default, simgrid, 200 iterations" scenarios/default.yaml --set simulate.iterations=200
 run "gpt3-175b, simgrid" scenarios/gpt3-175b-tp8-pp8-interleaved-1024-a100.yaml
-run "gpt3-175b, simgrid, --trace" scenarios/gpt3-175b-tp8-pp8-interleaved-1024-a100.yaml --trace /tmp/dtsim-bench-trace.json
-rm -f /tmp/dtsim-bench-trace.json
+run "gpt3-175b, simgrid, --trace" scenarios/gpt3-175b-tp8-pp8-interleaved-1024-a100.yaml --trace "$scratch/trace.json"

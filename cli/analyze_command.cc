@@ -11,8 +11,8 @@
 #include "driver/output_file.h"
 #include "driver/sweep_results.h"
 #if DTSIM_HAVE_PLOT
-#include "gui/plot/plot.h"
-#include "gui/plot/scaling_plots.h"
+#include "core/base/module_loader.h"
+#include "gui/plot/plot_module.h"
 #endif
 
 namespace dtsim::cli {
@@ -84,22 +84,18 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeOptions& o) {
 
 int run_analyze(const AnalyzeOptions& o, std::ostream& out) {
   std::unique_ptr<driver::OutputFile> plot_file;
-#if DTSIM_HAVE_PLOT
-  std::optional<plot::ImageFormat> format;
-#endif
+  bool svg = false;
   if (!o.plot.empty()) {
     if (!plotting_available())
       throw plot_error(
           "this dtsim was built without Qt 6 Charts, so it cannot plot; install qt6-base-dev "
           "qt6-charts-dev qt6-svg-dev (scripts/setup.sh installs them) and rebuild with "
           "-DDTSIM_ENABLE_GUI=AUTO or ON. The report and --json need no Qt");
-    const bool svg = has_extension(o.plot, ".svg"), png = has_extension(o.plot, ".png");
+    svg = has_extension(o.plot, ".svg");
+    const bool png = has_extension(o.plot, ".png");
     if (!svg && !png)
       throw plot_error("expected a file ending in .svg or .png, found '" + printable(o.plot, 200) +
                        "'");
-#if DTSIM_HAVE_PLOT
-    format = svg ? plot::ImageFormat::kSvg : plot::ImageFormat::kPng;
-#endif
     // Checked before the file is read, so a bad path costs nothing.
     plot_file =
         std::make_unique<driver::OutputFile>(o.plot, "--plot", std::vector<std::string>{o.results},
@@ -109,9 +105,13 @@ int run_analyze(const AnalyzeOptions& o, std::ostream& out) {
   const driver::ScalingAnalysis analysis = driver::analyze_results(results, o.x_key);
 
   if (plot_file) {
-#if DTSIM_HAVE_PLOT
-    plot_file->commit(plot::render_charts(plot::scaling_charts(analysis), *format));
-#endif
+    // Qt is loaded here, by the one command that draws (gui/plot/plot_module.h).
+    auto* draw = module_entry<decltype(dtsim_plot_scaling_charts)>(
+        plot::kPlotModule, "the plotting module, Qt 6 Charts", "dtsim_plot_scaling_charts");
+    std::string image, error;
+    if (!draw(&analysis, svg, &image, &error))
+      throw RuntimeError("drawing " + printable(o.plot, 200) + " failed: " + error);
+    plot_file->commit(image);
   }
   if (o.json) {
     nlohmann::json j = driver::analysis_to_json(analysis);

@@ -1,5 +1,5 @@
 // Child processes for front ends that run many simulations: one simulation per process, since
-// SimGrid allows one engine per process (design.md section 5). dtsim sweep and dtsim plan run
+// SimGrid allows one engine per process (docs/design.md section 5). dtsim sweep and dtsim plan run
 // `dtsim simulate ... --json` children through a ChildPool; the GUI uses QProcess the same way.
 //
 // Contract:

@@ -1,5 +1,5 @@
 // `dtsim collective`: one collective, or a size sweep, on a scenario's cluster, timed by the
-// scenario's engine, with nccl-tests' algbw and busbw (reference.md, "Collectives").
+// scenario's engine, with nccl-tests' algbw and busbw (docs/reference.md, "Collectives").
 //
 // Contract: flags arrive as text and are checked here, so every front end gets the same errors
 // (InputError naming the flag); the result holds one row per size with the algorithm and protocol

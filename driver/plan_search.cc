@@ -627,7 +627,7 @@ bool FastAnalyticModel::covers(const Scenario& sc) const {
          // does not mirror (core/strategy/parallel_step.cc); the analytic engine times them.
          !is_pipedream(par.schedule) && sc.training.compression.method == Compression::kNone &&
          // Relaxed synchronisation rewrites the step after the engine (driver/relaxed_sync.h).
-         sc.training.sync == "synchronous" && folds_to_one_rank_per_stage(sc);
+         sc.training.sync == SyncMode::kSynchronous && folds_to_one_rank_per_stage(sc);
 }
 
 AnalyticEstimate FastAnalyticModel::evaluate(const Scenario& sc) {

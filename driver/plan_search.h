@@ -1,5 +1,5 @@
 // `dtsim plan`: search the parallel configurations of a scenario's model, cluster and global
-// batch for the fastest one that fits in memory (design.md section 6). The GUI calls the same
+// batch for the fastest one that fits in memory (docs/design.md section 6). The GUI calls the same
 // function.
 //
 // Contract:

@@ -1,5 +1,5 @@
 // The driver: the one path from a scenario to a prediction that every front end calls (the dtsim
-// command today; sweeps, plan, real mode and the GUI as they come). design.md section 1:
+// command today; sweeps, plan, real mode and the GUI as they come). docs/design.md section 1:
 //   scenario -> (models) layer graph -> (strategy) Job -> (engine) Trace -> (report) Results
 //
 // Contract:

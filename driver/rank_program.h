@@ -1,4 +1,4 @@
-// Any rank's Program, and the unfolded Job, for a plan (design.md section 3): what real mode,
+// Any rank's Program, and the unfolded Job, for a plan (docs/design.md section 3): what real mode,
 // per-rank perturbations and conformance checks run instead of the folded Job that predictions
 // simulate.
 //

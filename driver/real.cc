@@ -37,14 +37,15 @@ Measurement measure(const std::string& scenario_path, const std::vector<std::str
   Plan plan = plan_scenario(load(scenario_path, overrides));
   // Parameter servers and asynchronous SGD are predictions over the simulated step
   // (driver/relaxed_sync.h); real mode runs synchronous steps only.
-  if (plan.scenario.training.sync != "synchronous")
-    throw InputError(Diagnostic{
-        plan.scenario.training.sync_where.known() ? plan.scenario.training.sync_where
-                                                  : SourceLocation{scenario_path, 0, 0},
-        "training.sync",
-        "not supported yet: dtsim real measures synchronous training; "
-        "training.sync " +
-            plan.scenario.training.sync + " is a prediction only (use sync: synchronous)"});
+  if (plan.scenario.training.sync != SyncMode::kSynchronous)
+    throw InputError(Diagnostic{plan.scenario.training.sync_where.known()
+                                    ? plan.scenario.training.sync_where
+                                    : SourceLocation{scenario_path, 0, 0},
+                                "training.sync",
+                                "not supported yet: dtsim real measures synchronous training; "
+                                "training.sync " +
+                                    std::string(to_string(plan.scenario.training.sync)) +
+                                    " is a prediction only (use sync: synchronous)"});
   const real::Backend backend = options.backend.value_or(default_backend(plan.scenario));
   const int world = plan.job.world_size;
   if (launch.world != world) {

@@ -1,4 +1,4 @@
-// Real mode through the driver (design.md sections 1 and 7): the scenario's Program for every
+// Real mode through the driver (docs/design.md sections 1 and 7): the scenario's Program for every
 // rank, run on real devices by a back end from real/, and the measurement turned into Results
 // exactly as a prediction is, with source "measured". `dtsim real`, `dtsim calibrate` and the
 // GUI call these; none of them names MPI or CUDA.

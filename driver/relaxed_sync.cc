@@ -237,9 +237,9 @@ void apply_parameter_server(const Scenario& sc, const Job& job, const Cluster& c
   r.parameter_server = parameter_server_results(sc, job, cluster, trace, r.step_time_s);
   ParameterServerResults& ps = *r.parameter_server;
   const std::string what =
-      "training.sync " + sc.training.sync + ": " + std::to_string(ps.workers) + " workers, " +
-      std::to_string(ps.servers) + " " + ps.placement + " parameter server" +
-      (ps.servers > 1 ? "s" : "") +
+      "training.sync " + std::string(to_string(sc.training.sync)) + ": " +
+      std::to_string(ps.workers) + " workers, " + std::to_string(ps.servers) + " " + ps.placement +
+      " parameter server" + (ps.servers > 1 ? "s" : "") +
       (pl.dedicated ? " (each on a node of the cluster's kind appended to it)" : "");
   if (!cfg.async) {
     r.notes.push_back(what +
@@ -333,16 +333,17 @@ void apply_relaxed_sync(const Scenario& scenario, const Job& job, const Cluster&
                         const Trace& trace, Results& r) {
   const TrainingConfig& t = scenario.training;
   if (uses_parameter_servers(t)) return apply_parameter_server(scenario, job, cluster, trace, r);
-  if (t.sync == "easgd") return apply_easgd(scenario, cluster, trace, r);
-  if (t.sync != "ssp" && t.sync != "local-sgd") return;
+  if (t.sync == SyncMode::kEasgd) return apply_easgd(scenario, cluster, trace, r);
+  if (t.sync != SyncMode::kSsp && t.sync != SyncMode::kLocalSgd) return;
   const double sync_s = r.step_time_s;
   const double slowest_s = slowest_compute_per_step_s(trace);
-  const double step_s = t.sync == "ssp" ? ssp_step_s(slowest_s, sync_s, t.staleness)
-                                        : local_sgd_step_s(slowest_s, sync_s, t.local_sgd_period);
+  const double step_s = t.sync == SyncMode::kSsp
+                            ? ssp_step_s(slowest_s, sync_s, t.staleness)
+                            : local_sgd_step_s(slowest_s, sync_s, t.local_sgd_period);
   if (step_s <= 0 || step_s >= sync_s) return;
   rewrite_step(r, step_s);
   r.notes.push_back(
-      t.sync == "ssp"
+      t.sync == SyncMode::kSsp
           ? "training.sync ssp (staleness " + std::to_string(t.staleness) +
                 "): steady-state step max(C, X) = " + format_number("%.4g", step_s) +
                 " s from the synchronous step " + format_number("%.4g", sync_s) +

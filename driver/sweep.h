@@ -1,5 +1,5 @@
 // `dtsim sweep`: many predictions of one scenario, one child dtsim process each (SimGrid allows
-// one simulation per process, design.md section 5), streamed to a results file
+// one simulation per process, docs/design.md section 5), streamed to a results file
 // (driver/sweep_results.h) as each finishes.
 //
 // Contract:

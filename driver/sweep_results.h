@@ -10,7 +10,7 @@
 //   exit_code  the child dtsim's exit code (2: bad input or infeasible, 1: runtime failure)
 //   wall_s     wall-clock seconds the child ran
 //   error      the child's error message (empty when ok)
-//   result     every key of `dtsim simulate --json` (design.md section 5)
+//   result     every key of `dtsim simulate --json` (docs/design.md section 5)
 //
 // Format:
 // - JSON Lines: one object per line: {"config", "overrides": {key: value}, "status", "exit_code",

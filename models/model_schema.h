@@ -1,4 +1,4 @@
-// The `model` section of the scenario schema (design.md section 4), defined here because models/
+// The scenario schema's `model` section (docs/design.md section 4), defined here because models/
 // knows the architectures: the family and activation names come from model_spec.h's name tables
 // and every upper bound from its kMax constants, the same ones check_spec() applies, so the
 // schema and the model checks cannot disagree. models/register_model_schema.cc hands it to the

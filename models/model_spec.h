@@ -2,7 +2,7 @@
 //
 // Contract:
 // - A ModelSpec names a family (gpt, llama, moe, bert, resnet, vgg, inception, mlp) and the
-//   fields that family reads. Field names match the scenario keys under `model:` (design.md
+//   fields that family reads. Field names match the scenario keys under `model:` (docs/design.md
 //   section 4); fields a family does not read are ignored.
 // - Zero in num_query_groups, ffn_hidden_size or top_k means "derive it" (see resolve_spec()),
 //   so a custom spec may give only num_layers, hidden_size and num_attention_heads.

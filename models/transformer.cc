@@ -1,7 +1,7 @@
 // Transformer graphs: GPT (Radford et al. 2019; Brown et al. 2020), Llama (Touvron et al. 2023;
 // Dubey et al. 2024), Mixtral-style MoE (Jiang et al. 2024) and BERT (Devlin et al. 2019).
 //
-// Notation (reference.md): b micro-batch, s sequence, h hidden, a heads, g key/value groups,
+// Notation (docs/reference.md): b micro-batch, s sequence, h hidden, a heads, g key/value groups,
 // f ffn width, V vocabulary, E experts, k top-k, e bytes per activation element.
 // Element counts used below: N = bsh (one hidden-state tensor), N_kv = bs·(h/a)·g (K or V),
 // N_s = b·a·s² (attention scores), N_f = bsf (MLP inner tensor), N_V = bsV (logits).

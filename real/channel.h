@@ -1,6 +1,6 @@
 // An out-of-band control channel between the processes of a real-mode job: the NCCL unique id,
 // the gathered traces, the start barrier and the watchdog's status all travel over it. Two
-// implementations: MPI (real/cpu/mpi_channel.h, under mpirun or srun) and TCP (real/tcp_channel.h,
+// implementations: MPI (real/cpu/mpi_channel.cc, for mpirun or srun) and TCP (real/tcp_channel.cc,
 // torchrun-style MASTER_ADDR / MASTER_PORT, for GPU jobs launched without MPI).
 //
 // Contract:

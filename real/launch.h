@@ -1,5 +1,6 @@
 // Who this process is in a real-mode job: its rank, the world, its rank on the node, and how it
-// was launched (design.md section 7). Read from the launcher's environment; nothing is assumed.
+// was launched (docs/design.md section 7). Read from the launcher's environment; nothing is
+// assumed.
 //
 // Contract:
 // - detect_launch() reads, in this order: Open MPI's mpirun (OMPI_COMM_WORLD_RANK, _SIZE,
@@ -24,7 +25,7 @@ struct LaunchInfo {
   std::string host;      // gethostname()
   std::string launcher;  // "mpirun", "srun", "pmi", "torchrun", "none"
   bool mpi = false;      // launched by an MPI launcher: MPI_Init will find the job
-  // torchrun-style rendezvous (the TCP bootstrap, real/tcp_channel.h)
+  // torchrun-style rendezvous (the TCP bootstrap, real/tcp_channel.cc)
   std::string master_addr;
   int master_port = 0;
 };

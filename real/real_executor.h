@@ -1,5 +1,5 @@
 // Real mode's executors: the same Programs the simulator predicts, run on real devices
-// (design.md sections 1 and 7). One process per rank; each process runs its own rank's Program
+// (docs/design.md sections 1 and 7). One process per rank; each process runs its own rank's Program
 // and rank 0 gathers everyone's measured spans into one Trace, so that reports, the Chrome trace
 // and `dtsim compare` read a measurement exactly as they read a prediction.
 //

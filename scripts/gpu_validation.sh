@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU validation of real mode, in one command (environment.md, "GPU validation"): on a machine
+# GPU validation of real mode, in one command (docs/environment.md, "GPU validation"): on a machine
 # with an NVIDIA GPU, run the gpu-labelled tests, calibrate the GPU, and for each single-GPU
 # scenario under scenarios/real/ predict its step with the measured profile, measure it with the
 # CUDA + NCCL back end, and compare the two. Everything lands in one folder, with summary.md
@@ -11,7 +11,7 @@
 #   NCCL_LIB_DIR=dir ...                         (a libnccl.so.2 carried along with the build)
 #
 # A build folder carried over from a development machine is used as is (take libnccl.so.2 along,
-# environment.md); without one the script configures and builds. One step failing does not stop
+# docs/environment.md); without one the script configures and builds. One step failing does not stop
 # the others: the summary records every step's exit status, and the script exits 1 if any failed.
 set -uo pipefail
 

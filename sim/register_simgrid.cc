@@ -1,17 +1,16 @@
-// Registers the SimGrid engine by name (core/exec/engine_registry.h). Compiled into every program
-// through the dtsim_engines target, never into a static library the linker could drop.
+// Registers the SimGrid engine by name (core/exec/engine_registry.h), linked: for the programs
+// that link SimGrid (the tests, the GUI). The dtsim program registers it on demand instead
+// (simgrid_on_demand.cc). Compiled into each program through the dtsim_engines target, never
+// into a static library the linker could drop.
 #include "core/exec/engine_registry.h"
 #include "sim/simgrid_executor.h"
 
 namespace {
 
 const bool kRegistered = dtsim::register_engine(
-    {"simgrid",
-     "SimGrid discrete-event simulation: link contention, topology and overlap emerge from the "
-     "platform; fidelity chunk, collective or auto",
+    {"simgrid", dtsim::sim::kSimGridEngineDescription,
      [](const dtsim::Scenario& s) -> std::unique_ptr<dtsim::Executor> {
-       return std::make_unique<dtsim::sim::SimGridExecutor>(
-           dtsim::sim::SimGridOptions{s.simulate.fidelity, s.training.precision});
+       return std::make_unique<dtsim::sim::SimGridExecutor>(dtsim::sim::simgrid_options(s));
      }});
 
 }  // namespace

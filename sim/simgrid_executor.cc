@@ -549,7 +549,7 @@ std::vector<double> simulate_graph(const ActivityGraph& graph, const Cluster& cl
 
 CollectiveBody SimGridExecutor::body_for(const Job& job, const Cluster& cluster,
                                          int iterations) const {
-  if (options_.fidelity == "collective") return CollectiveBody::kCollectiveFlows;
+  if (options_.fidelity == FidelitySetting::kCollective) return CollectiveBody::kCollectiveFlows;
   // Chunk-level flows of the whole run. Collectives are matched across members, so count each
   // once: on the program of the group's first simulated member. A program repeats the same
   // collective (every gradient bucket of one size, every layer's TP all-reduce), and counting one
@@ -572,7 +572,7 @@ CollectiveBody SimGridExecutor::body_for(const Job& job, const Cluster& cluster,
           flows += known->second;
         }
   flows *= iterations;
-  if (options_.fidelity == "chunk") {
+  if (options_.fidelity == FidelitySetting::kChunk) {
     if (flows > kMaxChunkFlows)
       throw InputError(Diagnostic{
           SourceLocation{}, "simulate.fidelity",

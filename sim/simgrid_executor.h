@@ -39,12 +39,22 @@ inline constexpr double kAutoChunkFlows = 500e3;  // about 2 s at 3.3 us per flo
 inline constexpr double kMaxChunkFlows = 20e6;    // about 3 GB of graph and over a minute
 
 struct SimGridOptions {
-  std::string fidelity = "auto";  // auto | chunk | collective
+  FidelitySetting fidelity = FidelitySetting::kAuto;
   DType precision = DType::kBf16;
   // Collectives alone on their links run as one activity of their schedule's time, timed once
   // alone (core/exec/activity_graph.h); false keeps their flows. Exact either way.
   bool alone_collectives = true;
 };
+
+// The engine's one-line description in the registry (core/exec/engine_registry.h), and its
+// options from a scenario: the same for the linked registration (register_simgrid.cc) and the
+// on-demand one of the dtsim program (simgrid_on_demand.cc).
+inline constexpr const char* kSimGridEngineDescription =
+    "SimGrid discrete-event simulation: link contention, topology and overlap emerge from the "
+    "platform; fidelity chunk, collective or auto";
+inline SimGridOptions simgrid_options(const Scenario& s) {
+  return SimGridOptions{s.simulate.fidelity, s.training.precision};
+}
 
 class SimGridExecutor : public Executor {
  public:

@@ -1,6 +1,6 @@
 // Errors and diagnostics.
 //
-// Contract (design.md section 6, style.md "Errors"):
+// Contract (docs/design.md section 6, docs/style.md "Errors"):
 // - Bad input (scenario files, --set overrides, flags, infeasible configurations) is reported
 //   as one or more Diagnostics, each naming FILE:LINE:COL where a location exists, the key path,
 //   what was expected and what was found. The loader collects every problem in a file before

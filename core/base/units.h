@@ -6,7 +6,7 @@
 //   meaningful arithmetic compiles: Bytes / BytesPerSecond is Seconds, Bytes + Seconds is a
 //   compile error (tests/core/units_test.cc proves it with static_asserts).
 // - Unwrap with value() only at third-party boundaries, into a local named with the unit.
-// - parse_* accept the unit strings of scenario files (design.md section 4). They tell bits
+// - parse_* accept the unit strings of scenario files (docs/design.md section 4). They tell bits
 //   from bytes ("Gbps" is gigabits per second, "GBps" and "GB/s" gigabytes per second) and
 //   decimal from binary ("GB" = 1e9 bytes, "GiB" = 2^30 bytes). A number without a unit, a
 //   negative number, and a bit unit where bytes are required are errors with a hint.

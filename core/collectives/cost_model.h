@@ -2,7 +2,7 @@
 // (Kernel costs, the roofline, are core/exec/compute_cost.h.)
 //
 // Contract:
-// - collective_time: ring algorithms under the alpha-beta model (reference.md, "Collectives"):
+// - collective_time: ring algorithms under the alpha-beta model (docs/reference.md, "Collectives"):
 //   all-reduce 2(N-1)a + 2(N-1)/N S/b; all-gather, reduce-scatter and all-to-all half of that;
 //   broadcast and reduce (N-1)a + S/b (pipelined chain). alpha and beta are those of the ring's
 //   slowest hop (ring_link). No contention: that is the SimGrid executor's job.
@@ -82,7 +82,7 @@ Seconds resolved_collective_time(const CollectiveOp& op, const std::vector<Rank>
                                  const Cluster& cluster, const ResolvedCollective& resolved);
 Seconds point_to_point_time(Bytes bytes, Endpoint a, Endpoint b, const Cluster& cluster);
 
-// nccl-tests bus-bandwidth factor (reference.md): 2(n-1)/n for all-reduce, (n-1)/n for
+// nccl-tests bus-bandwidth factor (docs/reference.md): 2(n-1)/n for all-reduce, (n-1)/n for
 // all-gather, reduce-scatter and all-to-all, 1 for broadcast and reduce.
 double bus_bandwidth_factor(CollectiveKind kind, int n);
 

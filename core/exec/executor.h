@@ -1,5 +1,5 @@
 // The Executor interface: one Job, one resolved Cluster, a few run options, and a Trace back
-// (design.md sections 1 and 3). Every engine implements it: the analytic closed form here in
+// (docs/design.md sections 1 and 3). Every engine implements it: the analytic closed form here in
 // core/exec, the SimGrid simulator in sim/, and the real back ends in real/.
 //
 // Contract:

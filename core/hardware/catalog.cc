@@ -10,7 +10,7 @@
 // - Bandwidths are decimal (1 GB/s = 1e9 B/s, 1 TB/s = 1e12 B/s) and per direction, as the
 //   header requires; "bidirectional" vendor figures are halved.
 // - Latencies of intra-node fabrics are NCCL's per-step hardware latencies for the LL protocol
-//   (NVIDIA/nccl src/graph/tuning.cc, quoted in reference.md), so that the collective model
+//   (NVIDIA/nccl src/graph/tuning.cc, quoted in docs/reference.md), so that the collective model
 //   adds NCCL's base latencies on top without double counting.
 #include "core/hardware/catalog.h"
 #include "core/hardware/cluster_config.h"
@@ -520,7 +520,7 @@ std::vector<GpuSpec> make_gpu_catalog() {
   };
 }
 
-// NCCL's per-step Ring LL hardware latencies (reference.md, "Hardware latency per step").
+// NCCL's per-step Ring LL hardware latencies (docs/reference.md, "Hardware latency per step").
 constexpr Seconds kNcclNvlinkLatency = 0.6_us;
 constexpr Seconds kNcclPcieLatency = 1.0_us;
 constexpr Seconds kNcclNetworkLatency = 2.7_us;
@@ -748,7 +748,7 @@ std::vector<IntraNodeFabricSpec> make_fabric_catalog() {
   };
 }
 
-// Usable share of line rate. NCCL reaches 90-95% of an InfiniBand port (reference.md); 0.92 is
+// Usable share of line rate. NCCL reaches 90-95% of an InfiniBand port (docs/reference.md); 0.92 is
 // inside that range. RoCE v2 carries about 56 more header bytes per 4096-byte payload than IB
 // (Ethernet + IP + UDP headers, FCS, preamble and gap), about 1.4% less goodput, hence 0.90.
 constexpr double kIbEfficiency = 0.92;
@@ -761,7 +761,7 @@ constexpr Seconds kTcpLatency = 20_us;
 
 constexpr const char* kIbLatencySource = "latency: NCCL network LL per-step 2.7 us";
 constexpr const char* kIbEfficiencySource =
-    "efficiency 0.92: NCCL's usable share of an IB port is 90-95% (reference.md)";
+    "efficiency 0.92: NCCL's usable share of an IB port is 90-95% (docs/reference.md)";
 constexpr const char* kRoceLatencySource =
     "latency 3.2 us: NCCL network LL per-step 2.7 us + 0.5 us assumed for the slower Ethernet "
     "switch hop";

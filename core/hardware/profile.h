@@ -1,6 +1,6 @@
 // A measured hardware profile: what `dtsim calibrate` writes and `cluster.profile: FILE` reads
-// (design.md section 4). Its figures replace the catalog's for the GPU model it was measured on,
-// so that a prediction rests on microbenchmarks of the machine it predicts.
+// (docs/design.md section 4). Its figures replace the catalog's for the GPU model it was measured
+// on, so that a prediction rests on microbenchmarks of the machine it predicts.
 //
 // Contract:
 // - A profile is a YAML file (docs/real-mode.md, "Profiles"), format 1:

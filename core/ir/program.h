@@ -1,4 +1,4 @@
-// The Program IR: what one rank does in one training step (design.md section 2).
+// The Program IR: what one rank does in one training step (docs/design.md section 2).
 //
 // Contract:
 // - A Program is a list of Streams. Ops on one stream run in order, as on a CUDA stream; ops on
@@ -11,7 +11,7 @@
 // - A Job holds the Programs of the ranks that are simulated and the communication Groups with
 //   all their members (the strategy lists every group of the world, so a GroupId means the same
 //   group whichever ranks are built, core/strategy/strategy.h). Ranks without a Program are
-//   assumed to behave like the simulated member of their group (symmetry folding, design.md
+//   assumed to behave like the simulated member of their group (symmetry folding, docs/design.md
 //   section 8): identical data-parallel replicas need not all be built. A collective completes
 //   when every member that has a Program reaches it.
 #pragma once
@@ -95,7 +95,7 @@ CollectiveKind collective_kind(CommPattern pattern);
 // kNvls: NVSwitch in-network reduction (NVLink SHARP, Hopper and later), one node.
 // kTree: NCCL's double binary tree over nodes with a chain inside each node, pipelined in chunks
 // (all-reduce; core/collectives/collective_schedule.h, TreePlan).
-// NCCL's protocols (reference.md): LL and LL128 trade bandwidth for lower per-step latency.
+// NCCL's protocols (docs/reference.md): LL and LL128 trade bandwidth for lower per-step latency.
 // kAuto: with algorithm auto, NCCL's choice; with an explicit algorithm, the pure alpha-beta model.
 // kAuto: the algorithm's own model, without a protocol's effect (the textbook alpha-beta ring);
 // with algorithm auto, the fastest of everything auto chooses from. kFastest: a named NCCL

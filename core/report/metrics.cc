@@ -245,7 +245,7 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
   r.recompute = std::string(to_string(sc.training.recompute));
   r.optimizer = std::string(to_string(sc.training.optimizer));
   r.framework = std::string(to_string(sc.training.framework));
-  r.fidelity = sc.simulate.fidelity;
+  r.fidelity = std::string(to_string(sc.simulate.fidelity));
   r.model_name = model.name;
   r.layers = count_layers(model);
   r.communication = communication_volume(job, r.pp);

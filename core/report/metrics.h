@@ -1,4 +1,4 @@
-// Metrics: from a Trace to the result keys of design.md section 5.
+// Metrics: from a Trace to the result keys of docs/design.md section 5.
 //
 // Contract:
 // - step_time_s is the mean time of one optimizer step over the global batch.
@@ -155,7 +155,7 @@ struct BackgroundJob {
 
 struct Results {
   std::string engine;
-  std::string source = "predicted";  // "measured" for real mode (design.md section 5)
+  std::string source = "predicted";  // "measured" for real mode (docs/design.md section 5)
   std::string scenario;
   double step_time_s = 0;
   double samples_per_s = 0;

@@ -43,7 +43,7 @@ void tidy(nlohmann::json& j, double scale) {
     j = v;
 }
 
-// The reliability section (design.md section 5): the whole run's figures, when one was run.
+// The reliability section (docs/design.md section 5): the whole run's figures, when one was run.
 nlohmann::json reliability_json(const std::optional<reliability::RunReport>& rel) {
   using nlohmann::json;
   // No failure model: every step counts, so goodput is 1 by definition.

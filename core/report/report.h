@@ -1,4 +1,4 @@
-// Reports: the summary table, the JSON result object (design.md section 5) and Chrome
+// Reports: the summary table, the JSON result object (docs/design.md section 5) and Chrome
 // trace-event files that Perfetto and chrome://tracing open.
 #pragma once
 
@@ -15,7 +15,7 @@
 
 namespace dtsim {
 
-// The result object with every key of design.md section 5, nested by its dotted path.
+// The result object with every key of docs/design.md section 5, nested by its dotted path.
 nlohmann::json results_to_json(const Results& r);
 
 // Float noise: 0 when |value| <= 1e-9 x scale (the step time for times), else value. The one

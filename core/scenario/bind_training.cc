@@ -136,7 +136,7 @@ void bind_training(const Reader& r, const ParallelismConfig& par, TrainingConfig
   if (auto imbalance = r.get<double>("training.moe_load_imbalance"))
     t.moe_load_imbalance = *imbalance;
   t.runtime_reserve = r.value<Bytes>("training.runtime_reserve");
-  t.sync = r.value<std::string>("training.sync");
+  t.sync = kSyncModeNames.from_valid(r.value<std::string>("training.sync"));
   t.sync_where = r.where("training.sync");
   t.staleness = static_cast<int>(r.value<int64_t>("training.staleness"));
   t.local_sgd_period = static_cast<int>(r.value<int64_t>("training.local_sgd_period"));
@@ -146,8 +146,8 @@ void bind_training(const Reader& r, const ParallelismConfig& par, TrainingConfig
   t.parameter_server.where = r.where("training.parameter_server.servers");
   t.parameter_server.dedicated =
       r.value<std::string>("training.parameter_server.placement") == "dedicated";
-  t.parameter_server.async =
-      t.sync == "async" || r.value<std::string>("training.parameter_server.updates") == "async";
+  t.parameter_server.async = t.sync == SyncMode::kAsync ||
+                             r.value<std::string>("training.parameter_server.updates") == "async";
   t.compression.method = kCompressionNames.from_valid(r.value<std::string>("training.compression"));
   t.compression.where = r.where("training.compression");
   t.compression.density = r.value<double>("training.compression_density");
@@ -203,8 +203,7 @@ void check_training_modes(const Reader& r, const Scenario& s, DiagnosticSink& si
   // exact for pure data parallelism whose gradient reduction runs after backward, where the
   // step is the slowest replica's kernels plus the reduction. Elsewhere the reduction is not one
   // separable term, so refuse rather than misreport.
-  if (t.sync == "ssp" || t.sync == "local-sgd" || t.sync == "easgd" ||
-      t.sync == "parameter-server" || t.sync == "async") {
+  if (t.sync != SyncMode::kSynchronous) {
     std::string why;
     if (par.tensor.value > 1 || par.pipeline.value > 1 || par.context.value > 1 ||
         par.expert.value > 1)
@@ -217,20 +216,20 @@ void check_training_modes(const Reader& r, const Scenario& s, DiagnosticSink& si
       why = "gradient reduction overlapped with backward (set overlap_grad_reduce: false)";
     if (!why.empty())
       sink.add(t.sync_where, "training.sync",
-               "not supported yet: training.sync " + t.sync +
+               "not supported yet: training.sync " + std::string(to_string(t.sync)) +
                    " is modelled for pure data parallelism with the gradient all-reduce after "
                    "backward; dtsim does not combine it with " +
                    why);
   }
   // Parameter servers (core/strategy/parameter_server.h).
-  const bool ps = t.sync == "parameter-server" || t.sync == "async";
+  const bool ps = t.sync == SyncMode::kParameterServer || t.sync == SyncMode::kAsync;
   for (const char* key :
        {"training.parameter_server.servers", "training.parameter_server.placement",
         "training.parameter_server.updates"})
     if (!ps && r.where(key).known())
       sink.add(r.where(key), key,
                std::string("applies to training.sync parameter-server or async, but sync is ") +
-                   t.sync + "; remove it or set sync: parameter-server");
+                   std::string(to_string(t.sync)) + "; remove it or set sync: parameter-server");
   if (ps && !t.parameter_server.dedicated && t.parameter_server.servers > par.data.value)
     sink.add(t.parameter_server.where, "training.parameter_server.servers",
              std::to_string(t.parameter_server.servers) +
@@ -239,9 +238,11 @@ void check_training_modes(const Reader& r, const Scenario& s, DiagnosticSink& si
                  "; use at most that many servers or placement: dedicated");
   if (ps && par.data.value < 2)
     sink.add(t.sync_where, "training.sync",
-             "training.sync " + t.sync + " needs at least 2 data-parallel workers, but data is " +
+             "training.sync " + std::string(to_string(t.sync)) +
+                 " needs at least 2 data-parallel workers, but data is " +
                  std::to_string(par.data.value) + "; use more GPUs or sync: synchronous");
-  if (t.sync == "async" && r.value<std::string>("training.parameter_server.updates") == "sync" &&
+  if (t.sync == SyncMode::kAsync &&
+      r.value<std::string>("training.parameter_server.updates") == "sync" &&
       r.where("training.parameter_server.updates").known())
     sink.add(r.where("training.parameter_server.updates"), "training.parameter_server.updates",
              "sync: async applies each push on arrival, but updates is sync; use updates: async "

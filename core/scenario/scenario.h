@@ -1,6 +1,6 @@
 // The scenario: one training job on one cluster, as typed values with units checked.
 //
-// Contract (design.md section 4):
+// Contract (docs/design.md section 4):
 // - load_scenario() reads a YAML file, applies `--set key.path=value` overrides, validates every
 //   key against scenario_schema() and reports all problems at once as an InputError whose
 //   diagnostics name FILE:LINE:COL and the key path. It never crashes on any input.
@@ -8,7 +8,7 @@
 //   for one (tensor > 1, stragglers, ...) is a "not supported yet" diagnostic, never silence.
 // - Catalog names (GPUs, fabrics, networks) are resolved here; the model section is kept as
 //   located raw values and resolved by models/ (core does not know the architectures).
-// - Cross-key checks that need the model (TP divides heads, ...) live in core/feasibility.h.
+// - Cross-key checks that need the model (TP divides heads, ...) live in models/scenario_model.h.
 #pragma once
 
 #include <array>
@@ -161,6 +161,20 @@ struct CompressionConfig {
   SourceLocation where, rank_where;
 };
 
+// How data-parallel replicas synchronise (training.sync; docs/models.md, "Relaxed
+// synchronisation" and "Parameter servers").
+enum class SyncMode { kSynchronous, kParameterServer, kAsync, kSsp, kLocalSgd, kEasgd };
+inline constexpr auto kSyncModeNames =
+    make_enum_table<SyncMode>({{SyncMode::kSynchronous, "synchronous"},
+                               {SyncMode::kParameterServer, "parameter-server"},
+                               {SyncMode::kAsync, "async"},
+                               {SyncMode::kSsp, "ssp"},
+                               {SyncMode::kLocalSgd, "local-sgd"},
+                               {SyncMode::kEasgd, "easgd"}});
+constexpr std::string_view to_string(SyncMode m) {
+  return kSyncModeNames.to_string(m);
+}
+
 struct TrainingConfig {
   Framework framework = Framework::kCustom;
   Located<int64_t> global_batch_size{1};
@@ -187,9 +201,7 @@ struct TrainingConfig {
   std::optional<double> moe_load_imbalance = std::nullopt;
   // CUDA context, library workspaces and allocator slack held outside the modelled tensors.
   Bytes runtime_reserve{1024.0 * 1024 * 1024};
-  // synchronous | parameter-server | async | ssp | local-sgd | easgd (docs/models.md, "Relaxed
-  // synchronisation" and "Parameter servers").
-  std::string sync = "synchronous";
+  SyncMode sync = SyncMode::kSynchronous;
   int staleness = 0;         // sync ssp: the bound s, in steps
   int local_sgd_period = 1;  // sync local-sgd: H, steps between parameter averagings
   int easgd_period = 1;      // sync easgd: tau, steps between elastic exchanges
@@ -215,15 +227,26 @@ constexpr DType default_grad_dtype(DType precision) {
   return precision == DType::kFp16 ? DType::kFp16 : DType::kFp32;
 }
 
+// simulate.fidelity: how the SimGrid engine times collectives (sim/simgrid_executor.h): chunk by
+// chunk, one activity per collective step, or chunk where the flow count allows it.
+enum class FidelitySetting { kAuto, kChunk, kCollective };
+inline constexpr auto kFidelitySettingNames =
+    make_enum_table<FidelitySetting>({{FidelitySetting::kAuto, "auto"},
+                                      {FidelitySetting::kChunk, "chunk"},
+                                      {FidelitySetting::kCollective, "collective"}});
+constexpr std::string_view to_string(FidelitySetting f) {
+  return kFidelitySettingNames.to_string(f);
+}
+
 struct SimulateConfig {
   std::string engine = "simgrid";  // a registered engine (core/scenario/engine_choices.h)
-  std::string fidelity = "auto";
+  FidelitySetting fidelity = FidelitySetting::kAuto;
   bool symmetry_folding = true;  // "auto"; false for "off"
   int iterations = 1;
   uint64_t seed = 0;
 };
 
-// The `stragglers:` list (design.md section 4), bound by core/scenario/bind_stragglers.cc with
+// The `stragglers:` list (docs/design.md section 4), bound by core/scenario/bind_stragglers.cc with
 // ranks and nodes checked against the cluster; the driver turns it into RunOptions::perturbations.
 struct StragglerEntry {
   enum class Kind {

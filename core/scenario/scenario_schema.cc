@@ -1,4 +1,4 @@
-// The scenario schema (design.md section 4): every key, its type, default and meaning.
+// The scenario schema (docs/design.md section 4): every key, its type, default and meaning.
 // docs/scenario-reference.md is generated from this table and checked by a test.
 #include <stdexcept>
 #include <string>
@@ -305,7 +305,7 @@ SchemaNode build_schema() {
               {tp, pp, dp, cp, ep, sp, schedule, vs, zero, lps, tpo, psg, order});
 
   auto sync = choice(
-      "sync", {"synchronous", "parameter-server", "async", "ssp", "local-sgd", "easgd"},
+      "sync", kSyncModeNames.names(),
       "how data-parallel replicas synchronise (docs/models.md, \"Relaxed synchronisation\" and "
       "\"Parameter servers\"): synchronous (every step all-reduces the gradients), "
       "parameter-server (gradient shards pushed to and parameter shards pulled from the servers "
@@ -592,7 +592,7 @@ SchemaNode build_schema() {
                        "topology), and analytic, the closed form (instant, no contention)",
                        "simgrid");
   engine.catalog = engine_choices;
-  auto fidelity = choice("fidelity", {"auto", "chunk", "collective"},
+  auto fidelity = choice("fidelity", kFidelitySettingNames.names(),
                          "SimGrid granularity: chunk = every ring step is a flow; collective = one "
                          "bulk flow per ring edge; auto = chunk while the run has at most 500k "
                          "chunk-level flows (docs/simgrid-platform.md, Fidelity)",

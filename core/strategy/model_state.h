@@ -1,6 +1,6 @@
 // Bytes of model state per device: weights, gradients and optimizer states.
 //
-// Contract: follows Rajbhandari et al. 2020 (ZeRO), section 3.1 and Table 1 (reference.md):
+// Contract: follows Rajbhandari et al. 2020 (ZeRO), section 3.1 and Table 1 (docs/reference.md):
 // mixed-precision Adam keeps 2 bytes of 16-bit weights, 2 bytes of 16-bit gradients and
 // K = 12 bytes of fp32 master weights, momentum and variance per parameter. Other settings
 // follow the same accounting:

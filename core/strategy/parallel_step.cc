@@ -174,7 +174,7 @@ class StepBuilder {
     for (const auto& l : model.layers)
       tied_parameters_ = std::max(tied_parameters_, l.tied_parameters);
     // Pipeline send/recv: one hidden-state tensor per micro-batch (b·s·h elements), its
-    // sequence shard under sequence parallelism (reference.md, communication volume) and its
+    // sequence shard under sequence parallelism (docs/reference.md, communication volume) and its
     // context shard under context parallelism.
     const auto& shape = model.shape;
     const double e = training_bytes_per_element(dtype_);

@@ -91,7 +91,7 @@ int server_in_round(int w, int k, int servers) {
 }  // namespace
 
 bool uses_parameter_servers(const TrainingConfig& t) {
-  return t.sync == "parameter-server" || t.sync == "async";
+  return t.sync == SyncMode::kParameterServer || t.sync == SyncMode::kAsync;
 }
 
 ParameterServerPlacement parameter_server_placement(const Scenario& sc) {

@@ -2,7 +2,7 @@
 //
 // Contract:
 // - build_job() emits the Programs for one training step. Strategies never talk to an executor;
-//   the same Job runs on the analytic, SimGrid and real executors (design.md section 1).
+//   the same Job runs on the analytic, SimGrid and real executors (docs/design.md section 1).
 // - Folding (JobOptions::folding). kExact, the default and what predictions use: the Programs
 //   of one data-parallel replica (replica 0), and of one tensor- and context-parallel rank per
 //   stage where that is exact (simulate.symmetry_folding auto on a cluster where the folded

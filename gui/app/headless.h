@@ -1,6 +1,6 @@
 // `dtsim-gui SCENARIO --screenshot OUT.png [--tab NAME] [--engine E]`: opens the scenario, runs
 // the simulation when the tab shows a result, renders the window with that tab in front, writes
-// the image and returns, for docs and tests (design.md section 6).
+// the image and returns, for docs and tests (docs/design.md section 6).
 //
 // Contract: returns the process's exit code: 0 written; 2 bad input (a scenario with problems,
 // printed to stderr as the CLI prints them; a run the child refused as bad input); 1 any other

@@ -1,4 +1,4 @@
-// dtsim-gui: the desktop application (design.md section 6).
+// dtsim-gui: the desktop application (docs/design.md section 6).
 //   dtsim-gui [SCENARIO] [--engine E] [--dtsim PATH]
 //   dtsim-gui SCENARIO --screenshot OUT.png [--tab NAME] [--engine E]
 // Exit codes: 0 success; 2 bad input (flags, a scenario with problems); 1 runtime failure.
@@ -7,8 +7,10 @@
 #include <QDir>
 #include <QMessageBox>
 #include <QStandardPaths>
+#include <QTemporaryDir>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 
 #include "core/scenario/engine_choices.h"
 #include "gui/app/headless.h"
@@ -152,13 +154,13 @@ int main(int argc, char** argv) {
     }
     qputenv("QT_QPA_PLATFORM", "offscreen");
   }
+  // Qt warns on every start without XDG_RUNTIME_DIR; a private folder of this process's own
+  // (owner-only, as QTemporaryDir makes it) silences it and is removed when the program ends.
+  std::unique_ptr<QTemporaryDir> runtime_dir;
   if (qEnvironmentVariableIsEmpty("XDG_RUNTIME_DIR")) {
-    // Qt warns on every start without one; a private folder of our own silences it.
-    const QString dir = QDir::temp().filePath(QString("dtsim-gui-runtime-%1").arg(getuid()));
-    QDir().mkpath(dir);
-    QFile::setPermissions(dir,
-                          QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
-    qputenv("XDG_RUNTIME_DIR", dir.toLocal8Bit());
+    runtime_dir =
+        std::make_unique<QTemporaryDir>(QDir::temp().filePath("dtsim-gui-runtime-XXXXXX"));
+    if (runtime_dir->isValid()) qputenv("XDG_RUNTIME_DIR", runtime_dir->path().toLocal8Bit());
   }
 
   qInstallMessageHandler(qt_message);

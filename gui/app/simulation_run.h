@@ -1,5 +1,5 @@
 // One simulation as a child `dtsim simulate FILE --json -o RESULT --trace TRACE [--engine E]`
-// process: SimGrid allows one simulation per process (design.md section 5), and a crash or a
+// process: SimGrid allows one simulation per process (docs/design.md section 5), and a crash or a
 // SimGrid abort ends the child, never the GUI.
 //
 // Contract:

@@ -1,5 +1,5 @@
-// The Summary tab: one result of `dtsim simulate --json` (design.md section 5) at a glance: step
-// time, throughput, MFU, memory fit, and where the step goes (compute, exposed communication,
+// The Summary tab: one result of `dtsim simulate --json` (docs/design.md section 5) at a glance:
+// step time, throughput, MFU, memory fit, and where the step goes (compute, exposed communication,
 // pipeline bubble, straggler wait, other) as one bar. Every number carries its unit.
 //
 // Contract: set_result() shows a result object and ignores keys it does not know; a key missing

@@ -3,8 +3,8 @@
 // the same in a file and on screen.
 //
 // Contract:
-// - This header holds no Qt type (style.md: Qt types never leave gui/), so the CLI includes it;
-//   gui/plot/qt_chart.h turns a Chart into a QChart for a widget.
+// - This header holds no Qt type (docs/style.md: Qt types never leave gui/), so the CLI includes
+//   it; gui/plot/qt_chart.h turns a Chart into a QChart for a widget.
 // - render_charts() draws the charts one above the other on one page of width_px by
 //   chart_height_px * charts.size() pixels (the SVG's view box has the same size), on a white
 //   background, and returns the file's bytes. It needs a QApplication: it uses the running one

@@ -3,7 +3,7 @@
 // "fits" or "does not fit" and the headroom in GiB.
 //
 // Contract:
-// - set_result() takes a result object of `dtsim simulate --json` (design.md section 5). It
+// - set_result() takes a result object of `dtsim simulate --json` (docs/design.md section 5). It
 //   reads memory.per_category_bytes, memory.peak_bytes_per_gpu and memory.capacity_bytes: one
 //   bar, the GPU at the job's peak. When the result has memory.per_stage (one entry per pipeline
 //   stage: stage, rank, peak_bytes, per_category_bytes), there is one bar per stage as well.
@@ -33,7 +33,7 @@ class MemoryView : public QWidget {
   Q_OBJECT
 
  public:
-  // The categories in the order they stack, bottom to top (design.md section 5's keys).
+  // The categories in the order they stack, bottom to top (docs/design.md section 5's keys).
   static constexpr std::array<const char*, 5> kCategories = {"weights", "gradients", "optimizer",
                                                              "activations", "buffers"};
 

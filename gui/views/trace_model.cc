@@ -31,7 +31,7 @@ struct KindName {
   SpanKind kind;
   const char* name;
 };
-// One table for the enum's words (style.md: one table per enum).
+// One table for the enum's words (docs/style.md: one table per enum).
 constexpr std::array<KindName, kSpanKinds> kKindNames = {{
     {SpanKind::kCompute, "compute"},
     {SpanKind::kTensorParallel, "tensor-parallel comm"},

@@ -1,5 +1,5 @@
 // The CPU back end's watchdog: it ends a job whose op runs longer than --timeout, on every rank,
-// with one message that says which rank is stuck where (design.md section 7, "Faults").
+// with one message that says which rank is stuck where (docs/design.md section 7, "Faults").
 //
 // How: each stream thread says when an op begins and ends. A watchdog thread per process checks
 // every 50 ms. When one of its ops has run past the timeout, or another rank's watchdog raises the

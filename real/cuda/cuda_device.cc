@@ -27,7 +27,7 @@ void fail(const Site& site, const std::string& op, const std::string& call,
 
 int visible_devices(const std::string& host, std::string& why) {
   // With no driver, cudaGetDeviceCount returns cudaErrorInsufficientDriver (35) and leaves the
-  // count untouched (environment.md, "CUDA and NCCL"): start from 0.
+  // count untouched (docs/environment.md, "CUDA and NCCL"): start from 0.
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   const std::string detail = "cudaGetDeviceCount: error " + std::to_string(static_cast<int>(e)) +

@@ -4,7 +4,7 @@
 // one line in a job's log says which process failed doing what.
 //
 // Contract: check_*() return normally on success and throw dtsim::RuntimeError (exit 1) otherwise.
-// The CUDA types here never leave real/cuda (style.md, "Layout and layering").
+// The CUDA types here never leave real/cuda (docs/style.md, "Layout and layering").
 #pragma once
 
 #include <cublasLt.h>

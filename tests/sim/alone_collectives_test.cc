@@ -49,7 +49,7 @@ Job job_of(const Scenario& sc, Folding folding) {
 
 Trace simgrid_trace(const Job& job, const Cluster& cluster, bool alone,
                     const std::string& fidelity = "collective") {
-  sim::SimGridOptions options{fidelity, DType::kBf16};
+  sim::SimGridOptions options{kFidelitySettingNames.from_valid(fidelity), DType::kBf16};
   options.alone_collectives = alone;
   return sim::SimGridExecutor(options).run(job, cluster, RunOptions{});
 }

@@ -1,4 +1,4 @@
-// Ring collectives on SimGrid against the alpha-beta closed forms (reference.md), at both
+// Ring collectives on SimGrid against the alpha-beta closed forms (docs/reference.md), at both
 // fidelities, on contention-free networks.
 #include <gtest/gtest.h>
 

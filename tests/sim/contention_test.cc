@@ -153,7 +153,7 @@ TEST(Contention, PcieNodesShareTheGpuLinkAndTheNic) {
       "protocol_efficiency: 1, topology: star, nics_per_node: 4}\n");
   auto cross_node_time = [](const Job& job, const Cluster& c) {
     // The span of the first group's collective (rank 0's program is group 0's).
-    Trace t = sim::SimGridExecutor(sim::SimGridOptions{"collective", DType::kBf16})
+    Trace t = sim::SimGridExecutor(sim::SimGridOptions{FidelitySetting::kCollective, DType::kBf16})
                   .run(job, c, RunOptions{});
     for (const auto& s : t.spans)
       if (s.rank == 0 && s.op_index == 0 && s.stream == 0) return (s.end - s.start).value();

@@ -49,7 +49,7 @@ TEST(Fidelity, ChunkFlowCountSumsEveryCollectiveAndRepeatsReuseTheirCount) {
   const double per_iteration =
       rl + 2 * tl + 3 * ts + 2 * sl + chunk_flow_count(ring_large, right, cluster);
 
-  const sim::SimGridExecutor chunk(sim::SimGridOptions{"chunk", DType::kBf16});
+  const sim::SimGridExecutor chunk(sim::SimGridOptions{FidelitySetting::kChunk, DType::kBf16});
   const int below = static_cast<int>(std::floor(sim::kMaxChunkFlows / per_iteration));
   EXPECT_EQ(chunk.body_for(job, cluster, below), CollectiveBody::kChunkFlows);
   const int above = below + 1;

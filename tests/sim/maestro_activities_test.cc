@@ -90,7 +90,8 @@ TEST(MaestroActivities, ChangesNoSimulatedTime) {
     for (const char* fidelity : {"chunk", "collective"}) {
       auto run = [&](const char* bypass) {
         ::setenv("DTSIM_SIMGRID_BYPASS", bypass, 1);
-        Trace t = sim::SimGridExecutor(sim::SimGridOptions{fidelity, DType::kBf16})
+        Trace t = sim::SimGridExecutor(
+                      sim::SimGridOptions{kFidelitySettingNames.from_valid(fidelity), DType::kBf16})
                       .run(job, c, RunOptions{});
         ::unsetenv("DTSIM_SIMGRID_BYPASS");
         return t;

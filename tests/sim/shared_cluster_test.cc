@@ -2,12 +2,12 @@
 // on one SimGrid platform, each job's results from its own spans.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 
 #include "core/base/error.h"
 #include "driver/predict.h"
+#include "tests/support/scratch_dir.h"
 
 namespace dtsim::testing {
 namespace {
@@ -27,19 +27,13 @@ std::string job(const std::string& name, const std::string& background) {
 
 class SharedCluster : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("shared_cluster_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-    write("other.yaml", job("other", ""));
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void SetUp() override { write("other.yaml", job("other", "")); }
   std::string write(const std::string& name, const std::string& text) {
-    const auto path = (dir_ / name).string();
+    const auto path = dir_.file(name);
     std::ofstream(path) << text;
     return path;
   }
-  std::filesystem::path dir_;
+  ScratchDir dir_{"shared-cluster"};  // removed with the fixture
 };
 
 TEST_F(SharedCluster, ADataParallelJobSharingItsLeafUplinksSlowsByTheClosedForm) {

@@ -46,7 +46,9 @@ inline double longest_span(const Trace& t) {
 
 inline double simgrid_time(const Job& job, const Cluster& c, const std::string& fidelity) {
   return longest_span(
-      sim::SimGridExecutor(sim::SimGridOptions{fidelity, DType::kBf16}).run(job, c, RunOptions{}));
+      sim::SimGridExecutor(
+          sim::SimGridOptions{kFidelitySettingNames.from_valid(fidelity), DType::kBf16})
+          .run(job, c, RunOptions{}));
 }
 
 inline double analytic_time(const Job& job, const Cluster& c) {

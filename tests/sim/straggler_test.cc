@@ -207,7 +207,9 @@ TEST(Stragglers, DegradedNicSetsTheRingAllReduceTime) {
   EXPECT_NEAR(analytic, expected, 1e-6 * expected);
   for (const std::string fidelity : {"chunk", "collective"}) {
     const double simgrid = testing::longest_span(
-        sim::SimGridExecutor(sim::SimGridOptions{fidelity, DType::kBf16}).run(job, c, options));
+        sim::SimGridExecutor(
+            sim::SimGridOptions{kFidelitySettingNames.from_valid(fidelity), DType::kBf16})
+            .run(job, c, options));
     EXPECT_NEAR(simgrid, expected, 0.01 * expected) << fidelity;
     EXPECT_GT(simgrid, 1.5 * nominal) << fidelity;
   }

@@ -1,5 +1,5 @@
-// Conformance of the per-rank Programs (design.md section 2): for a data-parallel, a 3D (TP with
-// SP, interleaved PP, DP, ZeRO-1), a mixture-of-experts, a PipeDream-async, a PowerSGD with
+// Conformance of the per-rank Programs (docs/design.md section 2): for a data-parallel, a 3D (TP
+// with SP, interleaved PP, DP, ZeRO-1), a mixture-of-experts, a PipeDream-async, a PowerSGD with
 // PipeDream-2BW and a top-k scenario at 16-32 GPUs, every rank's
 // unfolded Program agrees with its peers on what the executors match by order (the collectives
 // of each group, the sends and receives of each pair), the folded Job's Programs and
@@ -212,7 +212,7 @@ TEST_P(Conformance, FoldedAndUnfoldedRunsTakeTheSameTime) {
       driver::plan_scenario(load_scenario_text(GetParam().yaml, GetParam().name + ".yaml"));
   const Job unfolded = driver::unfolded_job(plan);
   AnalyticExecutor analytic;
-  sim::SimGridExecutor simgrid(sim::SimGridOptions{"collective", DType::kBf16});
+  sim::SimGridExecutor simgrid(sim::SimGridOptions{FidelitySetting::kCollective, DType::kBf16});
   for (Executor* executor : {static_cast<Executor*>(&analytic), static_cast<Executor*>(&simgrid)}) {
     const double folded_s = step_time_s(plan, plan.job, *executor);
     const double unfolded_s = step_time_s(plan, unfolded, *executor);

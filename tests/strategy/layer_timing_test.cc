@@ -1,4 +1,4 @@
-// One transformer layer of the 22B GPT of Korthikanti et al. 2022, Table 4 (reference.md):
+// One transformer layer of the 22B GPT of Korthikanti et al. 2022, Table 4 (docs/reference.md):
 // h 6144, 64 heads, s 2048, micro-batch 4, t = 8 on A100, forward and backward times for five
 // settings. The published figures are measurements dtsim was not calibrated against (its GEMM,
 // attention and memory efficiencies come from microbenchmarks, docs/hardware.md), so this is a

@@ -1,5 +1,5 @@
 // Memory and traffic of the parallel strategies against the reference formulas
-// (reference.md: Korthikanti et al. 2022; Rajbhandari et al. 2020; Narayanan et al. 2021).
+// (docs/reference.md: Korthikanti et al. 2022; Rajbhandari et al. 2020; Narayanan et al. 2021).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -18,7 +18,7 @@ namespace dtsim {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// Activation memory per layer: Korthikanti et al. 2022, Table 2 (reference.md).
+// Activation memory per layer: Korthikanti et al. 2022, Table 2 (docs/reference.md).
 
 const Layer& block0(const ModelGraph& g) {
   for (const auto& l : g.layers)
@@ -157,7 +157,7 @@ TEST(ZeroMemory, Fp32GradientsTakeFourBytesPerParameter) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Traffic volumes (reference.md, "Communication volume" and the ZeRO table).
+// Traffic volumes (docs/reference.md, "Communication volume" and the ZeRO table).
 
 // Bytes each collective kind carries in the programs, summed over ops labelled by `filter`.
 std::map<CollectiveKind, double> collective_bytes(const Job& job, Rank rank,

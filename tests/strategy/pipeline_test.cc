@@ -1,6 +1,6 @@
 // Pipeline schedules on a compute-only, contention-free pipeline: the simulated bubble fraction
 // t_pb / t_id equals (p - 1) / m for GPipe and 1F1B, and (p - 1) / (v m) for the interleaved
-// schedule (Narayanan et al. 2021, section 2.2; reference.md), within 1%, on both engines.
+// schedule (Narayanan et al. 2021, section 2.2; docs/reference.md), within 1%, on both engines.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -62,7 +62,7 @@ Bubble simulate(int p, int m, const std::string& schedule, int v) {
   Bubble b;
   b.analytic =
       bubble_fraction(sc, g, job, AnalyticExecutor().run(job, Cluster(sc.cluster), RunOptions{}));
-  const Trace t = sim::SimGridExecutor(sim::SimGridOptions{"auto", DType::kBf16})
+  const Trace t = sim::SimGridExecutor(sim::SimGridOptions{FidelitySetting::kAuto, DType::kBf16})
                       .run(job, Cluster(sc.cluster), RunOptions{});
   b.simgrid = bubble_fraction(sc, g, job, t);
   for (const auto& mem : t.memory)
@@ -94,7 +94,7 @@ TEST_P(BubbleTest, MatchesTheClosedForm) {
                   expected, b.analytic, b.simgrid);
       EXPECT_NEAR(b.analytic, expected, 0.01 * expected) << "p=" << p << " m=" << m;
       EXPECT_NEAR(b.simgrid, expected, 0.01 * expected) << "p=" << p << " m=" << m;
-      // Stashed activations on the first stage (reference.md; Korthikanti et al. 2022, 4.2.3):
+      // Stashed activations on the first stage (docs/reference.md; Korthikanti et al. 2022, 4.2.3):
       // GPipe holds all m micro-batches of its L/p layers, 1F1B p of them, and the interleaved
       // schedule L·(1 + (p - 1)/(p·v)) layers' worth once m > p (with m = p every forward is a
       // warm-up one, so it holds L).
@@ -135,8 +135,9 @@ training: {global_batch_size: 16, micro_batch_size: 1, precision: bf16}
         load_scenario_text(yaml, "fold.yaml", {{"simulate.symmetry_folding=" + folding}});
     const ModelGraph g = models::shard_from_scenario(sc);
     const Job job = build_job(g, sc);
-    const Trace t = sim::SimGridExecutor(sim::SimGridOptions{"collective", DType::kBf16})
-                        .run(job, Cluster(sc.cluster), RunOptions{});
+    const Trace t =
+        sim::SimGridExecutor(sim::SimGridOptions{FidelitySetting::kCollective, DType::kBf16})
+            .run(job, Cluster(sc.cluster), RunOptions{});
     return std::make_pair(job.programs.size(), compute_results(sc, g, job, t));
   };
   const auto [folded_programs, folded] = run("auto");

@@ -49,7 +49,7 @@ std::string dp_yaml(const std::string& training_extra) {
 }
 
 // Bytes one rank sends for the data-parallel gradients: a ring all-reduce of S moves
-// 2(n-1)/n·S per rank, a ring all-gather of the gathered S moves (n-1)/n·S (reference.md).
+// 2(n-1)/n·S per rank, a ring all-gather of the gathered S moves (n-1)/n·S (docs/reference.md).
 struct Wire {
   double bytes = 0;
   int collectives = 0;
@@ -76,7 +76,7 @@ Wire gradient_wire(const std::string& training_extra) {
 }
 
 // Parameters of the test GPT: blocks of 12h² + 13h, the embedding (V + s)·h, the final norm 2h
-// (reference.md's P = 12·l·h²·(1 + 13/(12h) + (V+s)/(12·l·h)), plus the final norm).
+// (docs/reference.md's P = 12·l·h²·(1 + 13/(12h) + (V+s)/(12·l·h)), plus the final norm).
 double gpt_parameters() {
   return kBlocks * (12 * kH * kH + 13 * kH) + (kV + kS) * kH + 2 * kH;
 }
@@ -279,8 +279,8 @@ PipelineRun run_pipeline(int p, int m, const std::string& schedule, int iteratio
   run.stage_time = stage_time_per_micro_batch(job, cluster, m);
   const Trace a = AnalyticExecutor().run(job, cluster, options);
   run.analytic_step = compute_results(sc, g, job, a).step_time_s;
-  const Trace t =
-      sim::SimGridExecutor(sim::SimGridOptions{"auto", DType::kBf16}).run(job, cluster, options);
+  const Trace t = sim::SimGridExecutor(sim::SimGridOptions{FidelitySetting::kAuto, DType::kBf16})
+                      .run(job, cluster, options);
   const Results simgrid_results = compute_results(sc, g, job, t);
   run.simgrid_step = simgrid_results.step_time_s;
   run.stages = simgrid_results.memory_per_stage;
