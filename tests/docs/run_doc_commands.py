@@ -160,7 +160,8 @@ def squash(text):
 
 
 def make_sandbox(root):
-    sandbox = tempfile.mkdtemp(prefix="dtsim-doc-commands-")
+    # A scratch folder of this run's own (tests/support/scratch_dir.h); the caller removes it.
+    sandbox = tempfile.mkdtemp(prefix=f"dtsim-test-doc-commands-{os.getpid()}-")
     for entry in os.listdir(root):
         if entry == ".git":
             continue
@@ -235,18 +236,20 @@ def main():
         if not commands:
             continue
         sandbox = make_sandbox(root)
-        for command in commands:
-            if command.skip is not None:
-                skipped += 1
-                print(f"skip {command.where()}: {command.text}  ({command.skip})")
-                continue
-            ran += 1
-            passed, seconds, message = run(command, dtsim, sandbox, args.timeout)
-            print(f"{'ok  ' if passed else 'FAIL'} {command.where()}: {command.text}"
-                  f"  [{seconds:.1f} s]", flush=True)
-            if not passed:
-                failures.append(f"{command.where()}: {command.text}\n    {message}")
-        shutil.rmtree(sandbox, ignore_errors=True)
+        try:
+            for command in commands:
+                if command.skip is not None:
+                    skipped += 1
+                    print(f"skip {command.where()}: {command.text}  ({command.skip})")
+                    continue
+                ran += 1
+                passed, seconds, message = run(command, dtsim, sandbox, args.timeout)
+                print(f"{'ok  ' if passed else 'FAIL'} {command.where()}: {command.text}"
+                      f"  [{seconds:.1f} s]", flush=True)
+                if not passed:
+                    failures.append(f"{command.where()}: {command.text}\n    {message}")
+        finally:
+            shutil.rmtree(sandbox, ignore_errors=True)
 
     print(f"\ndoc commands: {ran} run, {skipped} skipped (each skip is marked in its doc), "
           f"{len(failures)} failed, {len(errors)} marker problems, "
