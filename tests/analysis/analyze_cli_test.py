@@ -114,7 +114,17 @@ def expect_bad_input(dtsim, name, args, *texts):
 def main():
     dtsim, plotting = sys.argv[1], sys.argv[2]
     dtsim = os.path.abspath(dtsim)
-    work = tempfile.mkdtemp(prefix="dtsim-analyze-")
+    # Every file of the test lives in a scratch folder of its own, removed however the test ends
+    # (tests/support/scratch_dir.h).
+    with tempfile.TemporaryDirectory(prefix=f"dtsim-test-analyze-{os.getpid()}-") as work:
+        checks(dtsim, plotting, work)
+    if FAILURES:
+        sys.exit(f"FAIL: {len(FAILURES)} problem(s)")
+    print("OK: dtsim analyze reports, plots and refuses bad input as documented")
+
+
+def checks(dtsim, plotting, work):
+    """Every check, on files in `work`."""
     strong = [row([("cluster.nodes", str(n))], simulate(dtsim, [("cluster.nodes", n)]))
               for n in (1, 2, 4)]
     failed = row([("cluster.nodes", "64")], status="error",
@@ -212,10 +222,6 @@ def main():
     expect_bad_input(dtsim, "too few ok rows", [two_ok], "at least 3 ok rows", "2 ok of 3 rows")
     expect_bad_input(dtsim, "plot format", [jsonl, "--plot", os.path.join(work, "s.pdf")],
                      ".svg or .png" if plotting == "plot" else "without Qt 6 Charts")
-
-    if FAILURES:
-        sys.exit(f"FAIL: {len(FAILURES)} problem(s)")
-    print("OK: dtsim analyze reports, plots and refuses bad input as documented")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@
 #include "driver/analysis.h"
 #include "gui/plot/plot.h"
 #include "gui/plot/scaling_plots.h"
+#include "tests/support/scratch_dir.h"
 
 namespace dtsim::plot {
 namespace {
@@ -34,8 +35,9 @@ driver::ScalingAnalysis sample_analysis() {
   return driver::analyze_points(points, "config.gpus");
 }
 
+// A file in the test's scratch folder.
 std::filesystem::path write(const std::string& name, const std::string& bytes) {
-  const auto path = std::filesystem::path(::testing::TempDir()) / name;
+  const auto path = dtsim::testing::scratch_dir().path() / name;
   std::ofstream(path, std::ios::binary) << bytes;
   return path;
 }

@@ -11,15 +11,17 @@
 #include "cli/commands.h"
 #include "core/base/error.h"
 #include "driver/compare.h"
+#include "tests/support/scratch_dir.h"
 
 namespace dtsim {
 namespace {
 
 namespace fs = std::filesystem;
 
-// dtsim simulate --json of the default scenario with `overrides`, written to a file.
+// dtsim simulate --json of the default scenario with `overrides`, written to a file in the
+// test's scratch folder.
 std::string result_file(const std::string& name, const std::vector<std::string>& overrides) {
-  const fs::path path = fs::temp_directory_path() / ("dtsim_compare_" + name + ".json");
+  const fs::path path = dtsim::testing::scratch_dir().path() / ("compare_" + name + ".json");
   cli::SimulateOptions o;
   o.scenario = DTSIM_SOURCE_DIR "/scenarios/default.yaml";
   o.overrides = overrides;
@@ -85,7 +87,7 @@ TEST(Compare, ErrorUndefinedWhereOnlyThePredictionHasTime) {
   const std::string a = result_file("a", {});
   nlohmann::json j = read(a);
   j["breakdown_s"]["exposed_communication"] = 0;
-  const std::string b = (fs::temp_directory_path() / "dtsim_compare_zero.json").string();
+  const std::string b = dtsim::testing::scratch_dir().file("compare_zero.json");
   std::ofstream(b) << j.dump();
   const driver::Comparison c = driver::compare_results(a, b);
   EXPECT_EQ(c.metrics[2].name, "exposed communication");
@@ -97,7 +99,7 @@ TEST(Compare, ABadFileIsBadInputNamingItAndTheKey) {
   EXPECT_THROW(driver::compare_results(a, "/nonexistent/result.json"), InputError);
   nlohmann::json j = read(a);
   j.erase("step_time_s");
-  const std::string broken = (fs::temp_directory_path() / "dtsim_compare_broken.json").string();
+  const std::string broken = dtsim::testing::scratch_dir().file("compare_broken.json");
   std::ofstream(broken) << j.dump();
   try {
     driver::compare_results(a, broken);

@@ -16,6 +16,7 @@
 #include "core/base/error.h"
 #include "core/scenario/scenario.h"
 #include "driver/predict.h"
+#include "tests/support/scratch_dir.h"
 
 namespace dtsim {
 namespace {
@@ -196,12 +197,11 @@ const std::map<std::string, Case>& cases() {
 const std::vector<std::string> kNames = {"gpu.name", "gpu.base", "intra_node.name",
                                          "intra_node.base"};
 
+// A scenario file of its own in the test's scratch folder.
 std::string write_temp(const std::string& text) {
   static int n = 0;
   const std::string path =
-      (std::filesystem::temp_directory_path() /
-       ("dtsim-overrides-" + std::to_string(::getpid()) + "-" + std::to_string(n++) + ".yaml"))
-          .string();
+      dtsim::testing::scratch_dir().file("overrides-" + std::to_string(n++) + ".yaml");
   std::ofstream(path) << text;
   return path;
 }

@@ -1,7 +1,6 @@
-// The result contract (design.md section 5) and the Chrome trace file's structure.
+// The result contract (docs/design.md section 5) and the Chrome trace file's structure.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -11,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "driver/predict.h"
+#include "tests/support/scratch_dir.h"
 
 namespace dtsim::cli {
 using driver::predict;
@@ -117,13 +117,11 @@ TEST(Results, SameInputGivesByteIdenticalJson) {
 }
 
 TEST(Results, ChromeTraceIsWellFormedAndSpansDoNotOverlapPerStream) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("dtsim_trace_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const dtsim::testing::ScratchDir dir("trace");
   SimulateOptions o;
   o.scenario = kDefault;
-  o.trace = (dir / "trace.json").string();
-  o.output = (dir / "result.json").string();
+  o.trace = dir.file("trace.json");
+  o.output = dir.file("result.json");
   std::ostringstream out;
   ASSERT_EQ(run_simulate(o, out), 0);
   std::ifstream f(o.trace);
@@ -156,7 +154,6 @@ TEST(Results, ChromeTraceIsWellFormedAndSpansDoNotOverlapPerStream) {
   std::ifstream rf(o.output);
   nlohmann::json written = nlohmann::json::parse(rf);
   EXPECT_EQ(written, simulate_json());
-  std::filesystem::remove_all(dir);
 }
 
 TEST(Results, NoOverlapCostsMoreThanOverlap) {
@@ -222,7 +219,7 @@ TEST(Validate, ShowsPlacementAndTheCollectivesAutoPicks) {
 }  // namespace
 }  // namespace dtsim::cli
 
-// Scripts that read the result (design.md section 5): every resolved setting, integers for
+// Scripts that read the result (docs/design.md section 5): every resolved setting, integers for
 // counts, no float noise, and the communication volume per group and collective kind.
 #include "core/report/report.h"
 #include "models/model_builder.h"
@@ -239,9 +236,9 @@ const std::string kSmallGpt =
     "training: {global_batch_size: 64, micro_batch_size: 2, recompute: selective}\n"
     "simulate: {engine: analytic}\n";
 
+// A scenario file in the test's scratch folder.
 std::string write_temp(const std::string& name, const std::string& text) {
-  const auto path =
-      std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()) + ".yaml");
+  const auto path = dtsim::testing::scratch_dir().path() / (name + ".yaml");
   std::ofstream(path) << text;
   return path.string();
 }
@@ -455,18 +452,15 @@ TEST(Results, SummarySaysPercentAndShowsTheCommunicationTable) {
 }
 
 TEST(Results, TraceNumbersBlocksFromZero) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("dtsim_blocks_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const dtsim::testing::ScratchDir dir("blocks");
   SimulateOptions o;
   o.scenario = kDefault;
   o.overrides = {"simulate.engine=analytic"};
-  o.trace = (dir / "trace.json").string();
+  o.trace = dir.file("trace.json");
   std::ostringstream out;
   ASSERT_EQ(run_simulate(o, out), 0);
   std::ifstream f(o.trace);
   const nlohmann::json t = nlohmann::json::parse(f);
-  std::filesystem::remove_all(dir);
   size_t block0 = 0, embedding = 0;
   int highest = -1;
   for (const auto& e : t["traceEvents"]) {

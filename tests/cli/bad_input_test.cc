@@ -24,6 +24,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/scratch_dir.h"
+
 extern char** environ;
 
 namespace {
@@ -207,21 +209,17 @@ std::vector<Case> all_cases() {
   return cases;
 }
 
-// Runs dtsim with `args`, stdin from /dev/null, stdout and stderr into files, and no shell in
-// between (so no quoting surprises).
+// Runs dtsim with `args`, stdin from /dev/null, stdout and stderr into files of a scratch folder
+// of the run (which "{scratch}" in an argument names, for the outputs a case asks for), and no
+// shell in between (so no quoting surprises).
 Outcome run_dtsim(const std::vector<std::string>& args) {
   Outcome o;
-  char dir_template[] = "/tmp/dtsim_bad_input_XXXXXX";
-  const char* dir = mkdtemp(dir_template);
-  if (!dir) {
-    o.err = "mkdtemp failed";
-    return o;
-  }
-  const std::string out_path = std::string(dir) + "/stdout",
-                    err_path = std::string(dir) + "/stderr";
+  const dtsim::testing::ScratchDir dir("bad-input");
+  const std::string out_path = dir.file("stdout"), err_path = dir.file("stderr");
 
   std::vector<std::string> argv_storage = {DTSIM_BINARY};
-  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+  for (const auto& a : args)
+    argv_storage.push_back(replace_all(a, "{scratch}", dir.path().string()));
   std::vector<char*> argv;
   for (auto& a : argv_storage) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -238,7 +236,6 @@ Outcome run_dtsim(const std::vector<std::string>& args) {
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
     o.err = std::string("posix_spawn failed: ") + std::strerror(rc);
-    fs::remove_all(dir);
     return o;
   }
 
@@ -259,7 +256,6 @@ Outcome run_dtsim(const std::vector<std::string>& args) {
   if (WIFSIGNALED(status)) o.signal = WTERMSIG(status);
   o.out = read_file(out_path);
   o.err = read_file(err_path);
-  fs::remove_all(dir);
   return o;
 }
 

@@ -52,7 +52,7 @@ def main():
         for e in errors:
             print(f"FAIL {name}: {'/'.join(map(str, e.path))}: {e.message}")
         failures += len(errors)
-        # The contract keys (design.md section 5) are reachable in every row.
+        # The contract keys (docs/design.md section 5) are reachable in every row.
         for row in result["rows"]:
             for key in ("time_s", "algbw_GBps", "busbw_GBps"):
                 if not isinstance(row.get(key), (int, float)):

@@ -90,7 +90,9 @@ def wait_for_child(proc, timeout_s=60):
     return None
 
 
-with tempfile.TemporaryDirectory() as d:
+# Every file of the test lives in a scratch folder of its own, removed however the test ends
+# (tests/support/scratch_dir.h).
+with tempfile.TemporaryDirectory(prefix=f"dtsim-test-output-safety-{os.getpid()}-") as d:
     # Bad input found late: the chunk-fidelity limit is checked once the Program is built.
     result, trace = fresh_outputs(d)
     p = subprocess.run([DTSIM, "simulate", FAST, "--set", "cluster.nodes=512", "--set",

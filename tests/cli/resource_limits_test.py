@@ -36,7 +36,9 @@ def run(label, args, expect_text):
         failures.append(label)
 
 
-with tempfile.TemporaryDirectory() as d:
+# Every file of the test lives in a scratch folder of its own, removed however the test ends
+# (tests/support/scratch_dir.h).
+with tempfile.TemporaryDirectory(prefix=f"dtsim-test-resource-limits-{os.getpid()}-") as d:
     run("/dev/zero as the scenario", ["simulate", "/dev/zero"], "is not a regular file")
     run("/dev/urandom as the scenario", ["validate", "/dev/urandom"], "is not a regular file")
     fifo = os.path.join(d, "fifo")

@@ -113,7 +113,8 @@ def interrupted_then_resumed(tmp, sig, name):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="dtsim-sweep-test-")
+    # A scratch folder of the test's own, removed however it ends (tests/support/scratch_dir.h).
+    tmp = tempfile.mkdtemp(prefix=f"dtsim-test-sweep-{os.getpid()}-")
     try:
         # 200 runs, two at a time.
         out = os.path.join(tmp, "all.csv")

@@ -1,4 +1,4 @@
-// The hardware catalog against the published figures in /work/shared/reference.md and the vendor
+// The hardware catalog against the published figures in docs/reference.md and the vendor
 // datasheets named in each entry's source, plus the look-up, fallback and rendering contracts.
 #include "core/hardware/catalog.h"
 
@@ -36,7 +36,7 @@ std::string lower(std::string_view s) {
 }
 
 TEST(HardwareCatalog, GpuPeaksMatchReference) {
-  // reference.md "Hardware": dense BF16/FP16 peaks.
+  // docs/reference.md "Hardware": dense BF16/FP16 peaks.
   EXPECT_DOUBLE_EQ(peak_tflops("V100-SXM2-32GB", DType::kFp16), 125);
   EXPECT_DOUBLE_EQ(peak_tflops("A100-SXM-40GB", DType::kBf16), 312);
   EXPECT_DOUBLE_EQ(peak_tflops("A100-SXM-80GB", DType::kBf16), 312);
@@ -216,7 +216,7 @@ TEST(HardwareCatalog, PeakForFallsBackToNearestFormat) {
 }
 
 TEST(HardwareCatalog, FabricsMatchReference) {
-  // reference.md: A100 12 NVLinks x 25 GB/s, H100/H200 18 NVLinks = 450 GB/s per direction.
+  // docs/reference.md: A100 12 NVLinks x 25 GB/s, H100/H200 18 NVLinks = 450 GB/s per direction.
   EXPECT_DOUBLE_EQ(find_fabric("nvswitch-nvlink3")->per_gpu_bandwidth.value(), 300 * kGiga);
   EXPECT_DOUBLE_EQ(find_fabric("nvswitch-nvlink4")->per_gpu_bandwidth.value(), 450 * kGiga);
   EXPECT_DOUBLE_EQ(find_fabric("nvswitch-nvlink5")->per_gpu_bandwidth.value(), 900 * kGiga);

@@ -5,7 +5,6 @@
 #include "core/hardware/profile.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -23,6 +22,7 @@
 #include "core/report/metrics.h"
 #include "core/report/report.h"
 #include "core/scenario/scenario.h"
+#include "tests/support/scratch_dir.h"
 
 namespace dtsim {
 namespace {
@@ -31,28 +31,18 @@ namespace fs = std::filesystem;
 
 const std::string kExample = DTSIM_SOURCE_DIR "/tests/real/data/cpu-profile-example.yaml";
 
-// A scratch folder of this test process, removed at exit of the test.
+// A scratch folder of the test (tests/support/scratch_dir.h), removed at its end.
 class ScratchDir {
  public:
-  ScratchDir() {
-    path_ = fs::temp_directory_path() /
-            ("dtsim-profile-test-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
   std::string write(const std::string& name, const std::string& text) const {
-    const fs::path p = path_ / name;
+    const fs::path p = dir_.path() / name;
     std::ofstream(p, std::ios::binary) << text;
     return p.string();
   }
-  const fs::path& path() const { return path_; }
+  const fs::path& path() const { return dir_.path(); }
 
  private:
-  fs::path path_;
+  dtsim::testing::ScratchDir dir_{"profile"};
 };
 
 std::string read(const std::string& path) {

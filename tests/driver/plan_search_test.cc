@@ -11,6 +11,7 @@
 #include "core/base/error.h"
 #include "driver/plan_search.h"
 #include "driver/predict.h"
+#include "tests/support/scratch_dir.h"
 
 namespace dtsim::driver {
 namespace {
@@ -201,8 +202,8 @@ TEST(PlanSearch, PicksTheTrueBestOnASmallCase) {
 // offered as the best, whatever the search estimated: here every child (a stand-in for dtsim
 // that prints a result with a 100 GiB peak on an 80 GiB GPU) says so.
 TEST(PlanSearch, NeverRanksAConfigurationThatDoesNotFitWhenSimulated) {
-  const std::string fake =
-      (std::filesystem::temp_directory_path() / "dtsim-plan-oversized-child.sh").string();
+  const dtsim::testing::ScratchDir scratch("plan-search");
+  const std::string fake = scratch.file("oversized-child.sh");
   {
     std::ofstream script(fake);
     script << "#!/bin/sh\n"
@@ -215,7 +216,6 @@ TEST(PlanSearch, NeverRanksAConfigurationThatDoesNotFitWhenSimulated) {
   PlanRequest r = small_request(2);
   r.dtsim = fake;
   const PlanReport rep = plan_search(r);
-  std::filesystem::remove(fake);
   ASSERT_EQ(rep.ranked.size(), 2u);
   for (const auto& row : rep.ranked) {
     EXPECT_FALSE(row.simulated);

@@ -11,14 +11,17 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/scratch_dir.h"
+
 namespace dtsim::driver {
 namespace {
 
-// Runs `body` with stderr sent to a file, and returns the lines written.
+// Runs `body` with stderr sent to a file in the test's scratch folder, and returns the lines
+// written.
 template <class Body>
 std::vector<std::string> stderr_lines_of(Body body) {
-  char path[] = "/tmp/dtsim-progress-XXXXXX";
-  const int fd = ::mkstemp(path);
+  std::string path = dtsim::testing::scratch_dir().file("stderr-XXXXXX");
+  const int fd = ::mkstemp(path.data());
   EXPECT_GE(fd, 0);
   const int saved = ::dup(STDERR_FILENO);
   ::dup2(fd, STDERR_FILENO);
@@ -29,7 +32,7 @@ std::vector<std::string> stderr_lines_of(Body body) {
   std::ifstream in(path);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
-  ::unlink(path);
+  ::unlink(path.c_str());
   return lines;
 }
 

@@ -12,12 +12,14 @@
 #include "driver/predict.h"
 #include "driver/sweep.h"
 #include "driver/sweep_results.h"
+#include "tests/support/scratch_dir.h"
 
 namespace dtsim::driver {
 namespace {
 
+// A file in the test's scratch folder.
 std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "/" + name;
+  return dtsim::testing::scratch_dir().file(name);
 }
 
 void write_file(const std::string& path, const std::string& text) {

@@ -189,7 +189,7 @@ TEST(TransformerTest, Llama2_7bParametersMatchReleasedCheckpoint) {
 }
 
 TEST(TransformerTest, LlamaFlopsMatchMegatronGqaSwigluFormula) {
-  // Megatron-LM num_floating_point_operations (reference.md): 12·B·s·l·h²·(1 + 1.5·(f/h)·k
+  // Megatron-LM num_floating_point_operations (docs/reference.md): 12·B·s·l·h²·(1 + 1.5·(f/h)·k
   // + g/a + s/h + V/(2lh)); the 1.5 is SwiGLU's third matrix (gated_linear_multiplier).
   for (const char* name : {"llama2-13b", "llama3-70b", "llama3-405b"}) {
     SCOPED_TRACE(name);

@@ -51,7 +51,7 @@ def case(dtsim, mpiexec, scenario, fault, must_say):
 
 def main():
     dtsim, mpiexec, scenario = sys.argv[1:4]
-    with tempfile.TemporaryDirectory() as d:
+    with tempfile.TemporaryDirectory(prefix=f"dtsim-test-fault-{os.getpid()}-") as d:
         # A unique path, so that the process check finds only this test's processes.
         marked = os.path.join(d, f"fault-{os.getpid()}.yaml")
         shutil.copy(scenario, marked)

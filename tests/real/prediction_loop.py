@@ -78,7 +78,7 @@ def main():
 
 def loop(a, env, mpi):
     """Calibrate, simulate, measure, compare; returns (error %, predicted s, measured s)."""
-    with tempfile.TemporaryDirectory() as d:
+    with tempfile.TemporaryDirectory(prefix=f"dtsim-test-prediction-loop-{os.getpid()}-") as d:
         predicted = os.path.join(d, "predicted.json")
         measured = os.path.join(d, "measured.json")
         predicted_trace = os.path.join(d, "predicted-trace.json")

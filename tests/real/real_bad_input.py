@@ -11,6 +11,13 @@ import tempfile
 
 
 def main():
+    # Every file of the test lives in a scratch folder of its own, removed however the test ends
+    # (tests/support/scratch_dir.h).
+    with tempfile.TemporaryDirectory(prefix=f"dtsim-test-real-bad-input-{os.getpid()}-") as tmp:
+        return checks(tmp)
+
+
+def checks(tmp):
     dtsim, scenario = sys.argv[1:3]
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("OMPI_", "PMI", "SLURM_")) and k not in ("RANK", "WORLD_SIZE")}
@@ -36,7 +43,6 @@ def main():
          "not a whole run"),
     ]
     # compare on files that are not dtsim results
-    tmp = tempfile.mkdtemp()
     foreign = os.path.join(tmp, "foreign.json")
     with open(foreign, "w") as f:
         json.dump({"benchmark": "all_reduce_perf", "busbw": 180.2}, f)

@@ -45,7 +45,7 @@ struct PublishedRun {
   std::string precision;
   std::string source;
   std::string published_text;  // the figure as the source reports it, with its unit
-  std::string metric;          // a result key (design.md section 5)
+  std::string metric;          // a result key (docs/design.md section 5)
   double published = 0;
   double recorded_error_pct = 0;
 };
@@ -78,7 +78,7 @@ Manifest load_manifest() {
   return m;
 }
 
-// The result keys a run may be compared on; each means what design.md section 5 says.
+// The result keys a run may be compared on; each means what docs/design.md section 5 says.
 const std::map<std::string, std::function<double(const Results&)>>& metrics() {
   static const std::map<std::string, std::function<double(const Results&)>> table = {
       {"step_time_s", [](const Results& r) { return r.step_time_s; }},

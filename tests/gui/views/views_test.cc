@@ -561,7 +561,7 @@ TEST(ScalingView, SaysWhatIsMissingBeforeRunning) {
 }  // namespace dtsim::gui
 
 int main(int argc, char** argv) {
-  // Headless: the offscreen platform needs no display (environment.md, "Qt under test").
+  // Headless: the offscreen platform needs no display (docs/environment.md, "Qt under test").
   if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
   QApplication app(argc, argv);
   ::testing::InitGoogleTest(&argc, argv);

@@ -1,5 +1,5 @@
 // The GPU back end where no GPU is needed: device discovery on a machine without a driver (the
-// CI machines, environment.md "CUDA and NCCL") and the back end's tables.
+// CI machines, docs/environment.md "CUDA and NCCL") and the back end's tables.
 #include <filesystem>
 #include <string>
 #include <vector>
