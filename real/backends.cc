@@ -1,3 +1,6 @@
+// The back ends linked: the real-mode functions of real/backends.h calling the CPU and GPU back
+// ends directly. Programs that link them (the tests, dtsim-gui) use this file as it is; the dtsim
+// program loads it from the module libdtsim_real_backends.so on first use (backends_on_demand.cc).
 #include "real/backends.h"
 
 #include "core/base/error.h"
@@ -34,17 +37,6 @@ namespace {
 }
 
 }  // namespace
-
-std::string to_string(Backend b) {
-  return b == Backend::kCpu ? "cpu" : "cuda";
-}
-
-bool built_with_mpi() {
-  return DTSIM_HAVE_MPI != 0;
-}
-bool built_with_cuda() {
-  return DTSIM_HAVE_CUDA != 0;
-}
 
 std::unique_ptr<Channel> make_channel(const LaunchInfo& launch, Backend backend, Seconds timeout) {
 #if DTSIM_HAVE_MPI

@@ -27,7 +27,7 @@ struct Loaded {
 
 }  // namespace
 
-void* load_module(const std::string& file, const std::string& what) {
+void* load_module(const std::string& file, const std::string& what, ModuleSymbols symbols) {
   static std::mutex mutex;
   static std::map<std::string, Loaded> modules;
   const std::lock_guard<std::mutex> lock(mutex);
@@ -44,7 +44,8 @@ void* load_module(const std::string& file, const std::string& what) {
         m.tried += (m.tried.empty() ? "" : "; ") + path.string() + ": no such file";
         continue;
       }
-      m.handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      m.handle = dlopen(path.c_str(),
+                        RTLD_NOW | (symbols == ModuleSymbols::kGlobal ? RTLD_GLOBAL : RTLD_LOCAL));
       if (m.handle) break;
       m.tried += (m.tried.empty() ? "" : "; ") + std::string(dlerror());
     }
@@ -56,8 +57,9 @@ void* load_module(const std::string& file, const std::string& what) {
   return m.handle;
 }
 
-void* module_symbol(const std::string& file, const std::string& what, const char* name) {
-  void* f = dlsym(load_module(file, what), name);
+void* module_symbol(const std::string& file, const std::string& what, const char* name,
+                    ModuleSymbols symbols) {
+  void* f = dlsym(load_module(file, what, symbols), name);
   if (!f) throw RuntimeError(file + " (" + what + ") has no entry point " + name);
   return f;
 }
