@@ -9,6 +9,7 @@
 #include "route_probe.h"
 #include "sim/platform.h"
 #include "sim_fixtures.h"
+#include "tests/sim/in_child.h"
 
 namespace dtsim::testing {
 namespace {
@@ -78,17 +79,19 @@ TEST(DragonflyRouting, MinimalAndValiantRoutesHaveTheExpectedHops) {
 }
 
 TEST(DragonflyRouting, PlatformRoutesCrossTheNicsAndRouterLinks) {
-  const Cluster c = dragonfly("minimal");
-  const RouteProbe probe(c);
-  auto route = [&](Rank a, Rank b) { return probe.route(a, b); };
-  // Node 0 (group 0, router 0) to node 12 (group 1, router 0): group 0's port 0 (router 0) leads
-  // to group 1, whose port 3 (router 3) leads back, so: NIC, global link 0 up, then group 1's local
-  // link between routers 0 and 3 (its third, index 6 + 2) down.
-  const auto [names, latency] = route(0, 24);
-  EXPECT_EQ(names, "nic-0-0_UP dragonfly-global-0_UP dragonfly-local-8_DOWN nic-12-0_DOWN ");
-  EXPECT_NEAR(latency, 2e-6, 1e-12);
-  EXPECT_EQ(route(0, 2).first, "nic-0-0_UP nic-1-0_DOWN ");
-  EXPECT_EQ(route(0, 1).first, "fabric-0_UP fabric-1_DOWN ");  // inside a node
+  in_child_process([&] {
+    const Cluster c = dragonfly("minimal");
+    const RouteProbe probe(c);
+    auto route = [&](Rank a, Rank b) { return probe.route(a, b); };
+    // Node 0 (group 0, router 0) to node 12 (group 1, router 0): group 0's port 0 (router 0) leads
+    // to group 1, whose port 3 (router 3) leads back, so: NIC, global link 0 up, then group 1's
+    // local link between routers 0 and 3 (its third, index 6 + 2) down.
+    const auto [names, latency] = route(0, 24);
+    EXPECT_EQ(names, "nic-0-0_UP dragonfly-global-0_UP dragonfly-local-8_DOWN nic-12-0_DOWN ");
+    EXPECT_NEAR(latency, 2e-6, 1e-12);
+    EXPECT_EQ(route(0, 2).first, "nic-0-0_UP nic-1-0_DOWN ");
+    EXPECT_EQ(route(0, 1).first, "fabric-0_UP fabric-1_DOWN ");  // inside a node
+  });
 }
 
 TEST(DragonflyContention, ValiantRelievesTheGlobalLinkThatMinimalRoutingSaturates) {

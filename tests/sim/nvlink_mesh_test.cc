@@ -13,6 +13,7 @@
 #include "core/hardware/nvlink_mesh.h"
 #include "route_probe.h"
 #include "sim_fixtures.h"
+#include "tests/sim/in_child.h"
 
 namespace dtsim::testing {
 namespace {
@@ -30,17 +31,19 @@ Cluster dgx1(int nodes) {
 }
 
 TEST(CubeMesh, LinkedPairsCrossTheirLinkAndTheOthersRelay) {
-  const Cluster c = dgx1(1);
-  const RouteProbe probe(c);
-  // 0-3 is a doubled pair: its link, both ways.
-  EXPECT_EQ(probe.route(0, 3).first, "nvlink-0-0-3_UP ");
-  EXPECT_EQ(probe.route(3, 0).first, "nvlink-0-0-3_DOWN ");
-  EXPECT_NEAR(probe.route(0, 3).second, kHop, 1e-12);
-  // 0 and 5 share no link: through GPU 1, the lowest-numbered GPU linked to both; two hops.
-  const auto [relayed, latency] = probe.route(0, 5);
-  EXPECT_EQ(relayed, "nvlink-0-0-1_UP nvlink-0-1-5_UP ");
-  EXPECT_NEAR(latency, 2 * kHop, 1e-12);
-  EXPECT_EQ(probe.route(5, 0).first, "nvlink-0-1-5_DOWN nvlink-0-0-1_DOWN ");
+  in_child_process([&] {
+    const Cluster c = dgx1(1);
+    const RouteProbe probe(c);
+    // 0-3 is a doubled pair: its link, both ways.
+    EXPECT_EQ(probe.route(0, 3).first, "nvlink-0-0-3_UP ");
+    EXPECT_EQ(probe.route(3, 0).first, "nvlink-0-0-3_DOWN ");
+    EXPECT_NEAR(probe.route(0, 3).second, kHop, 1e-12);
+    // 0 and 5 share no link: through GPU 1, the lowest-numbered GPU linked to both; two hops.
+    const auto [relayed, latency] = probe.route(0, 5);
+    EXPECT_EQ(relayed, "nvlink-0-0-1_UP nvlink-0-1-5_UP ");
+    EXPECT_NEAR(latency, 2 * kHop, 1e-12);
+    EXPECT_EQ(probe.route(5, 0).first, "nvlink-0-1-5_DOWN nvlink-0-0-1_DOWN ");
+  });
 }
 
 Job pairs(const std::vector<std::vector<Rank>>& groups, double bytes) {

@@ -9,6 +9,7 @@
 #include "route_probe.h"
 #include "sim/platform.h"
 #include "sim_fixtures.h"
+#include "tests/sim/in_child.h"
 
 namespace dtsim::testing {
 namespace {
@@ -30,17 +31,20 @@ Job flows(const std::vector<std::vector<Rank>>& pairs, double bytes, int world) 
 }
 
 TEST(RailOnly, AFlowBetweenRailsRelaysOverTheFabricToTheDestinationsRail) {
-  const Cluster c = rails("rail-only", 2);
-  EXPECT_EQ(c.rail_relay(0, 1), 1);
-  EXPECT_EQ(c.rail_relay(10, 5), 13);
-  const RouteProbe probe(c);
-  auto route = [&](Rank a, Rank b) { return probe.route(a, b); };
-  // GPU 0 of node 0 to GPU 1 of node 1: over NVSwitch to GPU 1 of node 0, out of its NIC (rail 1).
-  const auto [cross, cross_latency] = route(0, 9);
-  EXPECT_EQ(cross, "fabric-0_UP fabric-1_DOWN nic-0-1_UP nic-1-1_DOWN ");
-  EXPECT_NEAR(cross_latency, kNvAlpha + kNetAlpha, 1e-12);
-  // The same rail: straight through the rail switch.
-  EXPECT_EQ(route(0, 8).first, "nic-0-0_UP nic-1-0_DOWN ");
+  in_child_process([&] {
+    const Cluster c = rails("rail-only", 2);
+    EXPECT_EQ(c.rail_relay(0, 1), 1);
+    EXPECT_EQ(c.rail_relay(10, 5), 13);
+    const RouteProbe probe(c);
+    auto route = [&](Rank a, Rank b) { return probe.route(a, b); };
+    // GPU 0 of node 0 to GPU 1 of node 1: over NVSwitch to GPU 1 of node 0, out of its NIC (rail
+    // 1).
+    const auto [cross, cross_latency] = route(0, 9);
+    EXPECT_EQ(cross, "fabric-0_UP fabric-1_DOWN nic-0-1_UP nic-1-1_DOWN ");
+    EXPECT_NEAR(cross_latency, kNvAlpha + kNetAlpha, 1e-12);
+    // The same rail: straight through the rail switch.
+    EXPECT_EQ(route(0, 8).first, "nic-0-0_UP nic-1-0_DOWN ");
+  });
 }
 
 TEST(RailOnly, RelayedFlowsShareTheDestinationRailsNic) {

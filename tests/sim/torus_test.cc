@@ -12,6 +12,7 @@
 #include "route_probe.h"
 #include "sim/platform.h"
 #include "sim_fixtures.h"
+#include "tests/sim/in_child.h"
 
 namespace dtsim::testing {
 namespace {
@@ -79,19 +80,21 @@ TEST(TorusRouting, RoutesAreDimensionOrderedTheShorterWayRound) {
 }
 
 TEST(TorusRouting, PlatformRoutesCrossTheExpectedCables) {
-  // 4 x 4 torus, 2 GPUs per node: rank 0 (node 0) to rank 20 (node 10 = (2, 2)) crosses 4 cables
-  // and takes latency + 3 x hop latency; rank 1 to rank 6 (node 3, one hop the - way) one cable.
-  const Cluster c = torus("[4, 4]", 16, 2, ", torus_hop_latency: 500ns");
-  const RouteProbe probe(c);
-  auto route = [&](Rank a, Rank b) { return probe.route(a, b); };
-  const auto [far, far_latency] = route(0, 20);
-  EXPECT_EQ(far, "torus-0-d0_UP torus-1-d0_UP torus-2-d1_UP torus-6-d1_UP ");
-  EXPECT_NEAR(far_latency, 2e-6 + 3 * 0.5e-6, 1e-12);
-  const auto [near, near_latency] = route(1, 6);
-  EXPECT_EQ(near, "torus-3-d0_DOWN ");
-  EXPECT_NEAR(near_latency, 2e-6, 1e-12);
-  // Same node: the GPU fabric, not the torus.
-  EXPECT_EQ(route(0, 1).first, "fabric-0_UP fabric-1_DOWN ");
+  in_child_process([&] {
+    // 4 x 4 torus, 2 GPUs per node: rank 0 (node 0) to rank 20 (node 10 = (2, 2)) crosses 4 cables
+    // and takes latency + 3 x hop latency; rank 1 to rank 6 (node 3, one hop the - way) one cable.
+    const Cluster c = torus("[4, 4]", 16, 2, ", torus_hop_latency: 500ns");
+    const RouteProbe probe(c);
+    auto route = [&](Rank a, Rank b) { return probe.route(a, b); };
+    const auto [far, far_latency] = route(0, 20);
+    EXPECT_EQ(far, "torus-0-d0_UP torus-1-d0_UP torus-2-d1_UP torus-6-d1_UP ");
+    EXPECT_NEAR(far_latency, 2e-6 + 3 * 0.5e-6, 1e-12);
+    const auto [near, near_latency] = route(1, 6);
+    EXPECT_EQ(near, "torus-3-d0_DOWN ");
+    EXPECT_NEAR(near_latency, 2e-6, 1e-12);
+    // Same node: the GPU fabric, not the torus.
+    EXPECT_EQ(route(0, 1).first, "fabric-0_UP fabric-1_DOWN ");
+  });
 }
 
 TEST(TorusRouting, HopsAddLatencyAndSharedCablesHalveBandwidth) {
@@ -188,26 +191,28 @@ TEST(TorusAllReduce, AutoPicksItOnATorus) {
 
 // Platform build time (docs/simgrid-platform.md records the figures); a generous bound only.
 TEST(TorusPlatform, BuildsSixteenCubedNodesOfEightGpusInSeconds) {
-  const Cluster c = cluster_from(
-      "cluster:\n  nodes: 4096\n  gpus_per_node: 8\n  network: {topology: torus, torus_dims: "
-      "[16, 16, 16]}\n");
-  int argc = 2;
-  char arg0[] = "torus_test", arg1[] = "--log=root.thres:critical";
-  char* argv[] = {arg0, arg1, nullptr};
-  simgrid::s4u::Engine engine(&argc, argv);
-  const auto start = std::chrono::steady_clock::now();
-  const sim::Platform p = sim::build_platform(c, DType::kBf16);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("16 x 16 x 16 nodes x 8 GPUs: platform built in %.2f s\n", seconds);
-  ASSERT_EQ(p.routed.size(), 32768u);
-  std::vector<simgrid::s4u::Link*> links;
-  double latency = 0;
-  // Node 0 to node (8, 8, 8): 24 hops, 8 in each dimension.
-  p.routed[0]->route_to(p.routed[static_cast<size_t>(8 * torus_node({8, 8, 8}, {16, 16, 16}))],
-                        links, &latency);
-  EXPECT_EQ(links.size(), 24u);
-  EXPECT_LT(seconds, 60);
+  in_child_process([&] {
+    const Cluster c = cluster_from(
+        "cluster:\n  nodes: 4096\n  gpus_per_node: 8\n  network: {topology: torus, torus_dims: "
+        "[16, 16, 16]}\n");
+    int argc = 2;
+    char arg0[] = "torus_test", arg1[] = "--log=root.thres:critical";
+    char* argv[] = {arg0, arg1, nullptr};
+    simgrid::s4u::Engine engine(&argc, argv);
+    const auto start = std::chrono::steady_clock::now();
+    const sim::Platform p = sim::build_platform(c, DType::kBf16);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("16 x 16 x 16 nodes x 8 GPUs: platform built in %.2f s\n", seconds);
+    ASSERT_EQ(p.routed.size(), 32768u);
+    std::vector<simgrid::s4u::Link*> links;
+    double latency = 0;
+    // Node 0 to node (8, 8, 8): 24 hops, 8 in each dimension.
+    p.routed[0]->route_to(p.routed[static_cast<size_t>(8 * torus_node({8, 8, 8}, {16, 16, 16}))],
+                          links, &latency);
+    EXPECT_EQ(links.size(), 24u);
+    EXPECT_LT(seconds, 60);
+  });
 }
 
 }  // namespace
