@@ -9,7 +9,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <unordered_set>
 
 #include "core/base/input_file.h"
 #include "core/base/text.h"
@@ -52,6 +54,19 @@ std::string format_count(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.0f", v);
   return buf;
+}
+
+void Reader::require_declared(const std::string& path) {
+  // Binders read the same few hundred paths on every load (a plan loads thousands of
+  // candidates), so each is looked up in the schema once per process.
+  static std::mutex mutex;
+  static std::unordered_set<std::string> declared;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (declared.contains(path)) return;
+  if (!find_schema_node(scenario_schema(), path))
+    throw std::logic_error("a scenario binder reads '" + path +
+                           "', which the scenario schema does not declare");
+  declared.insert(path);
 }
 
 }  // namespace scenario_binding

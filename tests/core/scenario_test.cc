@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/scenario/internal/binders.h"
+
 namespace dtsim {
 namespace {
 
@@ -28,6 +30,18 @@ std::vector<Diagnostic> problems(const std::string& text, std::vector<Override> 
     return e.diagnostics();
   }
   return {};
+}
+
+// A binder reads keys by path; a path the schema does not declare (a misspelling) is a
+// programmer error, never an absent key read as its default.
+TEST(Scenario, BindersReadOnlyDeclaredKeys) {
+  const EntryMap entries;
+  const scenario_binding::Reader r(entries);
+  EXPECT_NO_THROW(r.find("training.sync"));
+  EXPECT_NO_THROW(r.find("cluster.network.nic_bandwidth"));
+  EXPECT_THROW(r.find("training.synk"), std::logic_error);
+  EXPECT_THROW(r.get<int64_t>("parallelism.tensr"), std::logic_error);
+  EXPECT_THROW(r.under("cluster.netwrok."), std::logic_error);
 }
 
 TEST(Scenario, TypedValuesAndDefaults) {

@@ -21,7 +21,10 @@ class Reader {
  public:
   explicit Reader(const EntryMap& entries) : entries_(entries) {}
 
+  // Every read names a key of the schema: a path the schema does not declare (a misspelling in
+  // a binder) is a programmer error, never a silent "not given".
   const Entry* find(const std::string& path) const {
+    require_declared(path);
     auto it = entries_.find(path);
     return it == entries_.end() ? nullptr : &it->second;
   }
@@ -66,6 +69,7 @@ class Reader {
 
   // Every validated key under `prefix` ("cluster.network."), in key order.
   std::vector<std::pair<std::string, const Entry*>> under(const std::string& prefix) const {
+    require_declared(prefix.ends_with('.') ? prefix.substr(0, prefix.size() - 1) : prefix);
     std::vector<std::pair<std::string, const Entry*>> out;
     for (auto it = entries_.lower_bound(prefix);
          it != entries_.end() && it->first.starts_with(prefix); ++it)
@@ -74,6 +78,8 @@ class Reader {
   }
 
  private:
+  // Throws std::logic_error for a path the scenario schema does not declare.
+  static void require_declared(const std::string& path);
   const EntryMap& entries_;
 };
 
