@@ -6,14 +6,12 @@
 #include <optional>
 
 #include "core/base/error.h"
+#include "core/base/module_loader.h"
 #include "core/base/text.h"
 #include "driver/analysis.h"
 #include "driver/output_file.h"
 #include "driver/sweep_results.h"
-#if DTSIM_HAVE_PLOT
-#include "core/base/module_loader.h"
-#include "gui/plot/plot_module.h"
-#endif
+#include "gui/plot/plot_module.h"  // no Qt: the module's name and entry point
 
 namespace dtsim::cli {
 namespace {
