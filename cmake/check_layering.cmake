@@ -1,32 +1,16 @@
 # Checks the layering of docs/architecture.md: a source may include headers of its own stage and
 # of the stages below it, never above. Run at configure time (a violation stops cmake) and as the
 # ctest `layering` (tests/CMakeLists.txt), so a forbidden #include fails the build and the suite.
-#   cmake -DSOURCE_DIR=/path/to/dtsim -P cmake/check_layering.cmake
+#   cmake -DSOURCE_DIR=/path/to/dtsim -DGRAPH=build/layering_graph.cmake -P cmake/check_layering.cmake
 #
-# Each stage lists the stages it may include, itself included. Stages are path prefixes.
-set(_base core/base)
-set(_hardware ${_base} core/hardware)
-set(_reliability ${_base} core/reliability)
-set(_scenario ${_hardware} core/reliability core/scenario)
-set(_ir ${_scenario} core/ir)
-set(_strategy ${_ir} core/strategy)
-set(_collectives ${_ir} core/collectives)
-set(_exec ${_strategy} core/collectives core/exec)
-set(_report ${_exec} core/reliability core/report)
-set(_models ${_ir} models)
-set(_sim ${_exec} sim)
-set(_real ${_exec} real)
-set(_driver ${_report} models sim real driver)
-# gui/plot draws from the driver's analyses; the CLI's analyze verb draws with it.
-set(_plot ${_driver} gui/plot)
-# gui/views, the GUI's data views, draw with gui/plot and read the driver's results.
-set(_views ${_driver} gui/plot gui/views)
-set(_cli ${_driver} gui/plot cli)
-# The desktop application sits beside the CLI: the driver, the plotting module and the views.
-set(_app ${_driver} gui/plot gui/views gui/app)
-
-set(stages core/base core/reliability core/hardware core/scenario core/ir core/strategy core/collectives core/exec
-  core/report models sim real driver gui/plot gui/views gui/app cli)
+# The rule comes from the link graph: GRAPH names the file cmake/layering_graph.cmake writes at
+# configure time (build/layering_graph.cmake), which sets _allowed_<stage> for every stage.
+if(NOT GRAPH OR NOT EXISTS "${GRAPH}")
+  message(FATAL_ERROR "check_layering: pass -DGRAPH=<build>/layering_graph.cmake (written when "
+                      "CMake configures the build)")
+endif()
+include("${GRAPH}")
+set(stages ${DTSIM_STAGES})
 if(NOT SOURCE_DIR)
   message(FATAL_ERROR "check_layering: pass -DSOURCE_DIR=<repository root>")
 endif()
@@ -35,8 +19,7 @@ get_filename_component(SOURCE_DIR "${SOURCE_DIR}" ABSOLUTE)
 
 set(violations "")
 foreach(stage IN LISTS stages)
-  get_filename_component(name "${stage}" NAME)
-  set(allowed ${_${name}})
+  set(allowed ${_allowed_${stage}})
   string(REPLACE ";" "|" allowed_regex "${allowed}")
   file(GLOB_RECURSE sources RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/${stage}/*.h"
        "${SOURCE_DIR}/${stage}/*.cc")
@@ -49,7 +32,7 @@ foreach(stage IN LISTS stages)
         continue()
       endif()
       if(NOT header MATCHES "^(${allowed_regex})/")
-        string(APPEND violations "\n  ${source} includes ${header}: stage ${stage} may include only ${allowed}")
+        string(APPEND violations "\n  ${source} includes ${header}: stage ${stage} links only ${allowed}")
       endif()
     endforeach()
   endforeach()
@@ -58,4 +41,4 @@ endforeach()
 if(violations)
   message(FATAL_ERROR "layering violations (docs/architecture.md, \"Layering\"):${violations}")
 endif()
-message(STATUS "layering: every #include respects the stage order")
+message(STATUS "layering: every #include is allowed by the link graph")
