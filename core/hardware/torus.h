@@ -1,6 +1,6 @@
 // Torus networks (cluster.network.topology: torus): node coordinates, the default dimensions and
 // dimension-order routes. Shared by the SimGrid platform (sim/platform.cc), the torus all-reduce
-// (core/collectives/collective_schedule.cc) and its closed form (core/collectives/cost_model.cc),
+// (core/collectives/torus_schedule.cc) and its closed form (core/collectives/cost_model.cc),
 // so all three agree.
 //
 // Contract:
