@@ -5,12 +5,7 @@
 
 #include "core/base/error.h"
 
-#ifndef DTSIM_HAVE_MPI
-#define DTSIM_HAVE_MPI 0
-#endif
-#ifndef DTSIM_HAVE_CUDA
-#define DTSIM_HAVE_CUDA 0
-#endif
+#include "real/built_back_ends.h"
 
 #if DTSIM_HAVE_MPI
 #include "real/cpu/cpu_backend.h"

@@ -2,12 +2,7 @@
 // dtsim program, which loads them on demand (backends_on_demand.cc).
 #include "real/backends.h"
 
-#ifndef DTSIM_HAVE_MPI
-#define DTSIM_HAVE_MPI 0
-#endif
-#ifndef DTSIM_HAVE_CUDA
-#define DTSIM_HAVE_CUDA 0
-#endif
+#include "real/built_back_ends.h"
 
 namespace dtsim::real {
 
