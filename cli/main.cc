@@ -369,6 +369,9 @@ Verb add_plan(CLI::App& app) {
       ->check(CLI::Range(1, 4096));
   plan->add_option("--timeout", o->timeout, "stop a simulation after this long, e.g. 10min");
   plan->add_flag("--json", o->json, "print the search and the ranking as JSON");
+  plan->add_flag("--analytic-only", o->analytic_only,
+                 "list the best --top by the analytic engine's step time (what `dtsim simulate "
+                 "--engine analytic` gives each) without simulating them with SimGrid");
 
   return {plan, [o](std::ostream& out) { return run_plan(*o, out); }};
 }

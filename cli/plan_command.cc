@@ -66,7 +66,7 @@ nlohmann::json row_json(const driver::PlanRow& r) {
                         {"exposed_communication", r.exposed_communication_s},
                         {"pipeline_bubble", r.pipeline_bubble_s}};
     j["limited_by"] = r.limiter;
-  } else {
+  } else if (!r.error.empty()) {
     j["error"] = r.error;
     if (r.over_memory) j["over_memory"] = true;
   }
@@ -94,12 +94,12 @@ nlohmann::json report_json(const driver::PlanReport& rep) {
             {"do_not_fit", rep.do_not_fit},
             {"do_not_fit_by_largest_category", rep.do_not_fit_by_category},
             {"fit", rep.fits},
-            {"step_level_evaluations", rep.fast_evaluations},
+            {"step_level_evaluations", rep.step_level_evaluations},
             {"engine_evaluations", rep.engine_evaluations},
             {"not_evaluated", rep.not_evaluated},
             {"analytic_wall_s", rep.analytic_wall_s},
             {"analytic_cpu_s", rep.analytic_cpu_s},
-            {"step_level_cpu_s", rep.fast_cpu_s},
+            {"step_level_cpu_s", rep.step_level_cpu_s},
             {"configs_per_s", rep.analytic_wall_s > 0
                                   ? static_cast<double>(rep.enumerated) / rep.analytic_wall_s
                                   : 0.0}}},
@@ -137,10 +137,13 @@ void render(const driver::PlanReport& rep, const std::string& scenario,
   }
   if (rep.not_evaluated > 0)
     out << "\n  skipped      " << rep.not_evaluated
-        << " (ZeRO-3, FP8 or MoE configurations beyond the step-level evaluator, left when the "
-           "analytic engine's time budget ran out; pin them with --constraint to rank them)";
-  out << "\n  fit          " << rep.fits << ", ranked by the analytic step time; the best "
-      << rep.ranked.size() << " simulated with SimGrid\n";
+        << " (ZeRO-3 configurations, built op by op, left when the analytic engine's time "
+           "budget ran out; pin them with --constraint parallelism.zero_stage=3 to rank them)";
+  out << "\n  fit          " << rep.fits << ", ranked by the analytic step time; ";
+  if (!rep.ranked.empty() && !rep.ranked.front().simulated && rep.ranked.front().error.empty())
+    out << "the best " << rep.ranked.size() << " listed, none simulated (--analytic-only)\n";
+  else
+    out << "the best " << rep.ranked.size() << " simulated with SimGrid\n";
   if (!rep.closest_misses.empty()) {
     out << "  closest misses:\n";
     for (const auto& r : rep.closest_misses)
@@ -156,8 +159,12 @@ void render(const driver::PlanReport& rep, const std::string& scenario,
   for (const auto& r : rep.ranked) {
     ++rank;
     if (!r.simulated) {
+      const bool analytic_only = r.error.empty();
       std::snprintf(line, sizeof line, "  %-2d  %-66s %10s %10.3f %6s %10s %10s  %s\n", rank,
-                    r.config.describe().c_str(), r.over_memory ? "no fit" : "failed",
+                    r.config.describe().c_str(),
+                    analytic_only   ? "-"
+                    : r.over_memory ? "no fit"
+                                    : "failed",
                     r.analytic.step_time_s, "-", gib(r.peak_bytes).c_str(),
                     gib(r.capacity_bytes - r.peak_bytes).c_str(), printable(r.error, 120).c_str());
       out << line;
@@ -177,7 +184,7 @@ void render(const driver::PlanReport& rep, const std::string& scenario,
                   why.c_str());
     out << line;
   }
-  if (!rep.ranked.empty() && rep.ranked.front().simulated) {
+  if (!rep.ranked.empty() && (rep.ranked.front().simulated || rep.ranked.front().error.empty())) {
     const auto& best = rep.ranked.front();
     out << "\nbest: " << best.config.describe() << "\n  dtsim simulate "
         << printable(scenario, 200);
@@ -195,6 +202,7 @@ int run_plan(const PlanOptions& o, std::ostream& out) {
   req.overrides = o.overrides;
   for (const auto& c : o.constraints) req.constraints.push_back(driver::parse_plan_constraint(c));
   req.top = o.top;
+  req.simulate = !o.analytic_only;
   req.jobs = o.jobs;
   req.dtsim = o.dtsim.empty() ? driver::self_executable() : o.dtsim;
   if (!o.timeout.empty()) {

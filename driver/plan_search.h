@@ -12,13 +12,12 @@
 // - Validity is the loader's: each candidate is loaded with its --set overrides through
 //   driver::load(), and one the loader refuses is invalid; the report counts them by the key the
 //   loader named. No divisibility rule is repeated here.
-// - Memory and time come from the analytic engine's model (core/exec/analytic_executor.h): the
-//   peak memory per GPU and the step time of the Job that build_job() makes. For the
-//   configurations it covers, a step-level evaluator (FastAnalyticModel below) computes the same
-//   longest path over whole pipeline units instead of single kernels, reusing per-layer costs
-//   across configurations; tests/driver/plan_search_test.cc checks that it reproduces the
-//   analytic engine's step time to within kFastModelTolerance and its peak memory exactly. The
-//   others are run through the analytic engine itself.
+// - Memory and time come from the analytic engine (core/exec/analytic_executor.h): the peak
+//   memory per GPU and the step time of the Job that build_job() makes, as `dtsim simulate
+//   --engine analytic` gives them. The search builds each Job with segments and times it without
+//   a Trace (StepEvaluator below), which changes the number of graph nodes, not the answer
+//   (tests/driver/plan_search_test.cc checks both against the engine's run()). ZeRO-3
+//   configurations, whose Jobs do not form segments, come last, within an engine budget.
 // - Configurations whose peak exceeds the GPU's memory are dropped, counted by the memory
 //   category largest at the peak, and the closest misses are kept for the report.
 // - The fastest `top` by analytic step time are simulated again with SimGrid, each in its own
@@ -32,6 +31,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -78,28 +78,25 @@ struct AnalyticEstimate {
   double step_time_s = 0;
   double peak_bytes = 0;  // per GPU, the worst simulated rank
   std::array<double, kMemoryCategories> at_peak{};
-  bool fast = false;  // from FastAnalyticModel rather than the executor
 };
 
-// The step-level evaluator: the analytic engine's longest path with each pipeline unit's kernels
-// folded into one span (a chain of kernels with nothing joining it in the middle finishes at the
-// sum of their times), its per-layer costs cached across configurations. It mirrors
-// core/strategy/parallel_step.cc and covers what that file builds for dense transformers with
-// tensor, context, pipeline and data parallelism, ZeRO 0-2, every schedule, recompute and
-// framework, fp32/tf32/fp16/bf16, on clusters where the Job folds to one rank per stage. Anything
-// else (ZeRO-3, FP8, MoE, TP communication overlap, scatter/gather, stragglers) is not covered:
-// covers() says so and the caller runs the analytic engine.
-inline constexpr double kFastModelTolerance = 1e-9;  // relative, on the step time
-class FastAnalyticModel {
+// The analytic engine's step time and peak memory for the configurations of one search: the
+// Job built with segments (core/strategy/strategy.h, JobOptions::segments) and timed without a
+// Trace (core/exec/analytic_executor.h, estimate_step), each distinct shard graph built once.
+// The same step builder, lowering and longest path as `dtsim simulate --engine analytic`; the
+// segments only change how many nodes the graph has (tests/driver/plan_search_test.cc).
+class StepEvaluator {
  public:
-  FastAnalyticModel();
-  ~FastAnalyticModel();
-  FastAnalyticModel(const FastAnalyticModel&) = delete;
-  FastAnalyticModel& operator=(const FastAnalyticModel&) = delete;
+  StepEvaluator();
+  ~StepEvaluator();
+  StepEvaluator(const StepEvaluator&) = delete;
+  StepEvaluator& operator=(const StepEvaluator&) = delete;
 
-  bool covers(const Scenario& scenario) const;
-  // Requires covers(scenario).
-  AnalyticEstimate evaluate(const Scenario& scenario);
+  // Scenarios of one model section (a search's candidates). One whose peak memory per GPU is over
+  // `capacity_bytes` is not timed (step_time_s NaN): a search drops it, and its peak comes from
+  // the Programs alone (core/exec/analytic_executor.h, peak_in_program_order).
+  AnalyticEstimate evaluate(const Scenario& scenario,
+                            double capacity_bytes = std::numeric_limits<double>::infinity());
 
  private:
   struct Impl;
@@ -121,12 +118,14 @@ struct PlanRequest {
   std::string scenario;                // path
   std::vector<std::string> overrides;  // --set, applied before the search's own
   std::vector<PlanConstraint> constraints;
-  int top = 5;                 // simulated with SimGrid
+  int top = 5;  // simulated with SimGrid
+  // false: `ranked` is the best `top` by the analytic engine, none simulated (rows with no error).
+  bool simulate = true;
   std::string dtsim;           // the dtsim binary the children run
   int jobs = 2;                // children at once
   double child_timeout_s = 0;  // 0: none
-  // Wall time for the configurations the step-level evaluator does not cover, which run through
-  // the analytic engine one Job at a time; those left when it runs out are counted, not ranked.
+  // Wall time for the ZeRO-3 configurations, whose Jobs are built and lowered op by op; those
+  // left when it runs out are counted, not ranked.
   double engine_budget_s = 5;
   PlanProgress* progress = nullptr;
 };
@@ -162,10 +161,11 @@ struct PlanReport {
   std::map<std::string, std::size_t> do_not_fit_by_category;  // largest category at the peak
   std::vector<PlanRow> closest_misses;                        // smallest peaks that do not fit
   std::size_t fits = 0;
-  std::size_t fast_evaluations = 0, engine_evaluations = 0;
+  // Evaluated in the first pass, and the ZeRO-3 ones within PlanRequest::engine_budget_s.
+  std::size_t step_level_evaluations = 0, engine_evaluations = 0;
   std::size_t not_evaluated = 0;                   // beyond PlanRequest::engine_budget_s
   double analytic_wall_s = 0, analytic_cpu_s = 0;  // load + analytic evaluation of every candidate
-  double fast_cpu_s = 0;                           // of which in the step-level evaluator
+  double step_level_cpu_s = 0;                     // of which in the first pass's evaluations
   std::vector<PlanRow> ranked;                     // the simulated top, best first
   std::vector<PlanRow> analytic_top;               // the best by analytic step time, best first
 };

@@ -118,15 +118,23 @@ Scenario load_cluster(const std::string& path, const std::vector<std::string>& o
   return load_scenario(path, as_overrides(overrides), {}, LoadScope::kCluster);
 }
 
-Plan plan_scenario(Scenario scenario, double max_memory_bytes) {
-  models::ScenarioGraphs graphs = models::graphs_from_scenario(scenario);
+Step build_step(const Scenario& scenario, const ModelGraph& shard, double max_memory_bytes,
+                bool segments) {
   JobOptions options;
+  options.segments = segments;
   options.max_ops = std::max(1.0, (max_memory_bytes - kBaseRunBytes) / kBytesPerOpIteration);
   // Dedicated parameter servers run on nodes appended to the cluster.
   Cluster cluster(parameter_server_cluster(scenario));
   fold_around_perturbations(options, scenario, cluster, run_options(scenario));
-  Job job = build_job(graphs.shard, scenario, options);
-  return Plan{std::move(scenario), std::move(graphs.whole), std::move(cluster), std::move(job)};
+  Job job = build_job(shard, scenario, options);
+  return Step{std::move(cluster), std::move(job)};
+}
+
+Plan plan_scenario(Scenario scenario, double max_memory_bytes, bool segments) {
+  models::ScenarioGraphs graphs = models::graphs_from_scenario(scenario);
+  Step step = build_step(scenario, graphs.shard, max_memory_bytes, segments);
+  return Plan{std::move(scenario), std::move(graphs.whole), std::move(step.cluster),
+              std::move(step.job)};
 }
 
 RunOptions run_options(const Scenario& scenario) {

@@ -50,7 +50,17 @@ struct Plan {
 };
 // `max_memory_bytes` bounds the Job's ops as it is built (JobOptions::max_ops, at
 // kBytesPerOpIteration each), so a plan too large to hold is refused before it takes the memory.
-Plan plan_scenario(Scenario scenario, double max_memory_bytes = kDefaultMaxMemoryBytes);
+// `segments`: the Job's pipeline units as segments (JobOptions::segments), for estimate_step().
+Plan plan_scenario(Scenario scenario, double max_memory_bytes = kDefaultMaxMemoryBytes,
+                   bool segments = false);
+// The Cluster and Job plan_scenario() builds, on the scenario's shard graph
+// (models::shard_from_scenario) that the caller holds.
+struct Step {
+  Cluster cluster;
+  Job job;
+};
+Step build_step(const Scenario& scenario, const ModelGraph& shard, double max_memory_bytes,
+                bool segments);
 
 // The run options the scenario's simulate section asks for.
 RunOptions run_options(const Scenario& scenario);

@@ -67,6 +67,8 @@ struct BuildOptions {
   bool moe_permute_fusion = true;
   bool moe_router_fusion = true;
   std::optional<double> moe_load_imbalance = std::nullopt;
+
+  bool operator==(const BuildOptions&) const = default;
 };
 
 ModelGraph build_model(const ModelSpec& spec, const BuildOptions& options);

@@ -99,6 +99,8 @@ struct ModelSpec {
   // --- MLP ---
   // Input width first, then each hidden layer's width; the output layer has num_classes units.
   std::vector<int> mlp_widths;
+
+  bool operator==(const ModelSpec&) const = default;
 };
 
 // One inconsistency in a spec. `field` is the scenario key name ("hidden_size", ...), so the

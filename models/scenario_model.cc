@@ -113,7 +113,7 @@ ModelSpec checked_spec(const Scenario& sc) {
   return spec;
 }
 
-ModelGraph build_graph(const Scenario& sc, const ModelSpec& spec, bool shard) {
+BuildOptions build_options(const Scenario& sc, bool shard) {
   BuildOptions options;
   options.micro_batch_size =
       narrow<int>(sc.training.micro_batch_size.value, "training.micro_batch_size");
@@ -129,12 +129,20 @@ ModelGraph build_graph(const Scenario& sc, const ModelSpec& spec, bool shard) {
     options.context_parallel = sc.parallelism.context.value;
     options.expert_parallel = sc.parallelism.expert.value;
   }
-  return build_model(spec, options);
+  return options;
+}
+
+ModelGraph build_graph(const Scenario& sc, const ModelSpec& spec, bool shard) {
+  return build_model(spec, build_options(sc, shard));
 }
 }  // namespace
 
 ModelGraph model_from_scenario(const Scenario& sc) {
   return build_graph(sc, checked_spec(sc), false);
+}
+
+BuildOptions shard_options(const Scenario& sc) {
+  return build_options(sc, true);
 }
 
 ModelGraph shard_from_scenario(const Scenario& sc) {

@@ -8,6 +8,7 @@
 
 #include "core/ir/model_graph.h"
 #include "core/scenario/scenario.h"
+#include "models/model_builder.h"
 #include "models/model_spec.h"
 
 namespace dtsim::models {
@@ -26,6 +27,10 @@ ModelGraph model_from_scenario(const Scenario& scenario);
 // The graph of one tensor-parallel rank (parallelism.tensor, sequence_parallel), which the
 // strategies consume; equal to model_from_scenario() when tensor is 1.
 ModelGraph shard_from_scenario(const Scenario& scenario);
+
+// The options shard_from_scenario() builds the spec with: two scenarios of one model section with
+// equal options have equal shard graphs (a search builds each distinct one once).
+BuildOptions shard_options(const Scenario& scenario);
 
 // Both graphs from one resolution of the spec: the whole model (counts, FLOPs) and the graph one
 // rank runs (`shard`: one tensor-, context- and expert-parallel shard). When the scenario splits

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "core/base/error.h"
@@ -25,6 +27,16 @@ void ActivityGraph::edge(int32_t from, int32_t to) {
 }
 
 namespace {
+
+// Hashes a tuple of integers (send/receive matching: thousands of lookups per Job).
+struct TupleHash {
+  template <typename... T>
+  size_t operator()(const std::tuple<T...>& t) const {
+    size_t h = 0;
+    std::apply([&](const auto&... v) { ((h = h * 1000003u ^ static_cast<size_t>(v)), ...); }, t);
+    return h;
+  }
+};
 
 GraphNode join() {
   return GraphNode{};
@@ -357,6 +369,66 @@ void collective_body(ActivityGraph& g, const CollectiveOp& op, const Group& grou
   add_schedule(g, memo.schedule(op, group, cluster), begin, end);
 }
 
+// Whether lower() may time each segment of `job` as one node (the header's conditions).
+bool segments_lower_as_one(const Job& job, CollectiveBody body, const TransientSlowdowns* transient,
+                           bool track_waits, const DegradedNics* degraded) {
+  if (body != CollectiveBody::kClosedForm || transient || track_waits || degraded) return false;
+  std::vector<char> simulated(static_cast<size_t>(std::max(job.world_size, 0)), 0);
+  for (const auto& p : job.programs)
+    if (p.rank >= 0 && p.rank < job.world_size) simulated[static_cast<size_t>(p.rank)] = 1;
+  std::map<GroupId, bool> alone;  // by group: whether one simulated rank joins it
+  std::set<const std::vector<Op>*> seen;
+  for (const auto& p : job.programs)
+    for (const auto& stream : p.streams)
+      for (const Op& op : stream.ops) {
+        const auto* seg = std::get_if<SegmentOp>(&op.body);
+        if (seg == nullptr || !seen.insert(seg->ops.get()).second) continue;
+        for (const Op& inner : *seg->ops) {
+          if (std::holds_alternative<SendOp>(inner.body) ||
+              std::holds_alternative<RecvOp>(inner.body) ||
+              std::holds_alternative<SegmentOp>(inner.body))
+            return false;
+          const auto* c = std::get_if<CollectiveOp>(&inner.body);
+          if (c == nullptr) continue;
+          auto [it, fresh] = alone.emplace(c->group, false);
+          if (fresh) {
+            int members = 0;
+            for (Rank r : job.group(c->group).ranks)
+              members += r >= 0 && r < job.world_size && simulated[static_cast<size_t>(r)] ? 1 : 0;
+            it->second = members == 1;
+          }
+          if (!it->second) return false;
+        }
+      }
+  return true;
+}
+
+// A segment's times on `rank` (ActivityGraph::segment_times), computed once per segment.
+const ActivityGraph::SegmentTimes& segment_times(ActivityGraph& g, const SegmentOp& seg, Rank rank,
+                                                 const Job& job, const Cluster& cluster,
+                                                 CollectiveMemo& memo) {
+  auto [it, fresh] = g.segment_times.try_emplace({seg.ops.get(), rank});
+  if (!fresh) return it->second;
+  ActivityGraph::SegmentTimes& times = it->second;
+  times.each.reserve(seg.ops->size());
+  for (const Op& op : *seg.ops) {
+    double d = 0;
+    if (const auto* c = std::get_if<ComputeOp>(&op.body)) {
+      d = (compute_time(*c, cluster.gpu) / cluster.speed_scale(rank)).value();
+    } else if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
+      const auto key = CollectiveMemo::key(*c);
+      auto found = memo.times.find(key);
+      if (found == memo.times.end())
+        found =
+            memo.times.emplace(key, collective_time(*c, job.group(c->group).ranks, cluster)).first;
+      d = found->second.value();
+    }
+    times.each.push_back(d);
+    times.total += d;
+  }
+  return times;
+}
+
 }  // namespace
 
 void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, int32_t end) {
@@ -404,6 +476,9 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
                     const DegradedNics* degraded, bool alone_collectives) {
   if (degraded && degraded->empty()) degraded = nullptr;
   if (transient && transient->empty()) transient = nullptr;
+  if (job.has_segments() && !segments_lower_as_one(job, body, transient, track_waits, degraded))
+    return lower(expand_segments(job), cluster, iterations, body, transient, track_waits, degraded,
+                 alone_collectives);
   // Compute kernels each program's rank has run so far, over the whole run (per-op random draws).
   std::vector<uint64_t> compute_ops(job.programs.size(), 0);
   ActivityGraph g;
@@ -417,7 +492,8 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
     int compute_stream = -1;
     for (size_t s = 0; s < p.streams.size(); ++s)
       for (const Op& op : p.streams[s].ops)
-        if (std::holds_alternative<ComputeOp>(op.body)) {
+        if (std::holds_alternative<ComputeOp>(op.body) ||
+            std::holds_alternative<SegmentOp>(op.body)) {
           if (compute_stream >= 0 && compute_stream != static_cast<int>(s))
             g.one_compute_stream = false;
           compute_stream = static_cast<int>(s);
@@ -440,7 +516,8 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
   // Every op instance, and about two nodes each (compute: a join and the kernel): reserved, so
   // that millions of nodes are not copied as the vectors grow (untouched capacity costs no page).
   double instances = 0;
-  for (const auto& p : job.programs) instances += static_cast<double>(p.op_count());
+  for (const auto& p : job.programs)
+    for (const auto& stream : p.streams) instances += static_cast<double>(stream.ops.size());
   instances *= iterations;
   g.ops.reserve(static_cast<size_t>(instances));
   g.nodes.reserve(static_cast<size_t>(2 * instances));
@@ -450,7 +527,8 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
   for (int it = 0; it < iterations; ++it) {
     // By group, then by the collective's position in each member's order on that group.
     std::vector<std::vector<Shared>> collectives(job.groups.size());
-    std::map<std::tuple<Rank, Rank, int, int>, Shared> p2p;  // (src, dst, tag, seq)
+    std::unordered_map<std::tuple<Rank, Rank, int, int>, Shared, TupleHash> p2p;  // (src, dst,
+                                                                                  // tag, seq)
     // Pass 1: nodes for every op instance; remember where events are recorded.
     struct Pending {
       size_t instance;
@@ -465,7 +543,7 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
       event_end[k].assign(static_cast<size_t>(std::max(p.num_events, 0)), -1);
       for (GroupId t : touched) coll_seq[static_cast<size_t>(t)] = 0;
       touched.clear();
-      std::map<std::tuple<Rank, int, bool>, int> p2p_seq;
+      std::unordered_map<std::tuple<Rank, int, bool>, int, TupleHash> p2p_seq;
       for (size_t s = 0; s < p.streams.size(); ++s) {
         const auto& ops = p.streams[s].ops;
         for (size_t i = 0; i < ops.size(); ++i) {
@@ -479,6 +557,9 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
             g.edge(inst.begin, inst.end);
           } else if (std::holds_alternative<MemoryOp>(op.body)) {
             inst.begin = inst.end = g.add(join());
+          } else if (const auto* seg = std::get_if<SegmentOp>(&op.body)) {
+            const auto& times = segment_times(g, *seg, p.rank, job, cluster, memo);
+            inst.begin = inst.end = g.add(GraphNode::compute(p.rank, Seconds(times.total)));
           } else if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
             const Group& group = job.group(c->group);
             const auto gi = static_cast<size_t>(c->group);
@@ -661,8 +742,8 @@ Seconds schedule_time_without_contention(const CollectiveSchedule& s, const Clus
   return Seconds(last + std::max(0.0, s.trailing_latency.value()));
 }
 
-std::vector<double> finish_times_without_contention(const ActivityGraph& g,
-                                                    const Cluster& cluster) {
+std::vector<double> finish_times_without_contention(const ActivityGraph& g, const Cluster& cluster,
+                                                    std::vector<double>* start_out) {
   std::vector<double> alone_time;
   for (const auto& s : g.alone)
     alone_time.push_back(schedule_time_without_contention(s, cluster).value());
@@ -705,11 +786,14 @@ std::vector<double> finish_times_without_contention(const ActivityGraph& g,
   if (done != n)
     throw RuntimeError("the program cannot finish: its ops wait on each other in a cycle (" +
                        std::to_string(n - done) + " activities never become ready)");
+  if (start_out) *start_out = std::move(start);
   return finish;
 }
 
 Trace trace_from_times(const ActivityGraph& g, const Job& job, const std::vector<double>& finish,
                        const std::string& engine) {
+  if (!g.segment_times.empty() || job.has_segments())
+    throw std::logic_error("trace_from_times: a Job with segments; expand them before lowering");
   Trace t;
   t.engine = engine;
   t.notes = g.notes;

@@ -28,7 +28,9 @@
 //   cycle) raise RuntimeError naming the op, never a hang.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,72 @@ namespace dtsim {
 
 enum class CollectiveBody { kClosedForm, kChunkFlows, kCollectiveFlows };
 
+// A node's successors: most nodes have one or two, kept inside the node; more go to the heap.
+// Graphs of millions of nodes would otherwise allocate once per node.
+class NodeIds {
+ public:
+  NodeIds() = default;
+  NodeIds(const NodeIds& o) { *this = o; }
+  NodeIds(NodeIds&& o) noexcept { *this = std::move(o); }
+  NodeIds& operator=(const NodeIds& o) {
+    if (this != &o) {
+      clear();
+      reserve(o.size_);
+      for (int32_t v : o) push_back(v);
+    }
+    return *this;
+  }
+  NodeIds& operator=(NodeIds&& o) noexcept {
+    if (this != &o) {
+      clear();
+      if (o.heap_) {
+        heap_ = o.heap_;
+        capacity_ = o.capacity_;
+        size_ = o.size_;
+        o.heap_ = nullptr;
+        o.capacity_ = kInline;
+        o.size_ = 0;
+      } else {
+        for (int32_t v : o) push_back(v);
+      }
+    }
+    return *this;
+  }
+  ~NodeIds() { delete[] heap_; }
+
+  void push_back(int32_t v) {
+    if (size_ == capacity_) reserve(capacity_ * 2);
+    data()[size_++] = v;
+  }
+  void reserve(uint32_t n) {
+    if (n <= capacity_) return;
+    auto* grown = new int32_t[n];
+    std::copy(begin(), end(), grown);
+    delete[] heap_;
+    heap_ = grown;
+    capacity_ = n;
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  int32_t operator[](size_t i) const { return data()[i]; }
+  const int32_t* begin() const { return data(); }
+  const int32_t* end() const { return data() + size_; }
+
+ private:
+  static constexpr uint32_t kInline = 2;
+  int32_t* data() { return heap_ ? heap_ : inline_; }
+  const int32_t* data() const { return heap_ ? heap_ : inline_; }
+  void clear() {
+    delete[] heap_;
+    heap_ = nullptr;
+    capacity_ = kInline;
+    size_ = 0;
+  }
+  int32_t* heap_ = nullptr;
+  uint32_t size_ = 0, capacity_ = kInline;
+  int32_t inline_[kInline] = {};
+};
+
 struct GraphNode {
   enum class Kind : uint8_t { kJoin, kCompute, kFlow, kDelay, kAlone };
   Kind kind = Kind::kJoin;
@@ -51,7 +119,7 @@ struct GraphNode {
   Endpoint dst;  // flow: the destination
   double amount =
       0;  // compute and delay: seconds; flow: bytes; alone: index in ActivityGraph::alone
-  std::vector<int32_t> successors;
+  NodeIds successors;
 
   static GraphNode compute(Rank gpu, Seconds duration) {
     return GraphNode{Kind::kCompute, 0, Endpoint::gpu(gpu), {}, duration.value(), {}};
@@ -98,6 +166,14 @@ struct ActivityGraph {
   // Approximations lowering made that change the answer (overlap_contention.h); they reach the
   // Trace's notes through trace_from_times().
   std::vector<std::string> notes;
+  // Segments (core/ir/program.h, SegmentOp) lowered as one compute node each, closed-form bodies
+  // only: by (segment, rank), each op's time at its GPU's nominal speed (a collective's its
+  // closed form, a memory op 0) and their sum, the node's duration.
+  struct SegmentTimes {
+    std::vector<double> each;
+    double total = 0;
+  };
+  std::map<std::pair<const std::vector<Op>*, Rank>, SegmentTimes> segment_times;
 
   int32_t add(GraphNode n);
   void edge(int32_t from, int32_t to);
@@ -116,6 +192,12 @@ void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, 
 // NIC take the slowest edge's time (DegradedNics).
 // `alone_collectives` (kCollectiveFlows and kChunkFlows): collectives proven alone on their links
 // become kAlone nodes (see the contract above).
+// Segments: with closed-form bodies, no `transient`, no `degraded`, no waits tracked, and every
+// collective a segment holds joined by one simulated rank, a segment instance is a join and one
+// compute node whose duration is the sum of its ops' (their chain's longest path, which nothing
+// else joins), its kernels stretched beside collectives one by one as if apart. That node is the
+// instance's begin and end (it starts when its last predecessor ends). Otherwise the Job's
+// segments are expanded first. trace_from_times() needs a graph without segment nodes.
 ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, CollectiveBody body,
                     const TransientSlowdowns* transient = nullptr, bool track_waits = false,
                     const DegradedNics* degraded = nullptr, bool alone_collectives = false);
@@ -132,8 +214,10 @@ Seconds schedule_time_without_contention(const CollectiveSchedule& s, const Clus
 
 // Start-free longest-path times for a graph whose every node has a fixed duration (compute and
 // delay: amount; flow: alpha + bytes / beta of its pair; alone: its schedule's
-// schedule_time_without_contention; join: 0). Returns finish times.
-std::vector<double> finish_times_without_contention(const ActivityGraph& g, const Cluster& cluster);
+// schedule_time_without_contention; join: 0). Returns finish times, and `start` (optional) gets
+// each node's start: the latest finish of its predecessors.
+std::vector<double> finish_times_without_contention(const ActivityGraph& g, const Cluster& cluster,
+                                                    std::vector<double>* start = nullptr);
 
 // The run's transient slowdowns; with throttling, the unthrottled step time its phases are read
 // at comes from the closed form of one step (core/exec/executor.h, kThrottle).

@@ -1,6 +1,7 @@
 #include "core/exec/analytic_executor.h"
 
 #include <set>
+#include <unordered_map>
 
 #include "core/base/units.h"
 #include "core/collectives/collective_schedule.h"
@@ -58,6 +59,7 @@ Crossing oversubscribed_crossings(const Job& job, const Cluster& cluster) {
 }  // namespace
 
 Trace AnalyticExecutor::run(const Job& job, const Cluster& nominal, const RunOptions& options) {
+  if (job.has_segments()) return run(expand_segments(job), nominal, options);
   refuse_unsupported(options, name(),
                      {Perturbation::Kind::kSlowRank, Perturbation::Kind::kRandomSlowdown,
                       Perturbation::Kind::kThrottle, Perturbation::Kind::kDegradedLink});
@@ -119,6 +121,134 @@ Trace AnalyticExecutor::run(const Job& job, const Cluster& nominal, const RunOpt
           "its links, which only the simgrid engine models");
   }
   return trace;
+}
+
+}  // namespace dtsim
+
+namespace dtsim {
+namespace {
+
+// A segment's memory ops in one summary: what they add, and the highest point their running
+// total reaches (the first time), with the live bytes by category there.
+struct SegmentMemory {
+  bool any = false;
+  std::array<Bytes, kMemoryCategories> delta{}, at_high{};
+  Bytes total{0}, high{0};
+};
+
+class SegmentMemories {
+ public:
+  const SegmentMemory& of(const SegmentOp& seg) {
+    auto [it, fresh] = by_segment_.try_emplace(seg.ops.get());
+    if (!fresh) return it->second;
+    SegmentMemory& m = it->second;
+    for (const Op& op : *seg.ops) {
+      const auto* mem = std::get_if<MemoryOp>(&op.body);
+      if (mem == nullptr) continue;
+      m.delta[static_cast<size_t>(mem->category)] += mem->bytes;
+      m.total += mem->bytes;
+      if (!m.any || m.total > m.high) {
+        m.high = m.total;
+        m.at_high = m.delta;
+      }
+      m.any = true;
+    }
+    return m;
+  }
+
+ private:
+  std::unordered_map<const std::vector<Op>*, SegmentMemory> by_segment_;
+};
+
+// The stream that holds every memory op of `p`, or -1 when they are on several (or none).
+int memory_stream(const Program& p, SegmentMemories& memories) {
+  int found = -1;
+  for (size_t s = 0; s < p.streams.size(); ++s)
+    for (const Op& op : p.streams[s].ops) {
+      bool memory = std::holds_alternative<MemoryOp>(op.body);
+      if (const auto* seg = std::get_if<SegmentOp>(&op.body)) memory = memories.of(*seg).any;
+      if (!memory) continue;
+      if (found >= 0 && found != static_cast<int>(s)) return -1;
+      found = static_cast<int>(s);
+      break;
+    }
+  return found;
+}
+
+}  // namespace
+
+std::optional<MemoryPeak> peak_in_program_order(const Job& job) {
+  SegmentMemories memories;
+  std::vector<std::pair<const Program*, int>> by_rank;  // (program, its memory stream)
+  for (const auto& p : job.programs) {
+    const int s = memory_stream(p, memories);
+    if (s < 0) return std::nullopt;
+    by_rank.emplace_back(&p, s);
+  }
+  std::stable_sort(by_rank.begin(), by_rank.end(),
+                   [](const auto& a, const auto& b) { return a.first->rank < b.first->rank; });
+  // As trace_from_times() accumulates it: the first step's events in time order, which on one
+  // stream is the stream's order; a rank's peak is the first time its total is highest, and the
+  // worst rank the last of the largest in rank order (compute_results()). A segment adds its
+  // summary: its highest point, then what it adds.
+  MemoryPeak worst;
+  for (const auto& [p, s] : by_rank) {
+    std::array<Bytes, kMemoryCategories> live{}, at_peak{};
+    Bytes total{0}, peak{0};
+    for (const Op& op : p->streams[static_cast<size_t>(s)].ops) {
+      if (const auto* seg = std::get_if<SegmentOp>(&op.body)) {
+        const SegmentMemory& m = memories.of(*seg);
+        if (!m.any) continue;
+        if (total + m.high > peak) {
+          peak = total + m.high;
+          for (size_t c = 0; c < live.size(); ++c) at_peak[c] = live[c] + m.at_high[c];
+        }
+        for (size_t c = 0; c < live.size(); ++c) live[c] += m.delta[c];
+        total += m.total;
+        continue;
+      }
+      const auto* mem = std::get_if<MemoryOp>(&op.body);
+      if (mem == nullptr) continue;
+      live[static_cast<size_t>(mem->category)] += mem->bytes;
+      total += mem->bytes;
+      if (total > peak) {
+        peak = total;
+        at_peak = live;
+      }
+    }
+    if (peak.value() >= worst.bytes) {
+      worst.bytes = peak.value();
+      for (size_t c = 0; c < at_peak.size(); ++c) worst.at_peak[c] = at_peak[c].value();
+    }
+  }
+  return worst;
+}
+
+StepEstimate estimate_step(const Job& job, const Cluster& nominal, const RunOptions& options) {
+  StepEstimate e;
+  const std::optional<MemoryPeak> memory =
+      options.perturbations.empty() ? peak_in_program_order(job) : std::nullopt;
+  if (!memory) {
+    const Trace t = AnalyticExecutor().run(job, nominal, options);
+    e.step_time_s = t.makespan().value() / std::max(1, t.iterations);
+    for (const auto& m : t.memory)
+      if (m.peak.value() >= e.peak_bytes) {
+        e.peak_bytes = m.peak.value();
+        for (size_t c = 0; c < m.at_peak.size(); ++c) e.at_peak[c] = m.at_peak[c].value();
+      }
+    return e;
+  }
+  e.peak_bytes = memory->bytes;
+  e.at_peak = memory->at_peak;
+  refuse_uplinks_and_torus(options, nominal, "analytic");
+  const Cluster cluster = apply_perturbations(nominal, options);
+  const ActivityGraph graph = lower(job, cluster, options.iterations, CollectiveBody::kClosedForm);
+  const std::vector<double> finish = finish_times_without_contention(graph, cluster);
+  double makespan = 0;
+  for (const OpInstance& inst : graph.ops)
+    makespan = std::max(makespan, finish[static_cast<size_t>(inst.end)]);
+  e.step_time_s = makespan / std::max(1, options.iterations);
+  return e;
 }
 
 }  // namespace dtsim

@@ -38,6 +38,16 @@ void SmProfile::add(double start, double end, int sms) {
   events_.emplace_back(end, -sms);
 }
 
+bool SmProfile::quiet(double from, double to) const {
+  // The segment that holds `from` (none before the first window), then every one that starts
+  // before `to`.
+  size_t i = static_cast<size_t>(std::upper_bound(at_.begin(), at_.end(), from) - at_.begin());
+  if (i > 0) --i;
+  for (; i < at_.size() && at_[i] < to; ++i)
+    if (held_[i] > 0) return false;
+  return true;
+}
+
 void SmProfile::seal() {
   std::sort(events_.begin(), events_.end());
   at_.clear();
@@ -74,7 +84,8 @@ void charge_overlap_contention(ActivityGraph& g, const Job& job, const Cluster& 
   // never runs beside them (the stream orders them), so it is left out: the windows are those of
   // the other streams.
   std::map<Rank, SmProfile> profiles;
-  const std::vector<double> finish = finish_times_without_contention(g, cluster);
+  std::vector<double> start;  // segment nodes begin and end their instance
+  const std::vector<double> finish = finish_times_without_contention(g, cluster, &start);
   const Program* p = nullptr;
   std::vector<char> computes;  // by stream of p: whether it holds a compute op
   for (const OpInstance& inst : g.ops) {
@@ -83,7 +94,8 @@ void charge_overlap_contention(ActivityGraph& g, const Job& job, const Cluster& 
       computes.assign(p->streams.size(), 0);
       for (size_t s = 0; s < p->streams.size(); ++s)
         for (const Op& op : p->streams[s].ops)
-          if (std::holds_alternative<ComputeOp>(op.body)) {
+          if (std::holds_alternative<ComputeOp>(op.body) ||
+              std::holds_alternative<SegmentOp>(op.body)) {
             computes[s] = 1;
             break;
           }
@@ -105,18 +117,47 @@ void charge_overlap_contention(ActivityGraph& g, const Job& job, const Cluster& 
     if (p == nullptr || p->rank != inst.rank) p = job.program_for(inst.rank);
     const Op& op = p->streams[static_cast<size_t>(inst.stream)].ops[inst.op_index];
     const auto* c = std::get_if<ComputeOp>(&op.body);
-    if (c == nullptr) continue;
+    const auto* seg = std::get_if<SegmentOp>(&op.body);
+    if (c == nullptr && seg == nullptr) continue;
     const auto found = profiles.find(inst.rank);
     if (found == profiles.end() || found->second.empty()) continue;
+    const SmProfile& profile = found->second;
+    // A kernel's time beside the collectives from `start`, its full-rate time `work`.
+    auto kernel_time = [&](const ComputeOp& k, double start, double work) {
+      const double elapsed = profile.stretched(start, work, [&](int held) {
+        auto [it, fresh] = speed_memo.emplace(std::make_pair(&k, held), 1.0);
+        if (fresh) it->second = speed_beside(k, cluster.gpu, held);
+        return it->second;
+      });
+      return elapsed > work * (1 + 1e-12) ? elapsed : work;
+    };
     GraphNode& node = g.nodes[static_cast<size_t>(inst.end)];
-    const double elapsed = found->second.stretched(
-        finish[static_cast<size_t>(inst.begin)], node.amount, [&](int held) {
-          auto [it, fresh] = speed_memo.emplace(std::make_pair(c, held), 1.0);
-          if (fresh) it->second = speed_beside(*c, cluster.gpu, held);
-          return it->second;
-        });
-    if (elapsed > node.amount * (1 + 1e-12)) {
-      node.amount = elapsed;
+    const double begin = inst.begin == inst.end ? start[static_cast<size_t>(inst.end)]
+                                                : finish[static_cast<size_t>(inst.begin)];
+    if (c != nullptr) {
+      const double elapsed = kernel_time(*c, begin, node.amount);
+      if (elapsed > node.amount) {
+        node.amount = elapsed;
+        stretched = true;
+      }
+      continue;
+    }
+    // A segment: its ops one after another, each from where it starts in the uncontended
+    // schedule (core/exec/activity_graph.h).
+    if (profile.quiet(begin, begin + node.amount)) continue;
+    const auto& times = g.segment_times.at({seg->ops.get(), inst.rank});
+    double t = begin, total = 0;
+    bool longer = false;
+    for (size_t i = 0; i < seg->ops->size(); ++i) {
+      const double work = times.each[i];
+      const auto* k = std::get_if<ComputeOp>(&(*seg->ops)[i].body);
+      const double elapsed = k != nullptr ? kernel_time(*k, t, work) : work;
+      longer = longer || elapsed > work;
+      total += elapsed;
+      t += work;
+    }
+    if (longer) {
+      node.amount = total;
       stretched = true;
     }
   }

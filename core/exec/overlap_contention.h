@@ -61,6 +61,8 @@ class SmProfile {
   // Sorts the windows into segments; add() after seal() needs another seal().
   void seal();
   bool empty() const { return at_.empty(); }
+  // Whether no blocks are held anywhere in [from, to).
+  bool quiet(double from, double to) const;
   // The duration of a kernel that starts at `start` and needs `work` seconds at its full rate,
   // where speed(held) is its rate with `held` SMs taken over its full rate.
   template <typename Speed>

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -179,7 +180,19 @@ struct MemoryOp {
   Bytes bytes{0};  // positive allocates, negative frees
 };
 
-using OpBody = std::variant<ComputeOp, CollectiveOp, SendOp, RecvOp, MemoryOp>;
+struct Op;
+// A segment: ops that run one after another on one stream, none of which waits for an event or
+// records one, held once and shared by every op that runs them (a pipeline chunk's forward
+// kernels, the same for every micro-batch). Expanded, the segment's ops take its micro-batch,
+// its first op its waits and its last op its record (expand_segments). A strategy emits them
+// only when asked (JobOptions::segments); the analytic engine's lowering times one as one span,
+// every other executor runs the expanded Program.
+struct SegmentOp {
+  std::shared_ptr<const std::vector<Op>> ops;
+  int micro_batch = -1;
+};
+
+using OpBody = std::variant<ComputeOp, CollectiveOp, SendOp, RecvOp, MemoryOp, SegmentOp>;
 
 struct Op {
   OpBody body;
@@ -202,7 +215,9 @@ struct Program {
   EventId new_event() { return num_events++; }
   // Appends an op to a stream and returns a reference to it (valid until the next append).
   Op& append(StreamId stream, OpBody body, Label label);
+  // Ops over all streams, a segment counting the ops it holds.
   size_t op_count() const;
+  bool has_segments() const;
 };
 
 struct Group {
@@ -218,6 +233,12 @@ struct Job {
 
   const Group& group(GroupId id) const { return groups.at(static_cast<size_t>(id)); }
   const Program* program_for(Rank r) const;
+  bool has_segments() const;
 };
+
+// The same Program with every segment replaced by the ops it holds (see SegmentOp); a Program
+// without segments is returned unchanged.
+Program expand_segments(const Program& program);
+Job expand_segments(const Job& job);
 
 }  // namespace dtsim

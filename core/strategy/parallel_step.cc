@@ -39,6 +39,7 @@
 #include <functional>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include "core/base/checked.h"
 #include "core/base/error.h"
@@ -190,6 +191,7 @@ class StepBuilder {
   Job build(const JobOptions& options) {
     create_groups();
     max_job_ops_ = options.max_ops;
+    segments_ = options.segments;
     if (options.folding == Folding::kNone) {
       ranks_to_build_ = world();
       for (Rank r = 0; r < world(); ++r) job_.programs.push_back(build_rank(r));
@@ -237,6 +239,7 @@ class StepBuilder {
 
   // The Job's op budget (JobOptions::max_ops) and what is spent of it.
   double max_job_ops_ = 0;
+  bool segments_ = false;
   double job_ops_ = 0;
   int ranks_to_build_ = 1, ranks_built_ = 0;
 
@@ -261,7 +264,16 @@ class StepBuilder {
     group_cache_.emplace(key, id);
     return id;
   }
-  std::map<std::tuple<int, int, int, int>, GroupId> group_cache_;
+  struct GroupKeyHash {
+    size_t operator()(const std::tuple<int, int, int, int>& k) const {
+      const auto [a, b, c, d] = k;
+      return ((static_cast<size_t>(a) * 1000003u ^ static_cast<size_t>(b)) * 1000003u ^
+              static_cast<size_t>(c)) *
+                 1000003u ^
+             static_cast<size_t>(d);
+    }
+  };
+  std::unordered_map<std::tuple<int, int, int, int>, GroupId, GroupKeyHash> group_cache_;
 
   // The groups of rank (tp, cp, s, dp).
   struct RankGroups {
@@ -282,8 +294,10 @@ class StepBuilder {
   };
   RankGroups rank_groups(int tp, int cp, int s, int dp) {
     RankGroups g;
-    g.tp = group("tp", layout_.group(ParallelDim::kTensor, tp, cp, s, dp));
-    g.cp = group("cp", layout_.group(ParallelDim::kContext, tp, cp, s, dp));
+    g.tp = cached(5, cp, s, dp,
+                  [&] { return group("tp", layout_.group(ParallelDim::kTensor, tp, cp, s, dp)); });
+    g.cp = cached(6, tp, s, dp,
+                  [&] { return group("cp", layout_.group(ParallelDim::kContext, tp, cp, s, dp)); });
     // Expert parallelism groups consecutive data-parallel replicas (Megatron-LM carves the
     // expert-parallel group out of the data-parallel one).
     // The groups that span replicas are built once per distinct group (cached by the
@@ -339,8 +353,9 @@ class StepBuilder {
     }
     // Tied weights: the first and last stage of a replica share the embedding matrix.
     if (p_ > 1 && (s == 0 || s == p_ - 1) && tied_parameters_ > 0)
-      g.embedding =
-          group("embedding", {layout_.rank(tp, cp, 0, dp), layout_.rank(tp, cp, p_ - 1, dp)});
+      g.embedding = cached(7, tp, cp, dp, [&] {
+        return group("embedding", {layout_.rank(tp, cp, 0, dp), layout_.rank(tp, cp, p_ - 1, dp)});
+      });
     return g;
   }
 
@@ -403,7 +418,52 @@ class StepBuilder {
     // ZeRO-3 prefetch: a layer's gather may start once the layer two before it has finished,
     // so it overlaps the previous layer's compute and at most two layers are gathered at once.
     EventId gather_gate = -1, last_layer_end = -1;
+    // Segments (JobOptions::segments), by (forward, chunk, first micro-batch, last micro-batch):
+    // what the unit's layer loop appended, or null where it cannot be one segment.
+    std::map<std::tuple<bool, int, bool, bool>, std::shared_ptr<const std::vector<Op>>> segments;
   };
+
+  // A pipeline unit's layer loop, `body`, appends the same ops for every micro-batch with the same
+  // key but the micro-batch in their labels. With segments on, the first run of each key is
+  // captured: when it appended only compute-stream ops, none recording an event and only the
+  // first waiting (for what the unit received), they become one segment, and later micro-batches
+  // append that segment instead of running the body. Otherwise the body runs every time.
+  template <typename Body>
+  void layer_loop(RankState& r, const std::tuple<bool, int, bool, bool>& key, const Label& label,
+                  Body&& body) {
+    if (!segments_) return body();
+    auto& ops = r.p.streams[static_cast<size_t>(r.compute)].ops;
+    if (const auto found = r.segments.find(key); found != r.segments.end()) {
+      if (!found->second) return body();
+      Op& op = r.p.append(r.compute, SegmentOp{found->second, label.micro_batch}, label);
+      op.waits = std::move(kernel_waits_);
+      kernel_waits_.clear();
+      return;
+    }
+    std::vector<size_t> sizes;
+    for (const auto& st : r.p.streams) sizes.push_back(st.ops.size());
+    const int events = r.p.num_events;
+    const std::vector<EventId> pending = kernel_waits_;
+    body();
+    const size_t first = sizes[static_cast<size_t>(r.compute)];
+    bool one_segment = r.p.num_events == events && kernel_waits_.empty() && ops.size() > first;
+    for (size_t s = 0; s < sizes.size() && one_segment; ++s)
+      one_segment = s == static_cast<size_t>(r.compute) || r.p.streams[s].ops.size() == sizes[s];
+    for (size_t i = first; i < ops.size() && one_segment; ++i)
+      one_segment = !ops[i].record && ops[i].label.micro_batch == label.micro_batch &&
+                    (i == first ? ops[i].waits == pending : ops[i].waits.empty());
+    if (!one_segment) {
+      r.segments.emplace(key, nullptr);
+      return;
+    }
+    auto held = std::make_shared<std::vector<Op>>(std::make_move_iterator(ops.begin() + first),
+                                                  std::make_move_iterator(ops.end()));
+    ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(first), ops.end());
+    held->front().waits.clear();
+    Op& op = r.p.append(r.compute, SegmentOp{held, label.micro_batch}, label);
+    op.waits = pending;
+    r.segments.emplace(key, std::move(held));
+  }
 
   int weight_versions(int s) const {
     return dtsim::weight_versions(sc_.parallelism.schedule, p_, s, m_);
@@ -743,15 +803,8 @@ class StepBuilder {
     kernel_waits_.clear();
   }
 
-  void forward_unit(RankState& r, int chunk_global, int mb) {
-    const auto& range = chunks_[static_cast<size_t>(chunk_global)];
+  void forward_layers(RankState& r, const ChunkRange& range, int mb) {
     const auto& tr = sc_.training;
-    if (chunk_global > 0) {
-      r.p.append(r.recv_prev, RecvOp{r.prev, boundary_bytes_, kActivationTag},
-                 Label{"pp.recv_activation", range.first, mb, Phase::kPipeline});
-      kernel_waits_.push_back(mark_end(r.p, r.recv_prev));
-      if (scatter_gather_) gather_boundary(r, range.first, mb, Phase::kForward);
-    }
     for (int i = range.first; i <= range.last; ++i) {
       const Layer& l = model_.layers[static_cast<size_t>(i)];
       const bool sharded = gather_layer(r, l, i, mb, Phase::kForward);
@@ -778,6 +831,20 @@ class StepBuilder {
       if (i == fp8_blocks(range).last)
         fp8_amax_reduction(r, fp8_gemms(range), 3, "forward", i, mb, Phase::kForward);
     }
+  }
+
+  void forward_unit(RankState& r, int chunk_global, int mb) {
+    const auto& range = chunks_[static_cast<size_t>(chunk_global)];
+    if (chunk_global > 0) {
+      r.p.append(r.recv_prev, RecvOp{r.prev, boundary_bytes_, kActivationTag},
+                 Label{"pp.recv_activation", range.first, mb, Phase::kPipeline});
+      kernel_waits_.push_back(mark_end(r.p, r.recv_prev));
+      if (scatter_gather_) gather_boundary(r, range.first, mb, Phase::kForward);
+    }
+    // Only FP8's weight casts set the first micro-batch apart.
+    layer_loop(r, {true, chunk_global, mb == 0 && dtype_ == DType::kFp8, false},
+               Label{"layers.forward", range.first, mb, Phase::kForward},
+               [&] { forward_layers(r, range, mb); });
     if (chunk_global + 1 < p_ * v_) {
       const EventId produced = mark_end(r.p, r.compute);
       Op& send = r.p.append(r.send_next, SendOp{r.next, boundary_bytes_, kActivationTag},
@@ -786,20 +853,9 @@ class StepBuilder {
     }
   }
 
-  // recv_carried: the gradient arrived in the previous step (PipeDream schedules); its receive is
-  // posted at the end of this step instead (schedule_for_stage).
-  void backward_unit(RankState& r, int chunk_global, int mb, bool last_micro_batch,
-                     bool recv_carried = false) {
+  void backward_layers(RankState& r, int chunk_global, int mb, bool last_micro_batch) {
     const auto& range = chunks_[static_cast<size_t>(chunk_global)];
     const auto& tr = sc_.training;
-    if (chunk_global + 1 < p_ * v_) {
-      if (!recv_carried) {
-        r.p.append(r.recv_next, RecvOp{r.next, boundary_bytes_, kGradientTag},
-                   Label{"pp.recv_gradient", range.last, mb, Phase::kPipeline});
-        kernel_waits_.push_back(mark_end(r.p, r.recv_next));
-      }
-      if (scatter_gather_) gather_boundary(r, range.last, mb, Phase::kBackward);
-    }
     std::vector<size_t> next_bucket(r.parts.size(), 0);
     for (int i = range.last; i >= range.first; --i) {
       const Layer& l = model_.layers[static_cast<size_t>(i)];
@@ -848,6 +904,26 @@ class StepBuilder {
         }
       }
     }
+  }
+
+  // recv_carried: the gradient arrived in the previous step (PipeDream schedules); its receive is
+  // posted at the end of this step instead (schedule_for_stage).
+  void backward_unit(RankState& r, int chunk_global, int mb, bool last_micro_batch,
+                     bool recv_carried = false) {
+    const auto& range = chunks_[static_cast<size_t>(chunk_global)];
+    const auto& tr = sc_.training;
+    if (chunk_global + 1 < p_ * v_) {
+      if (!recv_carried) {
+        r.p.append(r.recv_next, RecvOp{r.next, boundary_bytes_, kGradientTag},
+                   Label{"pp.recv_gradient", range.last, mb, Phase::kPipeline});
+        kernel_waits_.push_back(mark_end(r.p, r.recv_next));
+      }
+      if (scatter_gather_) gather_boundary(r, range.last, mb, Phase::kBackward);
+    }
+    // Only the gradient buckets launched between layers set the last micro-batch apart.
+    layer_loop(r, {false, chunk_global, false, last_micro_batch && tr.overlap_grad_reduce},
+               Label{"layers.backward", range.last, mb, Phase::kBackward},
+               [&] { backward_layers(r, chunk_global, mb, last_micro_batch); });
     if (last_micro_batch && !tr.overlap_grad_reduce && zero_ < 3) {
       const bool compressed = compression_.method != Compression::kNone;
       const EventId done = mark_end(r.p, r.compute);

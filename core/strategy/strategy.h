@@ -77,6 +77,10 @@ enum class Folding {
 
 struct JobOptions {
   Folding folding = Folding::kExact;
+  // Emit each pipeline unit's layers as a segment shared by the micro-batches that run the same
+  // ops (core/ir/program.h, SegmentOp) where they form one; expand_segments() gives the Program
+  // built without them, op for op. For the analytic engine, which times a segment as one span.
+  bool segments = false;
   // The most ops the Job may hold over all simulated ranks (0: no limit; the driver derives it
   // from --max-memory). Each rank's op count is known before its ops are built, so a Job beyond
   // the limit is refused (InputError) before it takes the memory: what is built so far plus this

@@ -108,8 +108,10 @@ std::string describe(const Op& op) {
           out << "send to " << body.peer << " " << body.bytes.value() << " tag " << body.tag;
         else if constexpr (std::is_same_v<T, RecvOp>)
           out << "recv from " << body.peer << " " << body.bytes.value() << " tag " << body.tag;
-        else
+        else if constexpr (std::is_same_v<T, MemoryOp>)
           out << "memory " << to_string(body.category) << " " << body.bytes.value();
+        else
+          out << "segment of " << body.ops->size() << " ops, mb " << body.micro_batch;
       },
       op.body);
   out << " | " << op.label.name << " L" << op.label.layer << " mb" << op.label.micro_batch << " "

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# dtsim plan ranks by `dtsim simulate --engine analytic`: for each of the two large searches
+# (GPT-3 175B on 1024 A100, Llama 3 70B on 512 H100), list every configuration that fits by the
+# analytic engine's step time (`dtsim plan --analytic-only --json`), then simulate every STRIDE-th
+# of them, in rank order, with `dtsim simulate --engine analytic --json` in a process of its own
+# and compare the step time and peak memory per GPU. Prints one markdown row per search: the
+# configurations ranked, how many were compared, and the largest relative differences.
+# STRIDE 1 compares them all (hours for GPT-3: a second per simulation).
+#   bench/run_plan_equality.sh [BUILD_DIR] [STRIDE]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+dtsim=${1:-build}/cli/dtsim
+stride=${2:-25}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+echo "| scenario | ranked | compared (every ${stride}th) | largest step-time difference (relative) | largest peak-memory difference (relative) |"
+echo "|---|---|---|---|---|"
+for scenario in scenarios/gpt3-175b-tp8-pp8-interleaved-1024-a100.yaml \
+                scenarios/llama3-70b-zero1-512-h100.yaml; do
+  "$dtsim" plan "$scenario" --analytic-only --top 1000000 --json >"$tmp/plan.json" 2>/dev/null
+  python3 - "$dtsim" "$scenario" "$stride" "$tmp/plan.json" <<'PY'
+import json, subprocess, sys
+dtsim, scenario, stride, plan = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+rows = json.load(open(plan))["ranked"]
+worst_t = worst_m = 0.0
+compared = 0
+for row in rows[::stride]:
+    cmd = [dtsim, "simulate", scenario, "--engine", "analytic", "--json"]
+    for o in row["overrides"]:
+        cmd += ["--set", o]
+    out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    t, m = out["step_time_s"], out["memory"]["peak_bytes_per_gpu"]
+    worst_t = max(worst_t, abs(row["analytic_step_time_s"] - t) / t)
+    worst_m = max(worst_m, abs(row["peak_bytes_per_gpu"] - m) / m)
+    compared += 1
+print(f"| {scenario} | {len(rows)} | {compared} | {worst_t:.2e} | {worst_m:.2e} |")
+PY
+done
