@@ -86,27 +86,9 @@ std::string algorithm_label(const CollectiveRow& r) {
   return r.protocol.empty() ? r.algorithm : r.algorithm + "/" + r.protocol;
 }
 
-}  // namespace
-
-std::string nccl_tests_type_name(DType dtype) {
-  if (dtype == DType::kTf32) return "float";  // stored as fp32
-  for (const auto& t : kNcclTestsTypes)
-    if (t.dtype == dtype) return t.name;
-  return std::string(to_string(dtype));
-}
-
-CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const CollectiveRequest& q) {
-  // The benchmark folds every member onto one program by symmetry, which a slowed GPU or NIC
-  // would break: refuse rather than time the nominal cluster under the scenario's name.
-  if (!sc.stragglers.entries.empty())
-    throw InputError(Diagnostic{sc.stragglers.entries.front().where, "stragglers",
-                                "dtsim collective times the nominal cluster and cannot apply "
-                                "stragglers; remove them here (dtsim simulate applies them to a "
-                                "training step)"});
-
-  const Cluster c(sc.cluster);
-  const CollectiveKind kind = parse_flag(kCollectiveKindNames, "--op", q.op);
-  const DType dtype = parse_dtype(q.dtype);
+// The sizes a request names: --bytes, or a sweep from the minimum to the maximum (nccl-tests'
+// -b, -e and -f, or --min-bytes and --max-bytes); none for a barrier.
+std::vector<Bytes> requested_sizes(const CollectiveRequest& q, CollectiveKind kind, DType dtype) {
   const double elem = bytes_per_element(dtype);
   // One element up to 1 TiB: nccl-tests sweeps stop far below; larger is a typo.
   auto checked = [&](const std::string& flag, const std::string& text, Bytes b) {
@@ -174,11 +156,19 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
   }
   if (!q.factor.empty() && sizes.size() == 1 && !(has_min && has_max))
     throw bad("--factor", "the factor steps a sweep: give it with --min-bytes and --max-bytes");
-  const int ranks = q.ranks > 0 ? q.ranks : c.total_gpus();
-  if (ranks > c.total_gpus())
-    throw bad("--ranks", std::to_string(ranks) + " ranks requested but the cluster has " +
-                             std::to_string(c.total_gpus()) +
-                             " GPUs (cluster.nodes x cluster.gpus_per_node)");
+  return sizes;
+}
+
+// The algorithm and protocol a request names, checked against the collective and the cluster.
+struct AlgorithmChoice {
+  std::optional<CollectiveAlgorithm> named;  // as the flag names it; none if not a name
+  CollectiveAlgorithm algorithm;
+  CollectiveProtocol protocol;
+  bool textbook;  // --protocol none: the alpha-beta ring without NCCL's costs
+};
+
+AlgorithmChoice requested_algorithm(const CollectiveRequest& q, const Cluster& c,
+                                    CollectiveKind kind, int ranks) {
   const std::optional<CollectiveAlgorithm> named = kCollectiveAlgorithmNames.parse(q.algorithm);
   const CollectiveAlgorithm algorithm = named.value_or(CollectiveAlgorithm::kRing);
   // --protocol auto runs a named NCCL algorithm (ring, tree, NVLS) as auto would run it, so
@@ -256,6 +246,56 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
                   "times it)");
   }
 
+  return AlgorithmChoice{named, algorithm, protocol, textbook};
+}
+
+// Why busbw falls from the previous size to this one.
+std::string busbw_dip_note(const CollectiveRow& prev, const CollectiveRow& row,
+                           CollectiveAlgorithm resolved, const std::string& engine) {
+  if (algorithm_label(prev) != algorithm_label(row))
+    return "busbw dips: switches from " + algorithm_label(prev) + " to " + algorithm_label(row) +
+           " here";
+  if (resolved == CollectiveAlgorithm::kTree)
+    return "busbw dips: the tree's pipeline chunk count changes with size (NCCL's tree chunking)";
+  if (engine == "analytic")
+    return "busbw dips: the same algorithm's closed form grows faster than the size here";
+  return "busbw dips: the " + engine +
+         " engine's flow-level timing of this size (link sharing and per-flow latency) departs "
+         "from the closed form";
+}
+
+}  // namespace
+
+std::string nccl_tests_type_name(DType dtype) {
+  if (dtype == DType::kTf32) return "float";  // stored as fp32
+  for (const auto& t : kNcclTestsTypes)
+    if (t.dtype == dtype) return t.name;
+  return std::string(to_string(dtype));
+}
+
+CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const CollectiveRequest& q) {
+  // The benchmark folds every member onto one program by symmetry, which a slowed GPU or NIC
+  // would break: refuse rather than time the nominal cluster under the scenario's name.
+  if (!sc.stragglers.entries.empty())
+    throw InputError(Diagnostic{sc.stragglers.entries.front().where, "stragglers",
+                                "dtsim collective times the nominal cluster and cannot apply "
+                                "stragglers; remove them here (dtsim simulate applies them to a "
+                                "training step)"});
+
+  const Cluster c(sc.cluster);
+  const CollectiveKind kind = parse_flag(kCollectiveKindNames, "--op", q.op);
+  const DType dtype = parse_dtype(q.dtype);
+  const double elem = bytes_per_element(dtype);
+  const std::vector<Bytes> sizes = requested_sizes(q, kind, dtype);
+  const int ranks = q.ranks > 0 ? q.ranks : c.total_gpus();
+  if (ranks > c.total_gpus())
+    throw bad("--ranks", std::to_string(ranks) + " ranks requested but the cluster has " +
+                             std::to_string(c.total_gpus()) +
+                             " GPUs (cluster.nodes x cluster.gpus_per_node)");
+  const AlgorithmChoice choice = requested_algorithm(q, c, kind, ranks);
+  const CollectiveAlgorithm algorithm = choice.algorithm;
+  const CollectiveProtocol protocol = choice.protocol;
+
   // One program runs the sizes back to back; the other members are folded by symmetry.
   Job job;
   job.world_size = c.total_gpus();
@@ -304,29 +344,15 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
       row.nccl_time_s = nccl->time_us * 1e-6;
     }
     // Why busbw falls, where it does (a size is never slower per byte without a stated reason).
-    if (i > 0 && row.busbw_GBps < result.rows.back().busbw_GBps) {
-      const CollectiveRow& prev = result.rows.back();
-      if (algorithm_label(prev) != algorithm_label(row))
-        row.note = "busbw dips: switches from " + algorithm_label(prev) + " to " +
-                   algorithm_label(row) + " here";
-      else if (resolved.algorithm == CollectiveAlgorithm::kTree)
-        row.note =
-            "busbw dips: the tree's pipeline chunk count changes with size (NCCL's tree "
-            "chunking)";
-      else if (result.engine == "analytic")
-        row.note = "busbw dips: the same algorithm's closed form grows faster than the size here";
-      else
-        row.note = "busbw dips: the " + result.engine +
-                   " engine's flow-level timing of this size (link sharing and per-flow "
-                   "latency) departs from the closed form";
-    }
+    if (i > 0 && row.busbw_GBps < result.rows.back().busbw_GBps)
+      row.note = busbw_dip_note(result.rows.back(), row, resolved.algorithm, result.engine);
     // An algorithm auto never chooses is said to be one, so that a faster time here is read as
     // what it is: a textbook model without NCCL's per-call and protocol costs.
     const bool reference_model =
-        textbook || ((resolved.algorithm == CollectiveAlgorithm::kHalvingDoubling ||
-                      resolved.algorithm == CollectiveAlgorithm::kHierarchical) &&
-                     !torus_all_reduce_plan(g.ranks, c));
-    if (row.note.empty() && reference_model && named != CollectiveAlgorithm::kAuto)
+        choice.textbook || ((resolved.algorithm == CollectiveAlgorithm::kHalvingDoubling ||
+                             resolved.algorithm == CollectiveAlgorithm::kHierarchical) &&
+                            !torus_all_reduce_plan(g.ranks, c));
+    if (row.note.empty() && reference_model && choice.named != CollectiveAlgorithm::kAuto)
       row.note =
           "textbook alpha-beta model without NCCL's per-call and protocol costs; auto "
           "does not choose it";

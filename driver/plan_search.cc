@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -308,32 +309,18 @@ std::string last_line(const std::string& text) {
   return printable(line.empty() ? last : line, 300);
 }
 
-}  // namespace
+// A parallel shape with the recompute settings the constraints allow (its recompute unset).
+struct Shape {
+  PlanConfig config;
+  std::vector<Recompute> recomputes;
+};
 
-PlanReport plan_search(const PlanRequest& req) {
-  if (req.top < 1)
-    throw InputError(Diagnostic{
-        SourceLocation{}, "--top",
-        "expected at least 1 configuration to simulate, found " + std::to_string(req.top)});
-  if (req.dtsim.empty()) throw RuntimeError("plan: no dtsim binary to run the simulations with");
-  const Scenario base = load(req.scenario, req.overrides);
-  // Every candidate is loaded from the same text: read once, then load_scenario_text() with the
-  // path as its name is load() (core/scenario/scenario.cc) without reading the file again.
-  std::string text;
-  {
-    std::ifstream in(req.scenario, std::ios::binary);
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
-  const models::ModelSpec spec = models::spec_from_scenario(base);
-  PlanReport rep;
-  rep.scenario_name = base.name;
-  rep.gpus = base.cluster.nodes * base.cluster.gpus_per_node;
-  rep.global_batch_size = base.training.global_batch_size.value;
-  rep.gpu = base.cluster.gpu.name;
-  rep.capacity_bytes = base.cluster.gpu.memory.value();
-
-  // Every candidate, grouped by what one load of the scenario decides (all but recompute, which
-  // no check involves: it is set on the loaded scenario).
+// Every candidate the constraints allow, grouped by what one load of the scenario decides: one
+// entry per shape, holding its ZeRO variants (recompute, which no check involves, is set on the
+// loaded scenario). Counts them into rep.enumerated.
+std::vector<std::vector<Shape>> enumerate_shapes(const PlanRequest& req,
+                                                 const models::ModelSpec& spec, int gpus_per_node,
+                                                 PlanReport& rep) {
   const std::vector<Recompute> recomputes = {Recompute::kNone, Recompute::kSelective,
                                              Recompute::kFull};
   auto allowed = [&](const PlanConfig& c) {
@@ -341,15 +328,10 @@ PlanReport plan_search(const PlanRequest& req) {
       if (!satisfies(c, k)) return false;
     return true;
   };
-  struct Shape {
-    PlanConfig config;  // recompute unset
-    std::vector<Recompute> recomputes;
-  };
-  std::vector<std::vector<Shape>> by_zero_group;  // one entry per shape; its ZeRO variants
-  const int gpn = base.cluster.gpus_per_node;
+  std::vector<std::vector<Shape>> by_zero_group;
   std::vector<int> experts = {1};
   if (spec.num_experts >= 2) experts = divisors(spec.num_experts);
-  for (int tp : divisors(gpn)) {
+  for (int tp : divisors(gpus_per_node)) {
     if (rep.gpus % tp != 0) continue;
     for (int cp : {1, 2, 4, 8}) {
       if ((rep.gpus / tp) % cp != 0) continue;
@@ -381,37 +363,50 @@ PlanReport plan_search(const PlanRequest& req) {
       }
     }
   }
-  if (rep.enumerated == 0)
-    throw InputError(Diagnostic{SourceLocation{}, "--constraint",
-                                "no configuration satisfies the constraints; loosen them"});
+  return by_zero_group;
+}
 
-  // Load and evaluate each: the loader decides validity, the analytic model time and memory.
+// The evaluated candidates: those whose peak fits the GPU's memory, and those that do not.
+struct Evaluated {
+  std::vector<Candidate> fitting, misses;
+};
+
+// Loads each shape once (the loader decides validity) and evaluates each candidate with the step
+// builder and the analytic engine; ZeRO-3 candidates come last, within the engine budget.
+Evaluated evaluate_candidates(const PlanRequest& req, const std::string& text,
+                              const std::vector<std::vector<Shape>>& by_zero_group,
+                              PlanReport& rep) {
   if (req.progress) req.progress->phase("evaluating configurations", rep.enumerated);
   const auto wall0 = std::chrono::steady_clock::now();
   const double cpu0 = cpu_seconds();
   StepEvaluator evaluator;
-  std::vector<Candidate> fitting, misses;
+  Evaluated out;
   std::vector<std::pair<Scenario, PlanConfig>> deferred;
+  auto refuse = [&](const InputError& e, size_t n) {
+    std::string key = refused_key(e);
+    rep.invalid += n;
+    rep.invalid_by_key[key] += n;
+    return key;
+  };
   auto classify = [&](Candidate c) {
     if (c.estimate.peak_bytes <= rep.capacity_bytes) {
-      fitting.push_back(std::move(c));
+      out.fitting.push_back(std::move(c));
       return;
     }
     ++rep.do_not_fit;
     ++rep.do_not_fit_by_category[largest_category(c.estimate)];
-    misses.push_back(std::move(c));
+    out.misses.push_back(std::move(c));
   };
   size_t done = 0;
   for (const auto& zeros : by_zero_group) {
-    bool shape_refused = false;
-    std::string refusal;
+    std::optional<std::string> refusal;
     for (const Shape& shape : zeros) {
       const size_t n = shape.recomputes.size();
       // The loader's checks do not involve the ZeRO stage (a count from 0 to 3 in the schema),
       // so a shape it refuses at one stage it refuses at every stage.
-      if (shape_refused) {
+      if (refusal) {
         rep.invalid += n;
-        rep.invalid_by_key[refusal] += n;
+        rep.invalid_by_key[*refusal] += n;
         done += n;
         continue;
       }
@@ -422,10 +417,7 @@ PlanReport plan_search(const PlanRequest& req) {
       try {
         loaded = load_scenario_text(text, req.scenario, overrides, models::check_scenario);
       } catch (const InputError& e) {
-        shape_refused = true;
-        refusal = refused_key(e);
-        rep.invalid += n;
-        rep.invalid_by_key[refusal] += n;
+        refusal = refuse(e, n);
         done += n;
         if (req.progress) req.progress->advance(done);
         continue;
@@ -443,24 +435,21 @@ PlanReport plan_search(const PlanRequest& req) {
           deferred.emplace_back(std::move(sc), c.config);
           continue;
         }
+        ++done;
         try {
           const double t0 = cpu_seconds();
           c.estimate = evaluator.evaluate(sc, rep.capacity_bytes);
           rep.step_level_cpu_s += cpu_seconds() - t0;
           ++rep.step_level_evaluations;
         } catch (const InputError& e) {
-          ++rep.invalid;
-          ++rep.invalid_by_key[refused_key(e)];
-          ++done;
+          refuse(e, 1);
           continue;
         }
-        ++done;
         classify(std::move(c));
       }
       if (req.progress) req.progress->advance(done);
     }
   }
-  // ZeRO-3 configurations, within the engine budget: a large model's Job takes a second or more.
   const auto engine_start = std::chrono::steady_clock::now();
   for (auto& [sc, config] : deferred) {
     ++done;
@@ -475,8 +464,7 @@ PlanReport plan_search(const PlanRequest& req) {
       c.estimate = evaluator.evaluate(sc, rep.capacity_bytes);
       ++rep.engine_evaluations;
     } catch (const InputError& e) {
-      ++rep.invalid;
-      ++rep.invalid_by_key[refused_key(e)];
+      refuse(e, 1);
       continue;
     }
     classify(std::move(c));
@@ -485,43 +473,143 @@ PlanReport plan_search(const PlanRequest& req) {
   rep.analytic_wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   rep.analytic_cpu_s = cpu_seconds() - cpu0;
+  return out;
+}
+
+// Why no configuration is the answer: the smallest peak that does not fit, or the checks that
+// refused every one.
+std::string why_none_fits(const PlanReport& rep, const std::vector<Candidate>& misses) {
+  if (!misses.empty()) {
+    const Candidate& best = misses.front();
+    size_t largest = 0;
+    for (size_t c = 1; c < kMemoryCategories; ++c)
+      if (best.estimate.at_peak[c] > best.estimate.at_peak[largest]) largest = c;
+    return "none of the " + std::to_string(rep.do_not_fit) +
+           " valid configurations evaluated fits in memory: the smallest peak is " +
+           format_bytes(Bytes(best.estimate.peak_bytes)) + " per GPU (" + best.config.describe() +
+           "), against " + format_bytes(Bytes(rep.capacity_bytes)) + " of " + rep.gpu +
+           " memory; its largest part is " +
+           std::string(to_string(static_cast<MemoryCategory>(largest))) + " (" +
+           format_bytes(Bytes(best.estimate.at_peak[largest])) +
+           "). Use more GPUs (cluster.nodes), GPUs with more memory (cluster.gpu), a smaller "
+           "model, or loosen the constraints";
+  }
+  std::string reasons;
+  for (const auto& [key, count] : rep.invalid_by_key)
+    reasons += (reasons.empty() ? "" : ", ") + key + " (" + std::to_string(count) + ")";
+  return "none of the " + std::to_string(rep.enumerated) +
+         " configurations is valid for this model, cluster and global batch; the checks "
+         "that refused them, by key: " +
+         reasons + ". Run dtsim validate with one of them to see the messages";
+}
+
+// Fills a row from a finished `dtsim simulate --json` child.
+void read_simulated(const ChildOutcome& outcome, PlanRow& row) {
+  using Status = ChildOutcome::Status;
+  if (outcome.status != Status::kExited || outcome.exit_code != 0) {
+    row.error = outcome.status == Status::kTimedOut     ? "timed out"
+                : outcome.status == Status::kNotStarted ? "did not start: " + outcome.error
+                : outcome.status == Status::kSignalled
+                    ? "crashed (signal " + std::to_string(outcome.signal) + ")"
+                    : "exit " + std::to_string(outcome.exit_code) + ": " + last_line(outcome.err);
+    return;
+  }
+  try {
+    const auto j = nlohmann::json::parse(outcome.out);
+    row.simulated = true;
+    row.step_time_s = j.at("step_time_s").get<double>();
+    row.mfu = j.at("flops").at("mfu").get<double>();
+    row.tokens_per_s = j.at("throughput").at("tokens_per_s").get<double>();
+    const auto& b = j.at("breakdown_s");
+    row.compute_s = b.at("compute").get<double>();
+    row.exposed_communication_s = b.at("exposed_communication").get<double>();
+    row.pipeline_bubble_s = b.at("pipeline_bubble").get<double>();
+    row.peak_bytes = j.at("memory").at("peak_bytes_per_gpu").get<double>();
+    row.capacity_bytes = j.at("memory").at("capacity_bytes").get<double>();
+    row.limiter = plan_limiter(row.compute_s, row.exposed_communication_s, row.pipeline_bubble_s,
+                               row.peak_bytes, row.capacity_bytes);
+    // The search ranked it as fitting; a simulated peak over the GPU's memory means the
+    // estimate was wrong, and such a configuration is never the answer.
+    if (row.capacity_bytes > 0 && row.peak_bytes > row.capacity_bytes) {
+      row.simulated = false;
+      row.over_memory = true;
+      row.error = "does not fit when simulated: " + format_bytes(Bytes(row.peak_bytes)) +
+                  " per GPU of " + format_bytes(Bytes(row.capacity_bytes)) +
+                  " (the search estimated " + format_bytes(Bytes(row.analytic.peak_bytes)) + ")";
+    }
+  } catch (const std::exception& e) {
+    row.simulated = false;
+    row.error = std::string("unreadable result: ") + printable(e.what(), 200);
+  }
+}
+
+// Simulates the rows with SimGrid, one child process each, --jobs at a time.
+void simulate_rows(const PlanRequest& req, std::vector<PlanRow>& rows) {
+  if (req.progress) req.progress->phase("simulating the best with SimGrid", rows.size());
+  ChildPool pool(std::max(1, req.jobs));
+  size_t next = 0, finished = 0;
+  while (finished < rows.size()) {
+    while (next < rows.size() && pool.has_slot()) {
+      ChildSpec spec;
+      spec.argv = {req.dtsim, "simulate", req.scenario};
+      std::vector<std::string> overrides = req.overrides;
+      for (auto& o : rows[next].config.overrides()) overrides.push_back(std::move(o));
+      for (auto& o : overrides) {
+        spec.argv.push_back("--set");
+        spec.argv.push_back(std::move(o));
+      }
+      for (const char* a : {"--engine", "simgrid", "--json"}) spec.argv.push_back(a);
+      spec.timeout_s = req.child_timeout_s;
+      pool.start(next, spec);
+      ++next;
+    }
+    for (auto& [id, outcome] : pool.wait(1.0)) {
+      ++finished;
+      if (req.progress) req.progress->advance(finished);
+      read_simulated(outcome, rows[id]);
+    }
+  }
+}
+
+}  // namespace
+
+PlanReport plan_search(const PlanRequest& req) {
+  if (req.top < 1)
+    throw InputError(Diagnostic{
+        SourceLocation{}, "--top",
+        "expected at least 1 configuration to simulate, found " + std::to_string(req.top)});
+  if (req.dtsim.empty()) throw RuntimeError("plan: no dtsim binary to run the simulations with");
+  const Scenario base = load(req.scenario, req.overrides);
+  // Every candidate is loaded from the same text: read once, then load_scenario_text() with the
+  // path as its name is load() (core/scenario/scenario.cc) without reading the file again.
+  std::string text;
+  {
+    std::ifstream in(req.scenario, std::ios::binary);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  PlanReport rep;
+  rep.scenario_name = base.name;
+  rep.gpus = base.cluster.nodes * base.cluster.gpus_per_node;
+  rep.global_batch_size = base.training.global_batch_size.value;
+  rep.gpu = base.cluster.gpu.name;
+  rep.capacity_bytes = base.cluster.gpu.memory.value();
+
+  const auto by_zero_group =
+      enumerate_shapes(req, models::spec_from_scenario(base), base.cluster.gpus_per_node, rep);
+  if (rep.enumerated == 0)
+    throw InputError(Diagnostic{SourceLocation{}, "--constraint",
+                                "no configuration satisfies the constraints; loosen them"});
+
+  auto [fitting, misses] = evaluate_candidates(req, text, by_zero_group, rep);
   rep.fits = fitting.size();
   std::sort(misses.begin(), misses.end(), [](const Candidate& a, const Candidate& b) {
     return a.estimate.peak_bytes < b.estimate.peak_bytes;
   });
   for (size_t i = 0; i < misses.size() && i < 3; ++i)
     rep.closest_misses.push_back(row_of(misses[i], rep.capacity_bytes));
-
-  if (fitting.empty()) {
-    std::string why;
-    if (!misses.empty()) {
-      const Candidate& best = misses.front();
-      const size_t largest = [&] {
-        size_t l = 0;
-        for (size_t c = 1; c < kMemoryCategories; ++c)
-          if (best.estimate.at_peak[c] > best.estimate.at_peak[l]) l = c;
-        return l;
-      }();
-      why = "none of the " + std::to_string(rep.do_not_fit) +
-            " valid configurations evaluated fits in memory: the smallest peak is " +
-            format_bytes(Bytes(best.estimate.peak_bytes)) + " per GPU (" + best.config.describe() +
-            "), against " + format_bytes(Bytes(rep.capacity_bytes)) + " of " + rep.gpu +
-            " memory; its largest part is " +
-            std::string(to_string(static_cast<MemoryCategory>(largest))) + " (" +
-            format_bytes(Bytes(best.estimate.at_peak[largest])) +
-            "). Use more GPUs (cluster.nodes), GPUs with more memory (cluster.gpu), a smaller "
-            "model, or loosen the constraints";
-    } else {
-      std::string reasons;
-      for (const auto& [key, count] : rep.invalid_by_key)
-        reasons += (reasons.empty() ? "" : ", ") + key + " (" + std::to_string(count) + ")";
-      why = "none of the " + std::to_string(rep.enumerated) +
-            " configurations is valid for this model, cluster and global batch; the checks "
-            "that refused them, by key: " +
-            reasons + ". Run dtsim validate with one of them to see the messages";
-    }
-    throw InputError(Diagnostic{SourceLocation{base.file, 0, 0}, "parallelism", why});
-  }
+  if (fitting.empty())
+    throw InputError(
+        Diagnostic{SourceLocation{base.file, 0, 0}, "parallelism", why_none_fits(rep, misses)});
 
   std::stable_sort(fitting.begin(), fitting.end(), [](const Candidate& a, const Candidate& b) {
     return a.estimate.step_time_s < b.estimate.step_time_s;
@@ -534,72 +622,8 @@ PlanReport plan_search(const PlanRequest& req) {
     rep.ranked = rep.analytic_top;
     return rep;
   }
-  // SimGrid, one child process per simulation.
-  if (req.progress) req.progress->phase("simulating the best with SimGrid", top);
   std::vector<PlanRow> rows = rep.analytic_top;
-  {
-    ChildPool pool(std::max(1, req.jobs));
-    size_t next = 0, finished = 0;
-    while (finished < rows.size()) {
-      while (next < rows.size() && pool.has_slot()) {
-        ChildSpec spec;
-        spec.argv = {req.dtsim, "simulate", req.scenario};
-        std::vector<std::string> overrides = req.overrides;
-        for (auto& o : rows[next].config.overrides()) overrides.push_back(std::move(o));
-        for (auto& o : overrides) {
-          spec.argv.push_back("--set");
-          spec.argv.push_back(std::move(o));
-        }
-        for (const char* a : {"--engine", "simgrid", "--json"}) spec.argv.push_back(a);
-        spec.timeout_s = req.child_timeout_s;
-        pool.start(next, spec);
-        ++next;
-      }
-      for (auto& [id, outcome] : pool.wait(1.0)) {
-        PlanRow& row = rows[id];
-        ++finished;
-        if (req.progress) req.progress->advance(finished);
-        using Status = ChildOutcome::Status;
-        if (outcome.status != Status::kExited || outcome.exit_code != 0) {
-          row.error =
-              outcome.status == Status::kTimedOut     ? "timed out"
-              : outcome.status == Status::kNotStarted ? "did not start: " + outcome.error
-              : outcome.status == Status::kSignalled
-                  ? "crashed (signal " + std::to_string(outcome.signal) + ")"
-                  : "exit " + std::to_string(outcome.exit_code) + ": " + last_line(outcome.err);
-          continue;
-        }
-        try {
-          const auto j = nlohmann::json::parse(outcome.out);
-          row.simulated = true;
-          row.step_time_s = j.at("step_time_s").get<double>();
-          row.mfu = j.at("flops").at("mfu").get<double>();
-          row.tokens_per_s = j.at("throughput").at("tokens_per_s").get<double>();
-          const auto& b = j.at("breakdown_s");
-          row.compute_s = b.at("compute").get<double>();
-          row.exposed_communication_s = b.at("exposed_communication").get<double>();
-          row.pipeline_bubble_s = b.at("pipeline_bubble").get<double>();
-          row.peak_bytes = j.at("memory").at("peak_bytes_per_gpu").get<double>();
-          row.capacity_bytes = j.at("memory").at("capacity_bytes").get<double>();
-          row.limiter = plan_limiter(row.compute_s, row.exposed_communication_s,
-                                     row.pipeline_bubble_s, row.peak_bytes, row.capacity_bytes);
-          // The search ranked it as fitting; a simulated peak over the GPU's memory means the
-          // estimate was wrong, and such a configuration is never the answer.
-          if (row.capacity_bytes > 0 && row.peak_bytes > row.capacity_bytes) {
-            row.simulated = false;
-            row.over_memory = true;
-            row.error = "does not fit when simulated: " + format_bytes(Bytes(row.peak_bytes)) +
-                        " per GPU of " + format_bytes(Bytes(row.capacity_bytes)) +
-                        " (the search estimated " + format_bytes(Bytes(row.analytic.peak_bytes)) +
-                        ")";
-          }
-        } catch (const std::exception& e) {
-          row.simulated = false;
-          row.error = std::string("unreadable result: ") + printable(e.what(), 200);
-        }
-      }
-    }
-  }
+  simulate_rows(req, rows);
   std::stable_sort(rows.begin(), rows.end(), [](const PlanRow& a, const PlanRow& b) {
     if (a.simulated != b.simulated) return a.simulated;
     return a.step_time_s < b.step_time_s;

@@ -150,118 +150,46 @@ std::vector<CommGroupVolume> communication_volume(const Job& job, int pipeline) 
   return out;
 }
 
-}  // namespace
-
-bool is_block(const Layer& layer) {
-  return layer.kind == "transformer" || layer.kind == "residual" || layer.kind == "inception" ||
-         layer.kind == "conv" || layer.kind == "fc";
+// "TP 8 (SP) x PP 4 (1f1b) x DP 16, ZeRO-1": the parallel split as the summary names it.
+std::string describe_parallelism(const ParallelismConfig& par) {
+  std::string p;
+  auto add = [&p](const std::string& part) { p += (p.empty() ? "" : " x ") + part; };
+  if (par.tensor.value > 1)
+    add("TP " + std::to_string(par.tensor.value) + (par.sequence_parallel ? " (SP)" : ""));
+  if (par.context.value > 1) add("CP " + std::to_string(par.context.value));
+  if (par.pipeline.value > 1)
+    add("PP " + std::to_string(par.pipeline.value) + " (" + std::string(to_string(par.schedule)) +
+        (par.schedule == Schedule::kInterleaved ? ", v " + std::to_string(par.virtual_stages)
+                                                : std::string()) +
+        ")");
+  add("DP " + std::to_string(par.data.value));
+  if (par.expert.value > 1) p += ", EP " + std::to_string(par.expert.value);
+  if (par.zero_stage > 0) p += ", ZeRO-" + std::to_string(par.zero_stage);
+  return p;
 }
 
-LayerCounts count_layers(const ModelGraph& model) {
-  LayerCounts c;
-  for (const auto& l : model.layers) {
-    if (is_block(l)) {
-      ++c.blocks;
-      auto it = std::find_if(c.per_kind.begin(), c.per_kind.end(),
-                             [&](const auto& k) { return k.first == l.kind; });
-      if (it == c.per_kind.end())
-        c.per_kind.emplace_back(l.kind, 1);
-      else
-        ++it->second;
-      c.block_kind = c.per_kind.size() == 1 ? l.kind : "mixed";
-    } else {
-      c.other.push_back(OtherLayer{l.name, l.kind, l.parameters});
-    }
-  }
-  return c;
+// The note and figures for other jobs' traffic on the network (background.link_fraction).
+void note_background(const ClusterConfig& cluster, Results& r) {
+  const double f = cluster.network.background_fraction;
+  if (f <= 0) return;
+  // Both engines read the same usable NIC rate, so this note holds for either.
+  ClusterConfig alone = cluster;
+  alone.network.background_fraction = 0;
+  const double ours = Cluster(cluster).usable_nic_bandwidth().value();
+  const double line_usable = Cluster(std::move(alone)).usable_nic_bandwidth().value();
+  r.background = BackgroundShare{f, 1.0 - f, ours, line_usable - ours};
+  r.notes.push_back(
+      "other jobs' traffic holds " + format_number("%g", 100 * f) +
+      "% of every network link (background.link_fraction " + format_number("%g", f) +
+      "): this job ran at " + format_number("%g", 100 * (1 - f)) +
+      "% of each NIC, uplink and torus cable, " + format_bandwidth(BytesPerSecond(ours)) +
+      " of one NIC's usable " + format_bandwidth(BytesPerSecond(line_usable)) +
+      ", as a steady share (the other jobs' bursts are not simulated); links inside a node are "
+      "not shared");
 }
 
-int block_index(const ModelGraph& model, int index) {
-  if (index < 0 || static_cast<size_t>(index) >= model.layers.size()) return -1;
-  if (!is_block(model.layers[static_cast<size_t>(index)])) return -1;
-  int b = 0;
-  for (int i = 0; i < index; ++i) b += is_block(model.layers[static_cast<size_t>(i)]) ? 1 : 0;
-  return b;
-}
-
-Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& job,
-                        const Trace& trace) {
-  Results r;
-  r.engine = trace.engine;
-  r.scenario = sc.name;
-  r.gpus = sc.cluster.total_gpus();
-  r.data_parallel = sc.parallelism.data.value;
-  {
-    const auto& par = sc.parallelism;
-    std::string p;
-    auto add = [&p](const std::string& part) { p += (p.empty() ? "" : " x ") + part; };
-    if (par.tensor.value > 1)
-      add("TP " + std::to_string(par.tensor.value) + (par.sequence_parallel ? " (SP)" : ""));
-    if (par.context.value > 1) add("CP " + std::to_string(par.context.value));
-    if (par.pipeline.value > 1)
-      add("PP " + std::to_string(par.pipeline.value) + " (" + std::string(to_string(par.schedule)) +
-          (par.schedule == Schedule::kInterleaved ? ", v " + std::to_string(par.virtual_stages)
-                                                  : std::string()) +
-          ")");
-    add("DP " + std::to_string(par.data.value));
-    if (par.expert.value > 1) p += ", EP " + std::to_string(par.expert.value);
-    if (par.zero_stage > 0) p += ", ZeRO-" + std::to_string(par.zero_stage);
-    r.parallelism = p;
-  }
-  r.micro_batches = sc.micro_batches();
-  r.global_batch_size = sc.training.global_batch_size.value;
-  r.iterations = trace.iterations;
-  r.gpu = with_overrides(sc.cluster.gpu.name, sc.cluster.gpu_overridden);
-  r.profile = sc.cluster.profile;
-  r.precision = std::string(to_string(sc.training.precision));
-  r.grad_dtype = std::string(to_string(sc.training.grad_dtype));
-  r.notes = trace.notes;
-  if (const double f = sc.cluster.network.background_fraction; f > 0) {
-    // Both engines read the same usable NIC rate, so this note holds for either.
-    ClusterConfig alone = sc.cluster;
-    alone.network.background_fraction = 0;
-    const double ours = Cluster(sc.cluster).usable_nic_bandwidth().value();
-    const double line_usable = Cluster(std::move(alone)).usable_nic_bandwidth().value();
-    r.background = BackgroundShare{f, 1.0 - f, ours, line_usable - ours};
-    r.notes.push_back(
-        "other jobs' traffic holds " + format_number("%g", 100 * f) +
-        "% of every network link (background.link_fraction " + format_number("%g", f) +
-        "): this job ran at " + format_number("%g", 100 * (1 - f)) +
-        "% of each NIC, uplink and torus cable, " + format_bandwidth(BytesPerSecond(ours)) +
-        " of one NIC's usable " + format_bandwidth(BytesPerSecond(line_usable)) +
-        ", as a steady share (the other jobs' bursts are not simulated); links inside a node are "
-        "not shared");
-  }
-  r.tp = sc.parallelism.tensor.value;
-  r.pp = sc.parallelism.pipeline.value;
-  r.cp = sc.parallelism.context.value;
-  r.ep = sc.parallelism.expert.value;
-  r.sequence_parallel = sc.parallelism.sequence_parallel;
-  r.zero_stage = sc.parallelism.zero_stage;
-  r.schedule = std::string(to_string(sc.parallelism.schedule));
-  r.virtual_stages = sc.parallelism.virtual_stages;
-  r.micro_batch_size = sc.training.micro_batch_size.value;
-  r.seq_length = model.tokens_per_sample();
-  r.recompute = std::string(to_string(sc.training.recompute));
-  r.optimizer = std::string(to_string(sc.training.optimizer));
-  r.framework = std::string(to_string(sc.training.framework));
-  r.fidelity = std::string(to_string(sc.simulate.fidelity));
-  r.model_name = model.name;
-  r.layers = count_layers(model);
-  r.communication = communication_volume(job, r.pp);
-  for (const auto& g : r.communication) {
-    r.communication_size_bytes += g.size_bytes;
-    r.communication_bus_bytes += g.bus_bytes;
-  }
-
-  const double iterations = std::max(1, trace.iterations);
-  const double total_time = trace.makespan().value();
-  r.step_time_s = total_time / iterations;
-  if (r.step_time_s > 0) {
-    r.samples_per_s = static_cast<double>(r.global_batch_size) / r.step_time_s;
-    r.tokens_per_s = r.samples_per_s * static_cast<double>(model.tokens_per_sample());
-  }
-
+// Model and hardware FLOPs per step, TFLOP/s per GPU, MFU and HFU.
+void count_flops(const Scenario& sc, const ModelGraph& model, const Job& job, Results& r) {
   // FLOPs. Model FLOPs per step cover the whole global batch.
   r.parameters = model.parameters();
   r.model_flops_per_step = model.model_flops_per_micro_batch().value() *
@@ -304,7 +232,13 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
       r.hfu = r.hardware_tflops_per_gpu * 1e12 / peak;
     }
   }
+}
 
+// Compute, exposed communication, pipeline bubble, straggler wait and the busy time by op kind,
+// per step, on the critical rank.
+void fill_breakdown(const Scenario& sc, const Job& job, const Trace& trace, Results& r) {
+  const double iterations = std::max(1, trace.iterations);
+  const double total_time = trace.makespan().value();
   // Breakdown on the rank that finishes last; with stragglers, on the rank that waits longest for
   // slower ones (the slowest rank itself waits for nobody, and its lost time is its own compute).
   std::map<Rank, double> rank_end;
@@ -387,7 +321,10 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
   r.breakdown_s.other =
       std::max(0.0, r.step_time_s - r.breakdown_s.compute - r.breakdown_s.exposed_communication -
                         r.breakdown_s.pipeline_bubble - r.breakdown_s.straggler_wait);
+}
 
+// The peak memory per GPU and per pipeline stage, against the GPU's capacity.
+void fill_memory(const Scenario& sc, const Trace& trace, Results& r) {
   // Memory: the worst simulated rank.
   for (const auto& m : trace.memory) {
     if (m.peak.value() >= r.peak_bytes_per_gpu) {
@@ -415,6 +352,92 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
   for (const auto& [stage, memory] : stages) r.memory_per_stage.push_back(memory);
   r.capacity_bytes = sc.cluster.gpu.memory.value();
   r.fits = r.peak_bytes_per_gpu <= r.capacity_bytes;
+}
+
+}  // namespace
+
+bool is_block(const Layer& layer) {
+  return layer.kind == "transformer" || layer.kind == "residual" || layer.kind == "inception" ||
+         layer.kind == "conv" || layer.kind == "fc";
+}
+
+LayerCounts count_layers(const ModelGraph& model) {
+  LayerCounts c;
+  for (const auto& l : model.layers) {
+    if (is_block(l)) {
+      ++c.blocks;
+      auto it = std::find_if(c.per_kind.begin(), c.per_kind.end(),
+                             [&](const auto& k) { return k.first == l.kind; });
+      if (it == c.per_kind.end())
+        c.per_kind.emplace_back(l.kind, 1);
+      else
+        ++it->second;
+      c.block_kind = c.per_kind.size() == 1 ? l.kind : "mixed";
+    } else {
+      c.other.push_back(OtherLayer{l.name, l.kind, l.parameters});
+    }
+  }
+  return c;
+}
+
+int block_index(const ModelGraph& model, int index) {
+  if (index < 0 || static_cast<size_t>(index) >= model.layers.size()) return -1;
+  if (!is_block(model.layers[static_cast<size_t>(index)])) return -1;
+  int b = 0;
+  for (int i = 0; i < index; ++i) b += is_block(model.layers[static_cast<size_t>(i)]) ? 1 : 0;
+  return b;
+}
+
+Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& job,
+                        const Trace& trace) {
+  Results r;
+  r.engine = trace.engine;
+  r.scenario = sc.name;
+  r.gpus = sc.cluster.total_gpus();
+  r.data_parallel = sc.parallelism.data.value;
+  r.parallelism = describe_parallelism(sc.parallelism);
+  r.micro_batches = sc.micro_batches();
+  r.global_batch_size = sc.training.global_batch_size.value;
+  r.iterations = trace.iterations;
+  r.gpu = with_overrides(sc.cluster.gpu.name, sc.cluster.gpu_overridden);
+  r.profile = sc.cluster.profile;
+  r.precision = std::string(to_string(sc.training.precision));
+  r.grad_dtype = std::string(to_string(sc.training.grad_dtype));
+  r.notes = trace.notes;
+  note_background(sc.cluster, r);
+  r.tp = sc.parallelism.tensor.value;
+  r.pp = sc.parallelism.pipeline.value;
+  r.cp = sc.parallelism.context.value;
+  r.ep = sc.parallelism.expert.value;
+  r.sequence_parallel = sc.parallelism.sequence_parallel;
+  r.zero_stage = sc.parallelism.zero_stage;
+  r.schedule = std::string(to_string(sc.parallelism.schedule));
+  r.virtual_stages = sc.parallelism.virtual_stages;
+  r.micro_batch_size = sc.training.micro_batch_size.value;
+  r.seq_length = model.tokens_per_sample();
+  r.recompute = std::string(to_string(sc.training.recompute));
+  r.optimizer = std::string(to_string(sc.training.optimizer));
+  r.framework = std::string(to_string(sc.training.framework));
+  r.fidelity = std::string(to_string(sc.simulate.fidelity));
+  r.model_name = model.name;
+  r.layers = count_layers(model);
+  r.communication = communication_volume(job, r.pp);
+  for (const auto& g : r.communication) {
+    r.communication_size_bytes += g.size_bytes;
+    r.communication_bus_bytes += g.bus_bytes;
+  }
+
+  const double iterations = std::max(1, trace.iterations);
+  const double total_time = trace.makespan().value();
+  r.step_time_s = total_time / iterations;
+  if (r.step_time_s > 0) {
+    r.samples_per_s = static_cast<double>(r.global_batch_size) / r.step_time_s;
+    r.tokens_per_s = r.samples_per_s * static_cast<double>(model.tokens_per_sample());
+  }
+
+  count_flops(sc, model, job, r);
+  fill_breakdown(sc, job, trace, r);
+  fill_memory(sc, trace, r);
   return r;
 }
 

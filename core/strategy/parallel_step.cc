@@ -300,12 +300,8 @@ double StepBuilder::dense_parameters(const Layer& l) const {
   return l.parameters - l.expert_parameters + (p_ > 1 ? l.tied_parameters : 0);
 }
 
-Program StepBuilder::build_rank(Rank rank) {
-  const auto [tp, cp, s, dp] = layout_.coordinates(rank);
-  const auto& tr = sc_.training;
-  RankState r;
-  kernel_waits_.clear();
-  r.p.rank = rank;
+// The rank's streams, neighbours and groups, and the parts its gradients are reduced over.
+StepBuilder::RankGroups StepBuilder::open_rank(RankState& r, int tp, int cp, int s, int dp) {
   r.compute = r.p.add_stream("compute");
   r.grad_comm = r.p.add_stream("grad_comm");
   if (zero_ == 3 && d_ * cp_ > 1) r.param_comm = r.p.add_stream("param_comm");
@@ -332,19 +328,24 @@ Program StepBuilder::build_rank(Rank rank) {
                          {}});
   r.parts.push_back(Part{groups.edp, groups.edp_size, &StepBuilder::expert_parameters, true, {}});
 
+  return groups;
+}
+
+// This rank's layers: its parameters in each part, its gradient buckets, its kernels.
+StepBuilder::RankParameters StepBuilder::assign_parameters(RankState& r, int s) {
+  const auto& tr = sc_.training;
+  RankParameters out;
+  out.part_params.assign(r.parts.size(), 0.0);
   // This rank's layers, its gradient buckets and its model state.
-  double kernels_per_micro_batch = 0;
   const double grad_bytes = gradient_bytes_per_parameter(grad_dtype_);
-  Bytes largest_bucket{0};
-  std::vector<double> part_params(r.parts.size(), 0.0);
   for (auto& part : r.parts) part.buckets.assign(chunks_.size(), {});
   for (int j = 0; j < v_; ++j) {
     const int c = j * p_ + s;
     const auto& range = chunks_[static_cast<size_t>(c)];
     for (int i = range.first; i <= range.last; ++i) {
       const Layer& l = model_.layers[static_cast<size_t>(i)];
-      for (size_t k = 0; k < r.parts.size(); ++k) part_params[k] += r.parts[k].params(l);
-      kernels_per_micro_batch +=
+      for (size_t k = 0; k < r.parts.size(); ++k) out.part_params[k] += r.parts[k].params(l);
+      out.kernels_per_micro_batch +=
           static_cast<double>(l.forward.size() + l.backward.size() + l.selective_recompute.size() +
                               3);  // + stash, recompute, free events
     }
@@ -371,9 +372,15 @@ Program StepBuilder::build_rank(Rank rank) {
       buckets = assign_gradient_buckets(model_, range.first, range.last, grad_bytes,
                                         tr.first_gradient_bucket, tr.gradient_bucket, part.params);
       if (part.size > 1)
-        for (const auto& b : buckets) largest_bucket = std::max(largest_bucket, b.bytes);
+        for (const auto& b : buckets) out.largest_bucket = std::max(out.largest_bucket, b.bytes);
     }
   }
+  return out;
+}
+
+// Refuses a rank, or a Job, of more ops than dtsim simulates, and counts this rank's.
+void StepBuilder::check_op_budget(double kernels_per_micro_batch) {
+  const auto& tr = sc_.training;
   const double ops = kernels_per_micro_batch * m_;
   if (ops > kMaxOpsPerStep)
     throw InputError(
@@ -400,32 +407,38 @@ Program StepBuilder::build_rank(Rank rank) {
                        "micro-batches (a larger training.micro_batch_size) shrink it"});
   job_ops_ += ops;
   ++ranks_built_;
+}
 
-  ModelStateBytes state;
-  double optimizer_shard = 0;  // parameters whose optimizer step this rank runs
+// The rank's weights, gradients, optimizer states and buffers, as memory events.
+StepBuilder::RankModelState StepBuilder::place_model_state(RankState& r,
+                                                           const RankParameters& params, int s) {
+  const auto& tr = sc_.training;
+  RankModelState out;
   for (size_t k = 0; k < r.parts.size(); ++k) {
-    const ModelStateBytes s_k = model_state_bytes(part_params[k], dtype_, grad_dtype_, tr.optimizer,
-                                                  zero_, r.parts[k].size);
-    state.weights += s_k.weights;
-    state.gradients += s_k.gradients;
-    state.optimizer += s_k.optimizer;
-    optimizer_shard += zero_ >= 1 ? part_params[k] / r.parts[k].size : part_params[k];
+    const ModelStateBytes s_k = model_state_bytes(params.part_params[k], dtype_, grad_dtype_,
+                                                  tr.optimizer, zero_, r.parts[k].size);
+    out.state.weights += s_k.weights;
+    out.state.gradients += s_k.gradients;
+    out.state.optimizer += s_k.optimizer;
+    out.optimizer_shard +=
+        zero_ >= 1 ? params.part_params[k] / r.parts[k].size : params.part_params[k];
   }
-  memory(r, MemoryCategory::kWeights, state.weights, "weights", -1, -1, Phase::kOther);
-  memory(r, MemoryCategory::kGradients, state.gradients, "gradients", -1, -1, Phase::kOther);
-  memory(r, MemoryCategory::kOptimizer, state.optimizer, "optimizer_states", -1, -1, Phase::kOther);
+  memory(r, MemoryCategory::kWeights, out.state.weights, "weights", -1, -1, Phase::kOther);
+  memory(r, MemoryCategory::kGradients, out.state.gradients, "gradients", -1, -1, Phase::kOther);
+  memory(r, MemoryCategory::kOptimizer, out.state.optimizer, "optimizer_states", -1, -1,
+         Phase::kOther);
   // Weight stashing (PipeDream, Narayanan et al. 2019, section 3.3): each micro-batch in flight
   // on a stage runs its backward with the weights its forward used, so the stage keeps one
   // version per micro-batch in flight; 2BW keeps two (Narayanan et al. 2021, section 3.1).
   const int versions = weight_versions(s);
   if (versions > 1)
-    memory(r, MemoryCategory::kWeights, state.weights * static_cast<double>(versions - 1),
+    memory(r, MemoryCategory::kWeights, out.state.weights * static_cast<double>(versions - 1),
            "stashed_weight_versions", -1, -1, Phase::kOther);
   // Error feedback's residual: one gradient's worth for every reduced parameter.
   if (compression_.error_feedback) {
     double reduced = 0;
     for (size_t k = 0; k < r.parts.size(); ++k)
-      if (r.parts[k].size > 1) reduced += part_params[k];
+      if (r.parts[k].size > 1) reduced += params.part_params[k];
     memory(r, MemoryCategory::kGradients,
            Bytes(reduced * gradient_bytes_per_parameter(grad_dtype_)), "error_feedback_residual",
            -1, -1, Phase::kOther);
@@ -435,23 +448,16 @@ Program StepBuilder::build_rank(Rank rank) {
   memory(r, MemoryCategory::kBuffers, tr.runtime_reserve, "runtime_reserve", -1, -1, Phase::kOther);
   // NCCL staging for one bucket in flight (an assumption, documented in docs/models.md).
   if (zero_ < 3)
-    memory(r, MemoryCategory::kBuffers, largest_bucket, "nccl_bucket_buffer", -1, -1,
+    memory(r, MemoryCategory::kBuffers, params.largest_bucket, "nccl_bucket_buffer", -1, -1,
            Phase::kOther);
 
-  // Each step starts by zeroing the gradient buffer the backward passes accumulate into
-  // (Megatron-LM d98e8a64dd, megatron/training/training.py `train_step`: zero_grad_buffer() on
-  // every model chunk; param_and_grad_buffer.py `reset`: grad_data.zero_()): a write of every
-  // local gradient. ZeRO-3 has no persistent gradient buffer (each layer's gradients leave as
-  // they are made). PyTorch's optimizer.zero_grad() sets gradients to None (the default since
-  // torch 2.0) and launches nothing.
-  if (megatron_optimizer() && zero_ < 3) {
-    double local_params = 0;
-    for (double params : part_params) local_params += params;
-    r.p.append(r.compute,
-               ComputeOp{KernelKind::kElementwise, Flops(0), Bytes(local_params * grad_bytes),
-                         grad_dtype_},
-               Label{"zero_grad_buffer", -1, -1, Phase::kOther});
-  }
+  return out;
+}
+
+// The stage's forward and backward units in its schedule's order, and what runs after the last.
+void StepBuilder::run_schedule(RankState& r, int s, const RankModelState& state,
+                               const RankGroups& groups) {
+  const auto& tr = sc_.training;
   const Schedule schedule = sc_.parallelism.schedule;
   const auto units = schedule_for_stage(schedule, p_, s, v_, m_);
   // PipeDream: the previous step's micro-batches still in flight hold their stashed
@@ -482,7 +488,8 @@ Program StepBuilder::build_rank(Rank rank) {
     const bool reduce = update_per_micro_batch ||
                         (is_pipedream(schedule) ? k == last_backward : u.micro_batch == m_ - 1);
     backward_unit(r, c, u.micro_batch, reduce, u.recv_carried);
-    if (update_per_micro_batch) optimizer_step(r, state, optimizer_shard, groups, u.micro_batch);
+    if (update_per_micro_batch)
+      optimizer_step(r, state.state, state.optimizer_shard, groups, u.micro_batch);
   }
   if (p_ > 1 &&
       std::any_of(units.begin(), units.end(), [](const Unit& u) { return u.recv_carried; })) {
@@ -494,7 +501,12 @@ Program StepBuilder::build_rank(Rank rank) {
     memory(r, MemoryCategory::kActivations, -(stage_activations * carried),
            "activations_in_flight_to_next_step", -1, -1, Phase::kPipeline);
   run_after_backward(r);
+}
 
+// After the backward passes: the tied embedding's gradients, the optimizer step (once per step
+// unless PipeDream's asynchronous schedule ran one per micro-batch) and ZeRO's weight gathers.
+void StepBuilder::finish_step(RankState& r, const RankParameters& params,
+                              const RankModelState& state, const RankGroups& groups) {
   // Tied weights: the first and last stage all-reduce the shared matrix's gradients after
   // the data-parallel reduction (Megatron-LM's _allreduce_embedding_grads), full size.
   if (groups.embedding >= 0) {
@@ -508,20 +520,49 @@ Program StepBuilder::build_rank(Rank rank) {
     ar.waits.push_back(done);
   }
 
-  if (!update_per_micro_batch) optimizer_step(r, state, optimizer_shard, groups, -1);
+  if (sc_.parallelism.schedule != Schedule::kPipeDreamAsync)
+    optimizer_step(r, state.state, state.optimizer_shard, groups, -1);
   // Stages 1-2: the updated weight shards are all-gathered (2 bytes per parameter).
   if (zero_ == 1 || zero_ == 2) {
     const EventId stepped = mark_end(r.p, r.compute);
     for (size_t k = 0; k < r.parts.size(); ++k) {
-      if (r.parts[k].size <= 1 || part_params[k] <= 0) continue;
+      if (r.parts[k].size <= 1 || params.part_params[k] <= 0) continue;
       Op& ag = r.p.append(
           r.grad_comm,
           CollectiveOp{CollectiveKind::kAllGather, r.parts[k].group,
-                       Bytes(part_params[k] * weight_bytes_per_parameter(dtype_)), dtype_},
+                       Bytes(params.part_params[k] * weight_bytes_per_parameter(dtype_)), dtype_},
           Label{"zero_weight_all_gather", -1, -1, Phase::kOptimizer});
       ag.waits.push_back(stepped);
     }
   }
+}
+
+Program StepBuilder::build_rank(Rank rank) {
+  const auto [tp, cp, s, dp] = layout_.coordinates(rank);
+  RankState r;
+  kernel_waits_.clear();
+  r.p.rank = rank;
+  const RankGroups groups = open_rank(r, tp, cp, s, dp);
+  const RankParameters params = assign_parameters(r, s);
+  check_op_budget(params.kernels_per_micro_batch);
+  const RankModelState state = place_model_state(r, params, s);
+  // Each step starts by zeroing the gradient buffer the backward passes accumulate into
+  // (Megatron-LM d98e8a64dd, megatron/training/training.py `train_step`: zero_grad_buffer() on
+  // every model chunk; param_and_grad_buffer.py `reset`: grad_data.zero_()): a write of every
+  // local gradient. ZeRO-3 has no persistent gradient buffer (each layer's gradients leave as
+  // they are made). PyTorch's optimizer.zero_grad() sets gradients to None (the default since
+  // torch 2.0) and launches nothing.
+  if (megatron_optimizer() && zero_ < 3) {
+    double local_params = 0;
+    for (double n : params.part_params) local_params += n;
+    r.p.append(
+        r.compute,
+        ComputeOp{KernelKind::kElementwise, Flops(0),
+                  Bytes(local_params * gradient_bytes_per_parameter(grad_dtype_)), grad_dtype_},
+        Label{"zero_grad_buffer", -1, -1, Phase::kOther});
+  }
+  run_schedule(r, s, state, groups);
+  finish_step(r, params, state, groups);
   return std::move(r.p);
 }
 

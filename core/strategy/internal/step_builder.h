@@ -277,6 +277,23 @@ class StepBuilder {
   void attach_waits(RankState& r, size_t before);
 
   Program build_rank(Rank rank);
+  // build_rank's parts, in order.
+  struct RankParameters {
+    std::vector<double> part_params;  // per part of r.parts
+    Bytes largest_bucket{0};          // of the parts reduced over more than one rank
+    double kernels_per_micro_batch = 0;
+  };
+  struct RankModelState {
+    ModelStateBytes state;
+    double optimizer_shard = 0;  // parameters whose optimizer step this rank runs
+  };
+  RankGroups open_rank(RankState& r, int tp, int cp, int s, int dp);
+  RankParameters assign_parameters(RankState& r, int s);
+  void check_op_budget(double kernels_per_micro_batch);
+  RankModelState place_model_state(RankState& r, const RankParameters& params, int s);
+  void run_schedule(RankState& r, int s, const RankModelState& state, const RankGroups& groups);
+  void finish_step(RankState& r, const RankParameters& params, const RankModelState& state,
+                   const RankGroups& groups);
 
   const ModelGraph& model_;
   const Scenario& sc_;
