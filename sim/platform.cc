@@ -31,43 +31,29 @@ sg4::NetZone* star_with_gateway(const std::string& name, sg4::NetZone* parent,
   return z;
 }
 
-}  // namespace
+// The GPU hosts and their fabric links, and the NVLink mesh's zone where the nodes are meshes.
+struct NodeFabric {
+  std::vector<sg4::Link*> gpu_link;  // by rank: its link to the node's switch (none in a mesh)
+  const NvlinkMeshZone* mesh_zone = nullptr;
+};
 
-Platform build_platform(const Cluster& c, DType precision,
-                        const std::vector<DegradedNic>& degraded) {
-  Platform p;
+NodeFabric build_gpus(const Cluster& c, sg4::NetZone* root, Platform& p) {
   const int world = c.world_size();
-  p.gpu.resize(static_cast<size_t>(world));
-  p.nic_local.resize(static_cast<size_t>(world));
-  p.nic_pod.resize(static_cast<size_t>(world));
-  p.nic_global.resize(static_cast<size_t>(world));
-  p.gpu_speed = c.gpu.peak_for(precision).value();
-
-  auto* root = sg4::create_star_zone("cluster");
-  // Timer host for joins and delays: enough cores that concurrent delays never share one.
-  auto* timer_zone = sg4::create_star_zone("timers");
-  timer_zone->set_parent(root);
-  p.timer = timer_zone->create_host("timer", 1.0);
-  p.timer->set_core_count(1 << 24);
-  p.timer->seal();
-  timer_zone->seal();
-
+  NodeFabric f;
+  f.gpu_link.resize(static_cast<size_t>(world));
   // GPU hosts and their fabric links, all in one star zone. Flows between gpu hosts only ever
   // join GPUs of the same node, so one shared center is equivalent to one switch per node, and
   // SimGrid 3.32 builds child zones in time quadratic in their number (2048 node zones: minutes).
   // Usable bandwidth: line rate x the fabric's protocol efficiency (NCCL's NVLink/PCIe figure).
   const double fabric_bw = c.usable_fabric_bandwidth().value();
   const double hop_latency = c.intra_node.latency.value();
-  const bool pcie = c.gpus_on_pcie();
-  std::vector<sg4::Link*> gpu_link(static_cast<size_t>(world));
   const NvlinkMesh* mesh = cluster_mesh(c);
-  const NvlinkMeshZone* mesh_zone = nullptr;
   if (mesh) {
     // NVLink meshes (the DGX-1 cube-mesh): a link per linked pair, routes relayed where a pair
     // has none (sim/nvlink_mesh_zone.h). No switch: NVLS needs NVSwitch.
     NvlinkMeshZone::Shape shape{*mesh, c.nodes, mesh_link_bandwidth(c).value(), hop_latency};
-    mesh_zone = NvlinkMeshZone::create("gpus", root, shape, p.gpu_speed);
-    for (int r = 0; r < world; ++r) p.gpu[static_cast<size_t>(r)] = mesh_zone->endpoint(r);
+    f.mesh_zone = NvlinkMeshZone::create("gpus", root, shape, p.gpu_speed);
+    for (int r = 0; r < world; ++r) p.gpu[static_cast<size_t>(r)] = f.mesh_zone->endpoint(r);
   } else {
     simgrid::kernel::routing::NetPoint* center = nullptr;
     auto* zone = star_with_gateway("gpus", root, &center);
@@ -78,7 +64,7 @@ Platform build_platform(const Cluster& c, DType precision,
                       {sg4::LinkInRoute(link, Direction::UP)}, true);
       h->seal();
       p.gpu[static_cast<size_t>(r)] = h;
-      gpu_link[static_cast<size_t>(r)] = link;
+      f.gpu_link[static_cast<size_t>(r)] = link;
     }
     // Each node's switch as a host on the star's center (no link of its own): a flow from a GPU
     // to it crosses exactly that GPU's link.
@@ -91,66 +77,77 @@ Platform build_platform(const Cluster& c, DType precision,
     zone->seal();
   }
 
-  if (c.is_torus()) {
-    // Torus: cables between neighbouring nodes at the NIC rate, routes computed per flow.
-    TorusZone::Shape shape;
-    shape.dims = c.network.torus_dims;
-    for (Rank r = 0; r < world; ++r) shape.node_of_rank.push_back(c.node_of(r));
-    shape.cable_bytes_per_s = c.usable_nic_bandwidth().value();
-    shape.latency_s = c.network.latency.value();
-    shape.hop_latency_s = c.network.torus_hop_latency.value();
-    std::vector<sg4::SplitDuplexLink*> injection(static_cast<size_t>(world), nullptr);
-    for (int r = 0; r < world && pcie; ++r)  // a PCIe GPU reaches the network through its link
-      injection[static_cast<size_t>(r)] =
-          static_cast<sg4::SplitDuplexLink*>(gpu_link[static_cast<size_t>(r)]);
-    const TorusZone* torus =
-        TorusZone::create("network-torus", root, shape, p.gpu_speed, injection);
-    for (int r = 0; r < world; ++r) p.routed.push_back(torus->endpoint(r));
-    root->seal();
-    return p;
-  }
+  return f;
+}
 
+// Torus: cables between neighbouring nodes at the NIC rate, routes computed per flow.
+void build_torus(const Cluster& c, sg4::NetZone* root, const NodeFabric& f, Platform& p) {
+  const int world = c.world_size();
+  const bool pcie = c.gpus_on_pcie();
+  TorusZone::Shape shape;
+  shape.dims = c.network.torus_dims;
+  for (Rank r = 0; r < world; ++r) shape.node_of_rank.push_back(c.node_of(r));
+  shape.cable_bytes_per_s = c.usable_nic_bandwidth().value();
+  shape.latency_s = c.network.latency.value();
+  shape.hop_latency_s = c.network.torus_hop_latency.value();
+  std::vector<sg4::SplitDuplexLink*> injection(static_cast<size_t>(world), nullptr);
+  for (int r = 0; r < world && pcie; ++r)  // a PCIe GPU reaches the network through its link
+    injection[static_cast<size_t>(r)] =
+        static_cast<sg4::SplitDuplexLink*>(f.gpu_link[static_cast<size_t>(r)]);
+  const TorusZone* torus = TorusZone::create("network-torus", root, shape, p.gpu_speed, injection);
+  for (int r = 0; r < world; ++r) p.routed.push_back(torus->endpoint(r));
+}
+
+// A node's NIC links, at their degraded fraction where one is.
+std::vector<sg4::Link*> nic_links(const Cluster& c, const std::vector<DegradedNic>& degraded,
+                                  sg4::NetZone* zone, int n) {
   const double nic_bw = c.usable_nic_bandwidth().value();
   const double nic_latency = c.network.latency.value() / 2;
-  // The node's NIC links, at their degraded fraction where one is.
-  auto nic_links_of = [&](sg4::NetZone* zone, int n) {
-    std::vector<sg4::Link*> links;
-    for (int q = 0; q < c.nics(); ++q) {
-      double bw = nic_bw;
-      for (const DegradedNic& d : degraded)
-        if (d.node == n && d.nic == q) bw *= d.fraction;
-      links.push_back(
-          duplex(zone, "nic-" + std::to_string(n) + "-" + std::to_string(q), bw, nic_latency));
-    }
-    return links;
-  };
-
-  if (c.is_dragonfly()) {
-    // Dragonfly: NICs to the routers, router links at the NIC rate, routes computed per flow.
-    auto* nics = sg4::create_star_zone("network-nics");
-    nics->set_parent(root);
-    std::vector<std::vector<sg4::SplitDuplexLink*>> injection(static_cast<size_t>(world));
-    std::vector<sg4::Link*> node_nics;
-    DragonflyZone::Shape shape;
-    shape.network = c.network.dragonfly;
-    shape.link_bytes_per_s = nic_bw;
-    for (Rank r = 0; r < world; ++r) {
-      if (c.local_index(r) == 0) node_nics = nic_links_of(nics, c.node_of(r));
-      auto& links = injection[static_cast<size_t>(r)];
-      if (pcie)
-        links.push_back(static_cast<sg4::SplitDuplexLink*>(gpu_link[static_cast<size_t>(r)]));
-      links.push_back(
-          static_cast<sg4::SplitDuplexLink*>(node_nics[static_cast<size_t>(c.local_nic_of(r))]));
-      shape.node_of_rank.push_back(c.node_of(r));
-    }
-    nics->seal();
-    const DragonflyZone* dragonfly =
-        DragonflyZone::create("network-dragonfly", root, shape, p.gpu_speed, injection);
-    for (int r = 0; r < world; ++r) p.routed.push_back(dragonfly->endpoint(r));
-    root->seal();
-    return p;
+  std::vector<sg4::Link*> links;
+  for (int q = 0; q < c.nics(); ++q) {
+    double bw = nic_bw;
+    for (const DegradedNic& d : degraded)
+      if (d.node == n && d.nic == q) bw *= d.fraction;
+    links.push_back(
+        duplex(zone, "nic-" + std::to_string(n) + "-" + std::to_string(q), bw, nic_latency));
   }
+  return links;
+}
 
+// Dragonfly: NICs to the routers, router links at the NIC rate, routes computed per flow.
+void build_dragonfly(const Cluster& c, const std::vector<DegradedNic>& degraded, sg4::NetZone* root,
+                     const NodeFabric& f, Platform& p) {
+  const int world = c.world_size();
+  const bool pcie = c.gpus_on_pcie();
+  const double nic_bw = c.usable_nic_bandwidth().value();
+  auto* nics = sg4::create_star_zone("network-nics");
+  nics->set_parent(root);
+  std::vector<std::vector<sg4::SplitDuplexLink*>> injection(static_cast<size_t>(world));
+  std::vector<sg4::Link*> node_nics;
+  DragonflyZone::Shape shape;
+  shape.network = c.network.dragonfly;
+  shape.link_bytes_per_s = nic_bw;
+  for (Rank r = 0; r < world; ++r) {
+    if (c.local_index(r) == 0) node_nics = nic_links(c, degraded, nics, c.node_of(r));
+    auto& links = injection[static_cast<size_t>(r)];
+    if (pcie)
+      links.push_back(static_cast<sg4::SplitDuplexLink*>(f.gpu_link[static_cast<size_t>(r)]));
+    links.push_back(
+        static_cast<sg4::SplitDuplexLink*>(node_nics[static_cast<size_t>(c.local_nic_of(r))]));
+    shape.node_of_rank.push_back(c.node_of(r));
+  }
+  nics->seal();
+  const DragonflyZone* dragonfly =
+      DragonflyZone::create("network-dragonfly", root, shape, p.gpu_speed, injection);
+  for (int r = 0; r < world; ++r) p.routed.push_back(dragonfly->endpoint(r));
+}
+
+// Switched networks: fat-trees (two or three levels), rail-optimized and rail-only.
+void build_switched(const Cluster& c, const std::vector<DegradedNic>& degraded, sg4::NetZone* root,
+                    const NodeFabric& f, Platform& p) {
+  const int world = c.world_size();
+  const bool pcie = c.gpus_on_pcie();
+  const double nic_bw = c.usable_nic_bandwidth().value();
   // Network. A fat-tree groups nodes under leaf switches, and with three levels groups leaves into
   // pods; a rail-optimized network groups NIC k of every node under rail switch k. Flows inside a
   // group cross only the two NICs; flows between groups also cross both groups' aggregated
@@ -190,29 +187,29 @@ Platform build_platform(const Cluster& c, DType precision,
     return h;
   };
   // Node by node (ranks fill nodes in order): the node's NIC links, then its GPUs' NIC hosts.
-  std::vector<sg4::Link*> nic_links;
+  std::vector<sg4::Link*> node_nics;
   for (Rank r = 0; r < world; ++r) {
     if (c.local_index(r) == 0) {
       const int n = c.node_of(r);
-      nic_links = nic_links_of(local, n);
+      node_nics = nic_links(c, degraded, local, n);
     }
     const auto ur = static_cast<size_t>(r);
     const auto k = static_cast<size_t>(c.network_group(r));
     std::vector<sg4::LinkInRoute> route;
-    if (pcie) route.emplace_back(gpu_link[ur], Direction::UP);  // shared root complex
-    route.emplace_back(nic_links[static_cast<size_t>(c.local_nic_of(r))], Direction::UP);
+    if (pcie) route.emplace_back(f.gpu_link[ur], Direction::UP);  // shared root complex
+    route.emplace_back(node_nics[static_cast<size_t>(c.local_nic_of(r))], Direction::UP);
     const std::string id = std::to_string(r);
     p.nic_local[ur] = endpoint(local, "nic-local-" + id, route);
     for (int k = 0; k < c.nics() && rail_only; ++k) {
       const Rank relay = c.rail_relay(r, k);
       const auto ux = static_cast<size_t>(relay);
-      std::vector<sg4::LinkInRoute> via{{gpu_link[ur], Direction::UP}};
-      if (relay != r) via.emplace_back(gpu_link[ux], Direction::DOWN);
-      if (relay != r && pcie) via.emplace_back(gpu_link[ux], Direction::UP);
+      std::vector<sg4::LinkInRoute> via{{f.gpu_link[ur], Direction::UP}};
+      if (relay != r) via.emplace_back(f.gpu_link[ux], Direction::DOWN);
+      if (relay != r && pcie) via.emplace_back(f.gpu_link[ux], Direction::UP);
       if (relay == r && !pcie) via.clear();
-      if (mesh_zone)  // over the node's NVLinks to the relay GPU (none when it is r itself)
-        via = mesh_zone->route_links(c.node_of(r), c.local_index(r), c.local_index(relay));
-      via.emplace_back(nic_links[static_cast<size_t>(k)], Direction::UP);
+      if (f.mesh_zone)  // over the node's NVLinks to the relay GPU (none when it is r itself)
+        via = f.mesh_zone->route_links(c.node_of(r), c.local_index(r), c.local_index(relay));
+      via.emplace_back(node_nics[static_cast<size_t>(k)], Direction::UP);
       p.nic_relay.push_back(endpoint(local, "nic-relay-" + id + "-" + std::to_string(k), via));
     }
     if (uplink[k]) route.emplace_back(uplink[k], Direction::UP);
@@ -225,6 +222,36 @@ Platform build_platform(const Cluster& c, DType precision,
   local->seal();
   pod_zone->seal();
   if (global) global->seal();
+}
+
+}  // namespace
+
+Platform build_platform(const Cluster& c, DType precision,
+                        const std::vector<DegradedNic>& degraded) {
+  Platform p;
+  const int world = c.world_size();
+  p.gpu.resize(static_cast<size_t>(world));
+  p.nic_local.resize(static_cast<size_t>(world));
+  p.nic_pod.resize(static_cast<size_t>(world));
+  p.nic_global.resize(static_cast<size_t>(world));
+  p.gpu_speed = c.gpu.peak_for(precision).value();
+
+  auto* root = sg4::create_star_zone("cluster");
+  // Timer host for joins and delays: enough cores that concurrent delays never share one.
+  auto* timer_zone = sg4::create_star_zone("timers");
+  timer_zone->set_parent(root);
+  p.timer = timer_zone->create_host("timer", 1.0);
+  p.timer->set_core_count(1 << 24);
+  p.timer->seal();
+  timer_zone->seal();
+
+  const NodeFabric fabric = build_gpus(c, root, p);
+  if (c.is_torus())
+    build_torus(c, root, fabric, p);
+  else if (c.is_dragonfly())
+    build_dragonfly(c, degraded, root, fabric, p);
+  else
+    build_switched(c, degraded, root, fabric, p);
   root->seal();
   return p;
 }

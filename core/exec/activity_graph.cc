@@ -471,6 +471,264 @@ void add_schedule(ActivityGraph& g, const CollectiveSchedule& s, int32_t begin, 
     if (!has_successor[i]) g.edge(first + static_cast<int32_t>(i), tail);
 }
 
+namespace {
+
+// Lowering a Job: one object per call, holding what every op instance looks up. Lookups by rank,
+// group, program and event are vectors: lowering touches them once per op instance (millions),
+// where maps cost a tree walk each.
+class Lowering {
+ public:
+  Lowering(const Job& job, const Cluster& cluster, int iterations, CollectiveBody body,
+           const TransientSlowdowns* transient, bool track_waits, const DegradedNics* degraded,
+           bool alone_collectives)
+      : job_(job),
+        cluster_(cluster),
+        body_(body),
+        transient_(transient),
+        degraded_(degraded),
+        compute_ops_(job.programs.size(), 0),
+        simulated_(static_cast<size_t>(job.world_size), 0),
+        expected_members_(job.groups.size(), -1),
+        stream_tail_(job.programs.size()),
+        coll_seq_(job.groups.size(), 0) {
+    g_.iterations = iterations;
+    g_.tracks_waits = track_waits;
+    alone_ = alone_collectives && body != CollectiveBody::kClosedForm
+                 ? alone_groups(job, cluster, memo_, fidelity_of(body))
+                 : std::vector<char>(job.groups.size(), 0);
+    g_.one_compute_stream = one_compute_stream(job);
+    for (const auto& p : job.programs)
+      if (p.rank >= 0 && p.rank < job.world_size) simulated_[static_cast<size_t>(p.rank)] = 1;
+    for (size_t k = 0; k < job.programs.size(); ++k)
+      stream_tail_[k].assign(job.programs[k].streams.size(), -1);
+    // Every op instance, and about two nodes each (compute: a join and the kernel): reserved, so
+    // that millions of nodes are not copied as the vectors grow (untouched capacity costs no
+    // page).
+    double instances = 0;
+    for (const auto& p : job.programs)
+      for (const auto& stream : p.streams) instances += static_cast<double>(stream.ops.size());
+    instances *= iterations;
+    g_.ops.reserve(static_cast<size_t>(instances));
+    g_.nodes.reserve(static_cast<size_t>(2 * instances));
+  }
+
+  ActivityGraph run() && {
+    for (int it = 0; it < g_.iterations; ++it) lower_iteration(it);
+    charge_overlap_contention(g_, job_, cluster_);
+    return std::move(g_);
+  }
+
+ private:
+  // An op instance whose stream order and event waits pass 2 connects.
+  struct Pending {
+    size_t instance;
+    size_t program;
+    StreamId stream;
+    size_t op_index;
+  };
+  // What one iteration matches: collectives by group, then by their position in each member's
+  // order on that group; sends and receives by (src, dst, tag, seq).
+  struct Iteration {
+    std::vector<std::vector<Shared>> collectives;
+    std::unordered_map<std::tuple<Rank, Rank, int, int>, Shared, TupleHash> p2p;
+    std::vector<Pending> pending;
+    std::vector<std::vector<int32_t>> event_end;  // by program, event
+  };
+
+  // Whether every program runs its compute on one stream.
+  static bool one_compute_stream(const Job& job) {
+    for (const auto& p : job.programs) {
+      int compute_stream = -1;
+      for (size_t s = 0; s < p.streams.size(); ++s)
+        for (const Op& op : p.streams[s].ops)
+          if (std::holds_alternative<ComputeOp>(op.body) ||
+              std::holds_alternative<SegmentOp>(op.body)) {
+            if (compute_stream >= 0 && compute_stream != static_cast<int>(s)) return false;
+            compute_stream = static_cast<int>(s);
+            break;
+          }
+    }
+    return true;
+  }
+
+  bool is_simulated(Rank r) const {
+    return r >= 0 && r < job_.world_size && simulated_[static_cast<size_t>(r)] != 0;
+  }
+
+  void lower_iteration(int it) {
+    Iteration iter;
+    iter.collectives.resize(job_.groups.size());
+    iter.event_end.resize(job_.programs.size());
+    // Pass 1: nodes for every op instance; remember where events are recorded.
+    for (size_t k = 0; k < job_.programs.size(); ++k) {
+      const Program& p = job_.programs[k];
+      iter.event_end[k].assign(static_cast<size_t>(std::max(p.num_events, 0)), -1);
+      for (GroupId t : touched_) coll_seq_[static_cast<size_t>(t)] = 0;
+      touched_.clear();
+      std::unordered_map<std::tuple<Rank, int, bool>, int, TupleHash> p2p_seq;
+      for (size_t s = 0; s < p.streams.size(); ++s) {
+        const auto& ops = p.streams[s].ops;
+        for (size_t i = 0; i < ops.size(); ++i) {
+          const Op& op = ops[i];
+          OpInstance inst{p.rank, static_cast<StreamId>(s), it, static_cast<uint32_t>(i), -1, -1};
+          if (const auto* c = std::get_if<ComputeOp>(&op.body)) {
+            Seconds duration = compute_time(*c, cluster_.gpu) / cluster_.speed_scale(p.rank);
+            if (transient_) duration = duration * transient_->factor(p.rank, it, compute_ops_[k]++);
+            inst.begin = g_.add(join());
+            inst.end = g_.add(GraphNode::compute(p.rank, duration));
+            g_.edge(inst.begin, inst.end);
+          } else if (std::holds_alternative<MemoryOp>(op.body)) {
+            inst.begin = inst.end = g_.add(join());
+          } else if (const auto* seg = std::get_if<SegmentOp>(&op.body)) {
+            const auto& times = segment_times(g_, *seg, p.rank, job_, cluster_, memo_);
+            inst.begin = inst.end = g_.add(GraphNode::compute(p.rank, Seconds(times.total)));
+          } else if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
+            const Shared& found = arrive_at_collective(iter, *c, p, s, i);
+            inst.begin = found.begin;
+            inst.end = found.end;
+          } else {
+            const Shared& found = arrive_at_transfer(iter, op, p, s, i, p2p_seq);
+            inst.begin = found.begin;
+            inst.end = found.end;
+          }
+          if (op.record) {
+            auto& recorded = iter.event_end[k];
+            const auto e = static_cast<size_t>(*op.record);
+            if (e >= recorded.size()) recorded.resize(e + 1, -1);
+            recorded[e] = inst.end;
+          }
+          iter.pending.push_back(Pending{g_.ops.size(), k, static_cast<StreamId>(s), i});
+          g_.ops.push_back(inst);
+        }
+      }
+    }
+    check_every_member_arrived(iter);
+    connect(iter);
+  }
+
+  // This program's arrival at the seq-th collective on its group: the collective's nodes, made
+  // by its first member to arrive.
+  const Shared& arrive_at_collective(Iteration& iter, const CollectiveOp& c, const Program& p,
+                                     size_t s, size_t i) {
+    const Group& group = job_.group(c.group);
+    const auto gi = static_cast<size_t>(c.group);
+    if (coll_seq_[gi] == 0) touched_.push_back(c.group);
+    const auto seq = static_cast<size_t>(coll_seq_[gi]++);
+    auto& shared = iter.collectives[gi];
+    if (seq == shared.size()) {
+      if (expected_members_[gi] < 0) {
+        expected_members_[gi] = 0;
+        for (Rank r : group.ranks) expected_members_[gi] += is_simulated(r) ? 1 : 0;
+      }
+      Shared sh;
+      sh.begin = g_.add(join());
+      sh.end = g_.add(join());
+      sh.expected = expected_members_[gi];
+      sh.first = &p;
+      sh.stream = static_cast<StreamId>(s);
+      sh.op_index = i;
+      const double slowest = degraded_ ? degraded_->slowest(group.ranks) : 1;
+      collective_body(g_, c, group, slowest < 1 ? degraded_->at(slowest) : cluster_, body_,
+                      sh.begin, sh.end, memo_, alone_[gi] != 0);
+      shared.push_back(sh);
+    }
+    Shared& found = shared[seq];
+    ++found.arrived;
+    return found;
+  }
+
+  // This program's send or receive: the transfer's nodes, made by whichever side comes first.
+  const Shared& arrive_at_transfer(
+      Iteration& iter, const Op& op, const Program& p, size_t s, size_t i,
+      std::unordered_map<std::tuple<Rank, int, bool>, int, TupleHash>& p2p_seq) {
+    const bool is_send = std::holds_alternative<SendOp>(op.body);
+    const Rank peer = is_send ? std::get<SendOp>(op.body).peer : std::get<RecvOp>(op.body).peer;
+    const int tag = is_send ? std::get<SendOp>(op.body).tag : std::get<RecvOp>(op.body).tag;
+    const Bytes bytes = is_send ? std::get<SendOp>(op.body).bytes : std::get<RecvOp>(op.body).bytes;
+    const Rank src = is_send ? p.rank : peer, dst = is_send ? peer : p.rank;
+    const int seq = p2p_seq[{peer, tag, is_send}]++;
+    auto key = std::make_tuple(src, dst, tag, seq);
+    auto found = iter.p2p.find(key);
+    if (found == iter.p2p.end()) {
+      Shared sh;
+      sh.begin = g_.add(join());
+      sh.expected = is_simulated(peer) ? 2 : 1;
+      sh.first = &p;
+      sh.stream = static_cast<StreamId>(s);
+      sh.op_index = i;
+      const Endpoint from = Endpoint::gpu(src), to = Endpoint::gpu(dst);
+      const double slowest = degraded_ ? degraded_->slowest({src, dst}) : 1;
+      if (body_ == CollectiveBody::kClosedForm)
+        sh.end = g_.add(GraphNode::delay(
+            point_to_point_time(bytes, from, to, slowest < 1 ? degraded_->at(slowest) : cluster_)));
+      else
+        sh.end = g_.add(GraphNode::flow(from, to, bytes));
+      g_.edge(sh.begin, sh.end);
+      found = iter.p2p.emplace(key, sh).first;
+    }
+    ++found->second.arrived;
+    return found->second;
+  }
+
+  static void check_every_member_arrived(const Iteration& iter) {
+    for (const auto& shared : iter.collectives)
+      for (const Shared& sh : shared)
+        if (sh.arrived != sh.expected)
+          throw RuntimeError("the program cannot finish: a collective is reached by " +
+                             std::to_string(sh.arrived) + " of its " + std::to_string(sh.expected) +
+                             " simulated members (first: " + sh.first_op() + ")");
+    for (const auto& [key, sh] : iter.p2p)
+      if (sh.arrived != sh.expected)
+        throw RuntimeError("the program cannot finish: " + sh.first_op() +
+                           " has no matching send or receive");
+  }
+
+  // Pass 2: stream order and event waits.
+  void connect(const Iteration& iter) {
+    for (const auto& pd : iter.pending) {
+      const OpInstance& inst = g_.ops[pd.instance];
+      const Program& program = job_.programs[pd.program];
+      const Op& op = program.streams[static_cast<size_t>(pd.stream)].ops[pd.op_index];
+      const int32_t entry = inst.begin;
+      const bool tracked = g_.tracks_waits && std::holds_alternative<CollectiveOp>(op.body);
+      const auto instance = static_cast<uint32_t>(pd.instance);
+      int32_t& tail = stream_tail_[pd.program][static_cast<size_t>(pd.stream)];
+      if (tail >= 0) {
+        g_.edge(tail, entry);
+        if (tracked) g_.member_predecessors.emplace_back(instance, tail);
+      }
+      tail = inst.end;
+      const auto& recorded = iter.event_end[pd.program];
+      for (EventId e : op.waits) {
+        const auto ei = static_cast<size_t>(e);
+        if (e < 0 || ei >= recorded.size() || recorded[ei] < 0)
+          throw RuntimeError(
+              "the program cannot finish: " + op_name(program, pd.stream, pd.op_index) +
+              " waits for event " + std::to_string(e) + ", which no op records");
+        g_.edge(recorded[ei], entry);
+        if (tracked) g_.member_predecessors.emplace_back(instance, recorded[ei]);
+      }
+    }
+  }
+
+  const Job& job_;
+  const Cluster& cluster_;
+  const CollectiveBody body_;
+  const TransientSlowdowns* transient_;
+  const DegradedNics* degraded_;
+  ActivityGraph g_;
+  CollectiveMemo memo_;
+  std::vector<char> alone_;                        // by group: its collectives run alone
+  std::vector<uint64_t> compute_ops_;              // by program: kernels run so far (per-op draws)
+  std::vector<char> simulated_;                    // by rank
+  std::vector<int> expected_members_;              // by group: simulated members, -1 until counted
+  std::vector<std::vector<int32_t>> stream_tail_;  // by program, stream: the last op's end node
+  std::vector<int> coll_seq_;                      // by group, within one program
+  std::vector<GroupId> touched_;                   // the groups whose coll_seq_ to reset
+};
+
+}  // namespace
+
 ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, CollectiveBody body,
                     const TransientSlowdowns* transient, bool track_waits,
                     const DegradedNics* degraded, bool alone_collectives) {
@@ -479,194 +737,9 @@ ActivityGraph lower(const Job& job, const Cluster& cluster, int iterations, Coll
   if (job.has_segments() && !segments_lower_as_one(job, body, transient, track_waits, degraded))
     return lower(expand_segments(job), cluster, iterations, body, transient, track_waits, degraded,
                  alone_collectives);
-  // Compute kernels each program's rank has run so far, over the whole run (per-op random draws).
-  std::vector<uint64_t> compute_ops(job.programs.size(), 0);
-  ActivityGraph g;
-  CollectiveMemo memo;
-  g.iterations = iterations;
-  g.tracks_waits = track_waits;
-  const std::vector<char> alone = alone_collectives && body != CollectiveBody::kClosedForm
-                                      ? alone_groups(job, cluster, memo, fidelity_of(body))
-                                      : std::vector<char>(job.groups.size(), 0);
-  for (const auto& p : job.programs) {
-    int compute_stream = -1;
-    for (size_t s = 0; s < p.streams.size(); ++s)
-      for (const Op& op : p.streams[s].ops)
-        if (std::holds_alternative<ComputeOp>(op.body) ||
-            std::holds_alternative<SegmentOp>(op.body)) {
-          if (compute_stream >= 0 && compute_stream != static_cast<int>(s))
-            g.one_compute_stream = false;
-          compute_stream = static_cast<int>(s);
-          break;
-        }
-  }
-  // Lookups by rank, group, program and event are vectors: lowering touches them once per op
-  // instance (millions), where maps cost a tree walk each.
-  std::vector<char> simulated(static_cast<size_t>(job.world_size), 0);
-  for (const auto& p : job.programs)
-    if (p.rank >= 0 && p.rank < job.world_size) simulated[static_cast<size_t>(p.rank)] = 1;
-  auto is_simulated = [&](Rank r) {
-    return r >= 0 && r < job.world_size && simulated[static_cast<size_t>(r)] != 0;
-  };
-  std::vector<int> expected_members(job.groups.size(), -1);  // simulated members, by group
-  // The end node of the last op of each program's streams, carried across iterations.
-  std::vector<std::vector<int32_t>> stream_tail(job.programs.size());
-  for (size_t k = 0; k < job.programs.size(); ++k)
-    stream_tail[k].assign(job.programs[k].streams.size(), -1);
-  // Every op instance, and about two nodes each (compute: a join and the kernel): reserved, so
-  // that millions of nodes are not copied as the vectors grow (untouched capacity costs no page).
-  double instances = 0;
-  for (const auto& p : job.programs)
-    for (const auto& stream : p.streams) instances += static_cast<double>(stream.ops.size());
-  instances *= iterations;
-  g.ops.reserve(static_cast<size_t>(instances));
-  g.nodes.reserve(static_cast<size_t>(2 * instances));
-  std::vector<int> coll_seq(job.groups.size(), 0);  // by group, within one program
-  std::vector<GroupId> touched;                     // the groups whose coll_seq to reset
-
-  for (int it = 0; it < iterations; ++it) {
-    // By group, then by the collective's position in each member's order on that group.
-    std::vector<std::vector<Shared>> collectives(job.groups.size());
-    std::unordered_map<std::tuple<Rank, Rank, int, int>, Shared, TupleHash> p2p;  // (src, dst,
-                                                                                  // tag, seq)
-    // Pass 1: nodes for every op instance; remember where events are recorded.
-    struct Pending {
-      size_t instance;
-      size_t program;
-      StreamId stream;
-      size_t op_index;
-    };
-    std::vector<Pending> pending;
-    std::vector<std::vector<int32_t>> event_end(job.programs.size());  // by program, event
-    for (size_t k = 0; k < job.programs.size(); ++k) {
-      const Program& p = job.programs[k];
-      event_end[k].assign(static_cast<size_t>(std::max(p.num_events, 0)), -1);
-      for (GroupId t : touched) coll_seq[static_cast<size_t>(t)] = 0;
-      touched.clear();
-      std::unordered_map<std::tuple<Rank, int, bool>, int, TupleHash> p2p_seq;
-      for (size_t s = 0; s < p.streams.size(); ++s) {
-        const auto& ops = p.streams[s].ops;
-        for (size_t i = 0; i < ops.size(); ++i) {
-          const Op& op = ops[i];
-          OpInstance inst{p.rank, static_cast<StreamId>(s), it, static_cast<uint32_t>(i), -1, -1};
-          if (const auto* c = std::get_if<ComputeOp>(&op.body)) {
-            Seconds duration = compute_time(*c, cluster.gpu) / cluster.speed_scale(p.rank);
-            if (transient) duration = duration * transient->factor(p.rank, it, compute_ops[k]++);
-            inst.begin = g.add(join());
-            inst.end = g.add(GraphNode::compute(p.rank, duration));
-            g.edge(inst.begin, inst.end);
-          } else if (std::holds_alternative<MemoryOp>(op.body)) {
-            inst.begin = inst.end = g.add(join());
-          } else if (const auto* seg = std::get_if<SegmentOp>(&op.body)) {
-            const auto& times = segment_times(g, *seg, p.rank, job, cluster, memo);
-            inst.begin = inst.end = g.add(GraphNode::compute(p.rank, Seconds(times.total)));
-          } else if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
-            const Group& group = job.group(c->group);
-            const auto gi = static_cast<size_t>(c->group);
-            if (coll_seq[gi] == 0) touched.push_back(c->group);
-            const auto seq = static_cast<size_t>(coll_seq[gi]++);
-            auto& shared = collectives[gi];
-            if (seq == shared.size()) {
-              if (expected_members[gi] < 0) {
-                expected_members[gi] = 0;
-                for (Rank r : group.ranks) expected_members[gi] += is_simulated(r) ? 1 : 0;
-              }
-              Shared sh;
-              sh.begin = g.add(join());
-              sh.end = g.add(join());
-              sh.expected = expected_members[gi];
-              sh.first = &p;
-              sh.stream = static_cast<StreamId>(s);
-              sh.op_index = i;
-              const double slowest = degraded ? degraded->slowest(group.ranks) : 1;
-              collective_body(g, *c, group, slowest < 1 ? degraded->at(slowest) : cluster, body,
-                              sh.begin, sh.end, memo, alone[gi] != 0);
-              shared.push_back(sh);
-            }
-            Shared& found = shared[seq];
-            ++found.arrived;
-            inst.begin = found.begin;
-            inst.end = found.end;
-          } else {
-            const bool is_send = std::holds_alternative<SendOp>(op.body);
-            const Rank peer =
-                is_send ? std::get<SendOp>(op.body).peer : std::get<RecvOp>(op.body).peer;
-            const int tag = is_send ? std::get<SendOp>(op.body).tag : std::get<RecvOp>(op.body).tag;
-            const Bytes bytes =
-                is_send ? std::get<SendOp>(op.body).bytes : std::get<RecvOp>(op.body).bytes;
-            const Rank src = is_send ? p.rank : peer, dst = is_send ? peer : p.rank;
-            const int seq = p2p_seq[{peer, tag, is_send}]++;
-            auto key = std::make_tuple(src, dst, tag, seq);
-            auto found = p2p.find(key);
-            if (found == p2p.end()) {
-              Shared sh;
-              sh.begin = g.add(join());
-              sh.expected = is_simulated(peer) ? 2 : 1;
-              sh.first = &p;
-              sh.stream = static_cast<StreamId>(s);
-              sh.op_index = i;
-              const Endpoint from = Endpoint::gpu(src), to = Endpoint::gpu(dst);
-              const double slowest = degraded ? degraded->slowest({src, dst}) : 1;
-              if (body == CollectiveBody::kClosedForm)
-                sh.end = g.add(GraphNode::delay(point_to_point_time(
-                    bytes, from, to, slowest < 1 ? degraded->at(slowest) : cluster)));
-              else
-                sh.end = g.add(GraphNode::flow(from, to, bytes));
-              g.edge(sh.begin, sh.end);
-              found = p2p.emplace(key, sh).first;
-            }
-            ++found->second.arrived;
-            inst.begin = found->second.begin;
-            inst.end = found->second.end;
-          }
-          if (op.record) {
-            const auto e = static_cast<size_t>(*op.record);
-            if (e >= event_end[k].size()) event_end[k].resize(e + 1, -1);
-            event_end[k][e] = inst.end;
-          }
-          pending.push_back(Pending{g.ops.size(), k, static_cast<StreamId>(s), i});
-          g.ops.push_back(inst);
-        }
-      }
-    }
-    for (const auto& shared : collectives)
-      for (const Shared& sh : shared)
-        if (sh.arrived != sh.expected)
-          throw RuntimeError("the program cannot finish: a collective is reached by " +
-                             std::to_string(sh.arrived) + " of its " + std::to_string(sh.expected) +
-                             " simulated members (first: " + sh.first_op() + ")");
-    for (const auto& [key, sh] : p2p)
-      if (sh.arrived != sh.expected)
-        throw RuntimeError("the program cannot finish: " + sh.first_op() +
-                           " has no matching send or receive");
-    // Pass 2: stream order and event waits.
-    for (const auto& pd : pending) {
-      const OpInstance& inst = g.ops[pd.instance];
-      const Program& program = job.programs[pd.program];
-      const Op& op = program.streams[static_cast<size_t>(pd.stream)].ops[pd.op_index];
-      const int32_t entry = inst.begin;
-      const bool tracked = track_waits && std::holds_alternative<CollectiveOp>(op.body);
-      const auto instance = static_cast<uint32_t>(pd.instance);
-      int32_t& tail = stream_tail[pd.program][static_cast<size_t>(pd.stream)];
-      if (tail >= 0) {
-        g.edge(tail, entry);
-        if (tracked) g.member_predecessors.emplace_back(instance, tail);
-      }
-      tail = inst.end;
-      const auto& recorded = event_end[pd.program];
-      for (EventId e : op.waits) {
-        const auto ei = static_cast<size_t>(e);
-        if (e < 0 || ei >= recorded.size() || recorded[ei] < 0)
-          throw RuntimeError(
-              "the program cannot finish: " + op_name(program, pd.stream, pd.op_index) +
-              " waits for event " + std::to_string(e) + ", which no op records");
-        g.edge(recorded[ei], entry);
-        if (tracked) g.member_predecessors.emplace_back(instance, recorded[ei]);
-      }
-    }
-  }
-  charge_overlap_contention(g, job, cluster);
-  return g;
+  return Lowering(job, cluster, iterations, body, transient, track_waits, degraded,
+                  alone_collectives)
+      .run();
 }
 
 TransientSlowdowns transient_slowdowns(const Job& job, const Cluster& cluster,
