@@ -113,6 +113,136 @@ ClusterConfig parameter_server_cluster(const Scenario& sc) {
   return c;
 }
 
+// What every worker and server of one exchange shares.
+struct Exchange {
+  const ParameterServerPlacement& pl;
+  int W, S;                // workers, servers
+  Bytes push, pull;        // per shard
+  double gradient_bytes;   // per worker, all shards
+  double parameter_bytes;  // per worker, all shards
+  DType grad_dtype;
+  std::map<Rank, int> colocated;  // worker rank -> server index
+  double shard_fraction() const { return 1.0 / S; }
+  double shard_gradient_bytes() const { return gradient_bytes / S; }
+};
+
+// Worker w: push each shard, then pull each; the events its all-reduce recorded now end with
+// the exchange.
+void push_and_pull(Program& p, WorkerShare& share, int w, const Exchange& x) {
+  const StreamId grad = static_cast<StreamId>(find_stream(p, "grad_comm"));
+  const auto own = x.colocated.find(p.rank);
+  // The exchange starts when backward has produced the gradients: what the all-reduce waited
+  // for, or the end of the compute stream.
+  if (share.ready.empty()) {
+    const int compute = find_stream(p, "compute");
+    auto& ops = p.streams[static_cast<size_t>(compute)].ops;
+    if (!ops.empty()) {
+      if (!ops.back().record) ops.back().record = p.new_event();
+      share.ready.push_back(*ops.back().record);
+    }
+  }
+  bool first = true;
+  for (int k = 0; k < x.S; ++k) {
+    const int j = server_in_round(w, k, x.S);
+    if (own != x.colocated.end() && own->second == j) continue;  // the local shard stays
+    Op& op = p.append(
+        grad, SendOp{x.pl.servers[static_cast<size_t>(j)], x.push, kParameterPushTag},
+        Label{"ps.push_gradient_shard." + std::to_string(j), -1, -1, Phase::kGradientSync});
+    if (first) op.waits = share.ready;
+    first = false;
+  }
+  for (int k = 0; k < x.S; ++k) {
+    const int j = server_in_round(w, k, x.S);
+    if (own != x.colocated.end() && own->second == j) continue;
+    p.append(grad, RecvOp{x.pl.servers[static_cast<size_t>(j)], x.pull, kParameterPullTag},
+             Label{"ps.pull_parameter_shard." + std::to_string(j), -1, -1, Phase::kGradientSync});
+  }
+  // The events the gradient stream recorded now end with the exchange (a worker that is the
+  // only one and holds every shard exchanges nothing: they end with its backward).
+  for (EventId e : share.reduced) {
+    Op& mark = p.append(grad, MemoryOp{MemoryCategory::kBuffers, Bytes(0)},
+                        Label{"ps.exchange_done", -1, -1, Phase::kGradientSync});
+    if (first) mark.waits = share.ready;
+    first = false;
+    mark.record = e;
+  }
+}
+
+// Server j: receive the pushes in (round, worker) order, sum them, update, send the pulls.
+void serve_shard(Job& job, const std::vector<WorkerShare>& shares, int j, const Exchange& x) {
+  const Rank rank = x.pl.servers[static_cast<size_t>(j)];
+  Program* p = nullptr;
+  if (x.pl.dedicated) {
+    job.programs.push_back(Program{});
+    p = &job.programs.back();
+    p->rank = rank;
+  } else {
+    p = &job.programs[static_cast<size_t>(rank)];
+  }
+  const StreamId in = p->add_stream(kServerPushStream);
+  const StreamId update = p->add_stream(kServerUpdateStream);
+  const StreamId out = p->add_stream(kServerPullStream);
+  std::vector<int> order;  // workers in (round, worker) order
+  for (int k = 0; k < x.S; ++k)
+    for (int w = 0; w < x.W; ++w)
+      if (server_in_round(w, k, x.S) == j && (x.pl.dedicated || w != rank)) order.push_back(w);
+  // State this server holds: its share of the weights, the summed gradients and the
+  // optimizer's states (moved from the workers).
+  p->append(update, MemoryOp{MemoryCategory::kWeights, Bytes(x.parameter_bytes / x.S)},
+            Label{"ps.parameter_shard", -1, -1, Phase::kOther});
+  p->append(update, MemoryOp{MemoryCategory::kGradients, Bytes(x.shard_gradient_bytes())},
+            Label{"ps.gradient_sum_shard", -1, -1, Phase::kOther});
+  for (const Op& m : shares.front().optimizer_memory)
+    p->append(update,
+              MemoryOp{MemoryCategory::kOptimizer,
+                       Bytes(std::get<MemoryOp>(m.body).bytes.value() * x.shard_fraction())},
+              Label{"ps.optimizer_state_shard", -1, -1, Phase::kOther});
+  for (int w : order)
+    p->append(
+        in, RecvOp{w, x.push, kParameterPushTag},
+        Label{"ps.receive_gradient_shard.from." + std::to_string(w), -1, -1, Phase::kGradientSync});
+  std::vector<EventId> pushed;
+  if (!p->streams[static_cast<size_t>(in)].ops.empty()) {
+    Op& last = p->streams[static_cast<size_t>(in)].ops.back();
+    last.record = p->new_event();
+    pushed.push_back(*last.record);
+  }
+  // A colocated server's own worker contributes its shard once its backward is done.
+  if (!x.pl.dedicated) {
+    const auto& ready = shares[static_cast<size_t>(rank)].ready;
+    pushed.insert(pushed.end(), ready.begin(), ready.end());
+  }
+  // Summing W shards: read each, write the sum (one add per element per push).
+  Op& sum = p->append(update,
+                      ComputeOp{KernelKind::kElementwise,
+                                Flops((x.W - 1) * x.shard_gradient_bytes() /
+                                      gradient_bytes_per_parameter(x.grad_dtype)),
+                                Bytes((x.W + 1) * x.shard_gradient_bytes()), x.grad_dtype},
+                      Label{"ps.sum_gradient_shards", -1, -1, Phase::kOptimizer});
+  sum.waits = pushed;
+  // The optimizer the workers ran, over this server's share of the parameters. Its
+  // collectives (a gradient norm or loss-scale flag over the replicas) have one member here.
+  for (const Op& op : shares.front().optimizer) {
+    const auto* c = std::get_if<ComputeOp>(&op.body);
+    if (!c) continue;
+    ComputeOp scaled = *c;
+    scaled.flops = Flops(c->flops.value() * x.shard_fraction());
+    scaled.bytes = Bytes(c->bytes.value() * x.shard_fraction());
+    p->append(update, scaled, Label{"ps." + op.label.name, -1, -1, Phase::kOptimizer});
+  }
+  Op& updated = p->streams[static_cast<size_t>(update)].ops.back();
+  updated.record = p->new_event();
+  const EventId done = *updated.record;
+  bool first = true;
+  for (int w : order) {
+    Op& send = p->append(
+        out, SendOp{w, x.pull, kParameterPullTag},
+        Label{"ps.send_parameter_shard.to." + std::to_string(w), -1, -1, Phase::kGradientSync});
+    if (first) send.waits.push_back(done);
+    first = false;
+  }
+}
+
 Job parameter_server_job(Job job, const Scenario& sc) {
   const ParameterServerPlacement pl = parameter_server_placement(sc);
   const int W = pl.workers, S = static_cast<int>(pl.servers.size());
@@ -127,130 +257,24 @@ Job parameter_server_job(Job job, const Scenario& sc) {
   // Pulled parameters: one per pushed gradient, in the training precision's weight width.
   const double params = gradient_bytes / gradient_bytes_per_parameter(sc.training.grad_dtype);
   const double parameter_bytes = params * weight_bytes_per_parameter(sc.training.precision);
-  const Bytes push{gradient_bytes / S}, pull{parameter_bytes / S};
-  std::map<Rank, int> colocated;  // worker rank -> server index
+  Exchange x{pl,
+             W,
+             S,
+             Bytes(gradient_bytes / S),
+             Bytes(parameter_bytes / S),
+             gradient_bytes,
+             parameter_bytes,
+             sc.training.grad_dtype,
+             {}};
   if (!pl.dedicated)
-    for (int j = 0; j < S; ++j) colocated[pl.servers[static_cast<size_t>(j)]] = j;
+    for (int j = 0; j < S; ++j) x.colocated[pl.servers[static_cast<size_t>(j)]] = j;
 
   // Workers: push each shard, then pull each; the next step's kernels wait for the last pull.
-  for (int w = 0; w < W; ++w) {
-    Program& p = job.programs[static_cast<size_t>(w)];
-    WorkerShare& share = shares[static_cast<size_t>(w)];
-    const StreamId grad = static_cast<StreamId>(find_stream(p, "grad_comm"));
-    const auto own = colocated.find(p.rank);
-    // The exchange starts when backward has produced the gradients: what the all-reduce waited
-    // for, or the end of the compute stream.
-    if (share.ready.empty()) {
-      const int compute = find_stream(p, "compute");
-      auto& ops = p.streams[static_cast<size_t>(compute)].ops;
-      if (!ops.empty()) {
-        if (!ops.back().record) ops.back().record = p.new_event();
-        share.ready.push_back(*ops.back().record);
-      }
-    }
-    bool first = true;
-    for (int k = 0; k < S; ++k) {
-      const int j = server_in_round(w, k, S);
-      if (own != colocated.end() && own->second == j) continue;  // the local shard stays
-      Op& op = p.append(
-          grad, SendOp{pl.servers[static_cast<size_t>(j)], push, kParameterPushTag},
-          Label{"ps.push_gradient_shard." + std::to_string(j), -1, -1, Phase::kGradientSync});
-      if (first) op.waits = share.ready;
-      first = false;
-    }
-    for (int k = 0; k < S; ++k) {
-      const int j = server_in_round(w, k, S);
-      if (own != colocated.end() && own->second == j) continue;
-      p.append(grad, RecvOp{pl.servers[static_cast<size_t>(j)], pull, kParameterPullTag},
-               Label{"ps.pull_parameter_shard." + std::to_string(j), -1, -1, Phase::kGradientSync});
-    }
-    // The events the gradient stream recorded now end with the exchange (a worker that is the
-    // only one and holds every shard exchanges nothing: they end with its backward).
-    for (EventId e : share.reduced) {
-      Op& mark = p.append(grad, MemoryOp{MemoryCategory::kBuffers, Bytes(0)},
-                          Label{"ps.exchange_done", -1, -1, Phase::kGradientSync});
-      if (first) mark.waits = share.ready;
-      first = false;
-      mark.record = e;
-    }
-  }
+  for (int w = 0; w < W; ++w)
+    push_and_pull(job.programs[static_cast<size_t>(w)], shares[static_cast<size_t>(w)], w, x);
 
   // Servers: receive the pushes in (round, worker) order, sum them, update, send the pulls.
-  const double shard_fraction = 1.0 / S;
-  const double shard_gradient_bytes = gradient_bytes / S;
-  for (int j = 0; j < S; ++j) {
-    const Rank rank = pl.servers[static_cast<size_t>(j)];
-    Program* p = nullptr;
-    if (pl.dedicated) {
-      job.programs.push_back(Program{});
-      p = &job.programs.back();
-      p->rank = rank;
-    } else {
-      p = &job.programs[static_cast<size_t>(rank)];
-    }
-    const StreamId in = p->add_stream(kServerPushStream);
-    const StreamId update = p->add_stream(kServerUpdateStream);
-    const StreamId out = p->add_stream(kServerPullStream);
-    std::vector<int> order;  // workers in (round, worker) order
-    for (int k = 0; k < S; ++k)
-      for (int w = 0; w < W; ++w)
-        if (server_in_round(w, k, S) == j && (pl.dedicated || w != rank)) order.push_back(w);
-    // State this server holds: its share of the weights, the summed gradients and the
-    // optimizer's states (moved from the workers).
-    p->append(update, MemoryOp{MemoryCategory::kWeights, Bytes(parameter_bytes / S)},
-              Label{"ps.parameter_shard", -1, -1, Phase::kOther});
-    p->append(update, MemoryOp{MemoryCategory::kGradients, Bytes(shard_gradient_bytes)},
-              Label{"ps.gradient_sum_shard", -1, -1, Phase::kOther});
-    for (const Op& m : shares.front().optimizer_memory)
-      p->append(update,
-                MemoryOp{MemoryCategory::kOptimizer,
-                         Bytes(std::get<MemoryOp>(m.body).bytes.value() * shard_fraction)},
-                Label{"ps.optimizer_state_shard", -1, -1, Phase::kOther});
-    for (int w : order)
-      p->append(in, RecvOp{w, push, kParameterPushTag},
-                Label{"ps.receive_gradient_shard.from." + std::to_string(w), -1, -1,
-                      Phase::kGradientSync});
-    std::vector<EventId> pushed;
-    if (!p->streams[static_cast<size_t>(in)].ops.empty()) {
-      Op& last = p->streams[static_cast<size_t>(in)].ops.back();
-      last.record = p->new_event();
-      pushed.push_back(*last.record);
-    }
-    // A colocated server's own worker contributes its shard once its backward is done.
-    if (!pl.dedicated) {
-      const auto& ready = shares[static_cast<size_t>(rank)].ready;
-      pushed.insert(pushed.end(), ready.begin(), ready.end());
-    }
-    // Summing W shards: read each, write the sum (one add per element per push).
-    Op& sum = p->append(update,
-                        ComputeOp{KernelKind::kElementwise,
-                                  Flops((W - 1) * shard_gradient_bytes /
-                                        gradient_bytes_per_parameter(sc.training.grad_dtype)),
-                                  Bytes((W + 1) * shard_gradient_bytes), sc.training.grad_dtype},
-                        Label{"ps.sum_gradient_shards", -1, -1, Phase::kOptimizer});
-    sum.waits = pushed;
-    // The optimizer the workers ran, over this server's share of the parameters. Its
-    // collectives (a gradient norm or loss-scale flag over the replicas) have one member here.
-    for (const Op& op : shares.front().optimizer) {
-      const auto* c = std::get_if<ComputeOp>(&op.body);
-      if (!c) continue;
-      ComputeOp scaled = *c;
-      scaled.flops = Flops(c->flops.value() * shard_fraction);
-      scaled.bytes = Bytes(c->bytes.value() * shard_fraction);
-      p->append(update, scaled, Label{"ps." + op.label.name, -1, -1, Phase::kOptimizer});
-    }
-    Op& updated = p->streams[static_cast<size_t>(update)].ops.back();
-    updated.record = p->new_event();
-    const EventId done = *updated.record;
-    bool first = true;
-    for (int w : order) {
-      Op& send = p->append(
-          out, SendOp{w, pull, kParameterPullTag},
-          Label{"ps.send_parameter_shard.to." + std::to_string(w), -1, -1, Phase::kGradientSync});
-      if (first) send.waits.push_back(done);
-      first = false;
-    }
-  }
+  for (int j = 0; j < S; ++j) serve_shard(job, shares, j, x);
 
   // The next step's kernels wait for the last pulled shard.
   for (int w = 0; w < W; ++w) {

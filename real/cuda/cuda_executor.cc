@@ -105,6 +105,9 @@ class CudaExecutor final : public Executor {
   void create_comms(const Job& job);
   void run_step(int iteration, bool timed);
   void enqueue(size_t s, size_t i, int iteration, bool timed);
+  void enqueue_collective(const CollectiveOp& c, size_t s, size_t flat, const std::string& name,
+                          cudaStream_t st);
+  void enqueue_memory(const MemoryOp& m, const std::string& name, cudaStream_t st);
   void wait_one(const InFlight& f);
   void retire_oldest();
   void drain();
@@ -425,6 +428,117 @@ void CudaExecutor::run_step(int iteration, bool timed) {
   // them (core/exec/activity_graph.h).
 }
 
+// A collective on its group's communicator; records the bytes the NCCL call carries.
+void CudaExecutor::enqueue_collective(const CollectiveOp& c, size_t s, size_t flat,
+                                      const std::string& name, cudaStream_t st) {
+  const auto found = group_comms_.find({c.group, s});
+  ncclComm_t comm = found == group_comms_.end() ? nullptr : found->second;
+  if (comm == nullptr)
+    throw RuntimeError(site_.who + ", op " + name + ": this rank is not a member of group " +
+                       std::to_string(c.group) + " that the collective runs on");
+  const Group& group = *groups_.at(c.group);
+  const auto n = static_cast<double>(group.ranks.size());
+  const double elem = bytes_per_element(c.dtype);
+  const ncclDataType_t type = nccl_type(c.dtype);
+  auto count = [&](double bytes) {
+    return static_cast<size_t>(std::max(1.0, std::floor(bytes / elem)));
+  };
+  int root = 0;
+  const auto at = std::find(group.ranks.begin(), group.ranks.end(), c.root);
+  if (at != group.ranks.end()) root = static_cast<int>(at - group.ranks.begin());
+  const double bytes = c.bytes.value();
+  // What the NCCL call carries, in nccl-tests' terms (whole elements): the full buffer, or n
+  // parts of the gathered array.
+  const bool in_parts = c.kind == CollectiveKind::kAllGather ||
+                        c.kind == CollectiveKind::kReduceScatter ||
+                        c.kind == CollectiveKind::kAllToAll;
+  moved_[flat] =
+      c.kind == CollectiveKind::kBarrier
+          ? 0
+          : static_cast<double>(in_parts ? count(bytes / n) * group.ranks.size() : count(bytes)) *
+                elem;
+  const char* call = "";
+  switch (c.kind) {
+    case CollectiveKind::kAllReduce:
+      call = "ncclAllReduce";
+      DTSIM_CHECK(site_, name, ncclAllReduce(send_, recv_, count(bytes), type, ncclSum, comm, st));
+      break;
+    case CollectiveKind::kAllGather:  // bytes: the gathered array; each rank sends 1/n
+      call = "ncclAllGather";
+      DTSIM_CHECK(site_, name, ncclAllGather(send_, recv_, count(bytes / n), type, comm, st));
+      break;
+    case CollectiveKind::kReduceScatter:  // bytes: the full input; each rank keeps 1/n
+      call = "ncclReduceScatter";
+      DTSIM_CHECK(site_, name,
+                  ncclReduceScatter(send_, recv_, count(bytes / n), type, ncclSum, comm, st));
+      break;
+    case CollectiveKind::kBroadcast:
+      call = "ncclBroadcast";
+      DTSIM_CHECK(site_, name, ncclBroadcast(send_, recv_, count(bytes), type, root, comm, st));
+      break;
+    case CollectiveKind::kReduce:
+      call = "ncclReduce";
+      DTSIM_CHECK(site_, name,
+                  ncclReduce(send_, recv_, count(bytes), type, ncclSum, root, comm, st));
+      break;
+    case CollectiveKind::kAllToAll:
+      // The strategy's all-to-all bytes are one rank's whole buffer, a block of bytes / n per
+      // peer (core/collectives/collective_schedule.cc, pairwise exchange): NCCL's count is
+      // one block, as in nccl-tests' alltoall.
+      call = "ncclAlltoAll";
+      DTSIM_CHECK(site_, name, ncclAlltoAll(send_, recv_, count(bytes / n), type, comm, st));
+      break;
+    case CollectiveKind::kBarrier:
+      call = "ncclAllReduce (barrier)";
+      DTSIM_CHECK(site_, name, ncclAllReduce(send_, recv_, 1, ncclFloat32, ncclSum, comm, st));
+      break;
+  }
+  wait_ready(comm, site_, name, call, options_.timeout);
+}
+
+// A memory event (first step only): allocates or frees device memory so that the live bytes are
+// what the Program says, and keeps the peak.
+void CudaExecutor::enqueue_memory(const MemoryOp& m, const std::string& name, cudaStream_t st) {
+  const double bytes = m.bytes.value();
+  auto& list = live_[static_cast<size_t>(m.category)];
+  if (bytes > 0) {
+    Allocation a{nullptr, bytes};
+    DTSIM_CHECK(site_, name, cudaMallocAsync(&a.ptr, static_cast<size_t>(std::ceil(bytes)), st));
+    list.push_back(a);
+  } else if (bytes < 0) {
+    // A free names a size, not a buffer: release the latest allocation of that size in the
+    // category, or else the latest ones until the size is covered (and re-allocate the
+    // excess), which keeps the live bytes exactly what the Program says.
+    double to_free = -bytes;
+    auto exact = std::find_if(list.rbegin(), list.rend(),
+                              [&](const Allocation& a) { return a.bytes == to_free; });
+    if (exact != list.rend()) {
+      DTSIM_CHECK(site_, name, cudaFreeAsync(exact->ptr, st));
+      list.erase(std::next(exact).base());
+    } else {
+      while (to_free > 0 && !list.empty()) {
+        Allocation a = list.back();
+        list.pop_back();
+        DTSIM_CHECK(site_, name, cudaFreeAsync(a.ptr, st));
+        to_free -= a.bytes;
+      }
+      if (to_free < 0) {
+        Allocation rest{nullptr, -to_free};
+        DTSIM_CHECK(site_, name,
+                    cudaMallocAsync(&rest.ptr, static_cast<size_t>(std::ceil(-to_free)), st));
+        list.push_back(rest);
+      }
+    }
+  }
+  live_bytes_[static_cast<size_t>(m.category)] += Bytes(bytes);
+  Bytes total{0};
+  for (Bytes b : live_bytes_) total += b;
+  if (total > memory_.peak) {
+    memory_.peak = total;
+    memory_.at_peak = live_bytes_;
+  }
+}
+
 void CudaExecutor::enqueue(size_t s, size_t i, int iteration, bool timed) {
   const Program& p = *program_;
   const Op& op = p.streams[s].ops[i];
@@ -451,70 +565,7 @@ void CudaExecutor::enqueue(size_t s, size_t i, int iteration, bool timed) {
                                    w.floats, w.fmas, props_.multiProcessorCount, st));
     (void)c;
   } else if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
-    const auto found = group_comms_.find({c->group, s});
-    ncclComm_t comm = found == group_comms_.end() ? nullptr : found->second;
-    if (comm == nullptr)
-      throw RuntimeError(site_.who + ", op " + name + ": this rank is not a member of group " +
-                         std::to_string(c->group) + " that the collective runs on");
-    const Group& group = *groups_.at(c->group);
-    const auto n = static_cast<double>(group.ranks.size());
-    const double elem = bytes_per_element(c->dtype);
-    const ncclDataType_t type = nccl_type(c->dtype);
-    auto count = [&](double bytes) {
-      return static_cast<size_t>(std::max(1.0, std::floor(bytes / elem)));
-    };
-    int root = 0;
-    const auto at = std::find(group.ranks.begin(), group.ranks.end(), c->root);
-    if (at != group.ranks.end()) root = static_cast<int>(at - group.ranks.begin());
-    const double bytes = c->bytes.value();
-    // What the NCCL call carries, in nccl-tests' terms (whole elements): the full buffer, or n
-    // parts of the gathered array.
-    const bool in_parts = c->kind == CollectiveKind::kAllGather ||
-                          c->kind == CollectiveKind::kReduceScatter ||
-                          c->kind == CollectiveKind::kAllToAll;
-    moved_[flat] =
-        c->kind == CollectiveKind::kBarrier
-            ? 0
-            : static_cast<double>(in_parts ? count(bytes / n) * group.ranks.size() : count(bytes)) *
-                  elem;
-    const char* call = "";
-    switch (c->kind) {
-      case CollectiveKind::kAllReduce:
-        call = "ncclAllReduce";
-        DTSIM_CHECK(site_, name,
-                    ncclAllReduce(send_, recv_, count(bytes), type, ncclSum, comm, st));
-        break;
-      case CollectiveKind::kAllGather:  // bytes: the gathered array; each rank sends 1/n
-        call = "ncclAllGather";
-        DTSIM_CHECK(site_, name, ncclAllGather(send_, recv_, count(bytes / n), type, comm, st));
-        break;
-      case CollectiveKind::kReduceScatter:  // bytes: the full input; each rank keeps 1/n
-        call = "ncclReduceScatter";
-        DTSIM_CHECK(site_, name,
-                    ncclReduceScatter(send_, recv_, count(bytes / n), type, ncclSum, comm, st));
-        break;
-      case CollectiveKind::kBroadcast:
-        call = "ncclBroadcast";
-        DTSIM_CHECK(site_, name, ncclBroadcast(send_, recv_, count(bytes), type, root, comm, st));
-        break;
-      case CollectiveKind::kReduce:
-        call = "ncclReduce";
-        DTSIM_CHECK(site_, name,
-                    ncclReduce(send_, recv_, count(bytes), type, ncclSum, root, comm, st));
-        break;
-      case CollectiveKind::kAllToAll:
-        // The strategy's all-to-all bytes are one rank's whole buffer, a block of bytes / n per
-        // peer (core/collectives/collective_schedule.cc, pairwise exchange): NCCL's count is
-        // one block, as in nccl-tests' alltoall.
-        call = "ncclAlltoAll";
-        DTSIM_CHECK(site_, name, ncclAlltoAll(send_, recv_, count(bytes / n), type, comm, st));
-        break;
-      case CollectiveKind::kBarrier:
-        call = "ncclAllReduce (barrier)";
-        DTSIM_CHECK(site_, name, ncclAllReduce(send_, recv_, 1, ncclFloat32, ncclSum, comm, st));
-        break;
-    }
-    wait_ready(comm, site_, name, call, options_.timeout);
+    enqueue_collective(*c, s, flat, name, st);
   } else if (const auto* sd = std::get_if<SendOp>(&op.body)) {
     ncclComm_t comm = p2p_comms_.at(s);
     moved_[flat] = static_cast<double>(static_cast<size_t>(std::max(1.0, sd->bytes.value())));
@@ -534,44 +585,7 @@ void CudaExecutor::enqueue(size_t s, size_t i, int iteration, bool timed) {
     DTSIM_CHECK(site_, name, ncclGroupEnd());
     wait_ready(comm, site_, name, "ncclRecv", options_.timeout);
   } else if (const auto* m = std::get_if<MemoryOp>(&op.body); m && first_step_) {
-    const double bytes = m->bytes.value();
-    auto& list = live_[static_cast<size_t>(m->category)];
-    if (bytes > 0) {
-      Allocation a{nullptr, bytes};
-      DTSIM_CHECK(site_, name, cudaMallocAsync(&a.ptr, static_cast<size_t>(std::ceil(bytes)), st));
-      list.push_back(a);
-    } else if (bytes < 0) {
-      // A free names a size, not a buffer: release the latest allocation of that size in the
-      // category, or else the latest ones until the size is covered (and re-allocate the
-      // excess), which keeps the live bytes exactly what the Program says.
-      double to_free = -bytes;
-      auto exact = std::find_if(list.rbegin(), list.rend(),
-                                [&](const Allocation& a) { return a.bytes == to_free; });
-      if (exact != list.rend()) {
-        DTSIM_CHECK(site_, name, cudaFreeAsync(exact->ptr, st));
-        list.erase(std::next(exact).base());
-      } else {
-        while (to_free > 0 && !list.empty()) {
-          Allocation a = list.back();
-          list.pop_back();
-          DTSIM_CHECK(site_, name, cudaFreeAsync(a.ptr, st));
-          to_free -= a.bytes;
-        }
-        if (to_free < 0) {
-          Allocation rest{nullptr, -to_free};
-          DTSIM_CHECK(site_, name,
-                      cudaMallocAsync(&rest.ptr, static_cast<size_t>(std::ceil(-to_free)), st));
-          list.push_back(rest);
-        }
-      }
-    }
-    live_bytes_[static_cast<size_t>(m->category)] += Bytes(bytes);
-    Bytes total{0};
-    for (Bytes b : live_bytes_) total += b;
-    if (total > memory_.peak) {
-      memory_.peak = total;
-      memory_.at_peak = live_bytes_;
-    }
+    enqueue_memory(*m, name, st);
   }
 
   if (takes_time(op)) {
