@@ -21,7 +21,7 @@
 #include "core/base/error.h"
 #include "core/base/text.h"
 #include "core/ir/program.h"
-#include "core/scenario/engine_choices.h"
+#include "core/config/engine_choices.h"
 #include "core/scenario/schema.h"
 #include "real/launch.h"
 

@@ -8,7 +8,7 @@
 # its CMakeLists.txt, or, for an object library built from one stage's sources elsewhere, the
 # stage of its first source, unless it names its stage in the property DTSIM_STAGE. Targets of
 # no stage (tests, the umbrella dtsim_core) pass on what they link; third-party ones are ignored.
-set(DTSIM_STAGES core/base core/reliability core/hardware core/scenario core/ir core/strategy
+set(DTSIM_STAGES core/base core/reliability core/hardware core/config core/scenario core/ir core/strategy
     core/collectives core/exec core/report models sim real driver gui/plot gui/views gui/app cli)
 
 # The stage of a path relative to the repository root, or "" when none.

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "core/scenario/engine_choices.h"
+#include "core/config/engine_choices.h"
 #include "core/scenario/scenario.h"
 #include "models/model_builder.h"
 #include "models/model_spec.h"

@@ -30,6 +30,7 @@
 
 #include <string>
 
+#include "core/config/config.h"
 #include "core/exec/activity_graph.h"
 #include "core/exec/executor.h"
 

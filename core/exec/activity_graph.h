@@ -39,7 +39,6 @@
 #include "core/hardware/endpoint.h"
 #include "core/ir/program.h"
 #include "core/ir/trace.h"
-#include "core/scenario/scenario.h"
 
 namespace dtsim {
 

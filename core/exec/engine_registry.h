@@ -17,7 +17,8 @@
 #include <vector>
 
 #include "core/exec/executor.h"
-#include "core/scenario/scenario.h"
+#include "core/config/config.h"
+#include "core/config/engine_choices.h"
 
 namespace dtsim {
 

@@ -38,7 +38,7 @@
 #include "core/ir/program.h"
 #include "core/ir/trace.h"
 #include "core/reliability/timeline.h"
-#include "core/scenario/scenario.h"
+#include "core/config/config.h"
 
 namespace dtsim {
 

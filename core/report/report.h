@@ -11,7 +11,7 @@
 #include "core/ir/program.h"
 #include "core/ir/trace.h"
 #include "core/report/metrics.h"
-#include "core/scenario/scenario.h"
+#include "core/config/config.h"
 
 namespace dtsim {
 

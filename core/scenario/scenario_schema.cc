@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/config/engine_choices.h"
 #include "core/hardware/catalog.h"
 #include "core/reliability/failures.h"
 #include "core/reliability/timeline.h"

@@ -23,6 +23,7 @@
 #include "core/base/error.h"
 #include "core/base/text.h"  // did_you_mean, for the schema's users
 #include "core/base/units.h"
+#include "core/config/entry.h"
 
 namespace YAML {
 class Node;
@@ -65,11 +66,6 @@ inline constexpr auto kValueTypeNames =
                                 {ValueType::kFreeform, "freeform"},
                                 {ValueType::kNameOrMap, "name-or-map"}});
 
-// A validated scalar. kCountOrAuto and kNumberOrAuto store "auto" as the string; kFreeform stores
-// the YAML text ("" when empty or null); kNameOrMap given as a name stores the name.
-using Value = std::variant<bool, int64_t, double, std::string, Bytes, BytesPerSecond, Seconds,
-                           FlopsPerSecond, std::vector<int64_t>>;
-
 struct SchemaNode {
   std::string key;
   ValueType type = ValueType::kString;
@@ -95,14 +91,6 @@ struct SchemaNode {
   std::vector<std::string> all_choices() const;
 };
 
-struct Entry {
-  Value value;
-  SourceLocation where;
-  const SchemaNode* schema = nullptr;
-};
-
-// Dotted path ("cluster.network.latency") to value.
-using EntryMap = std::map<std::string, Entry>;
 
 // Validates `node` (the document root, or the value of one --set override) against `schema`
 // at `path`, adding values to `out` and problems to `sink`. `file` names the source in

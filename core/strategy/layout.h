@@ -21,7 +21,7 @@
 
 #include "core/ir/model_graph.h"
 #include "core/ir/program.h"
-#include "core/scenario/scenario.h"
+#include "core/config/config.h"
 
 namespace dtsim {
 

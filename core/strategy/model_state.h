@@ -20,7 +20,7 @@
 
 #include "core/base/dtype.h"
 #include "core/base/units.h"
-#include "core/scenario/scenario.h"
+#include "core/config/config.h"
 
 namespace dtsim {
 

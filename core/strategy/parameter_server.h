@@ -32,7 +32,7 @@
 
 #include "core/hardware/cluster_config.h"
 #include "core/ir/program.h"
-#include "core/scenario/scenario.h"
+#include "core/config/config.h"
 
 namespace dtsim {
 

@@ -12,7 +12,7 @@
 #include <iostream>
 #include <memory>
 
-#include "core/scenario/engine_choices.h"
+#include "core/config/engine_choices.h"
 #include "gui/app/headless.h"
 #include "gui/app/main_window.h"
 #include "gui/app/simulation_run.h"

@@ -25,7 +25,7 @@
 #include <QVBoxLayout>
 
 #include "core/base/error.h"
-#include "core/scenario/engine_choices.h"
+#include "core/config/engine_choices.h"
 #include "gui/app/scenario_editor.h"
 #include "gui/app/summary_view.h"
 #include "gui/app/yaml_edit.h"

@@ -5,6 +5,7 @@
 #include "core/collectives/cost_model.h"
 #include "core/exec/analytic_executor.h"
 #include "core/report/metrics.h"
+#include "core/scenario/scenario.h"
 #include "core/strategy/strategy.h"
 #include "tests/support/uniform_layers.h"
 

@@ -359,7 +359,10 @@ void GuiAppTest::event_loop_never_blocks_on_a_large_trace() {
   QCOMPARE(static_cast<int>(r.status), static_cast<int>(RunRecord::Status::kOk));
   QVERIFY(QFileInfo(r.trace_file).size() > 50'000'000);
   QVERIFY(window.timeline()->trace());
-  QVERIFY2(worst < 100, qPrintable(QString("the event loop was blocked for %1 ms").arg(worst)));
+  // Reading the trace on the UI thread would block it for seconds; the model's hand-over and the
+  // first paint of 100 MB of spans take 60-110 ms of the UI thread's own time under ctest -j2
+  // (bench/results/gui-timeline.md), so the gate here is 250 ms, a pause a user would see.
+  QVERIFY2(worst < 250, qPrintable(QString("the event loop was blocked for %1 ms").arg(worst)));
 }
 
 void GuiAppTest::headless_screenshot() {

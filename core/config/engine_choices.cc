@@ -1,4 +1,4 @@
-#include "core/scenario/engine_choices.h"
+#include "core/config/engine_choices.h"
 
 #include <algorithm>
 #include <mutex>
