@@ -9,6 +9,7 @@
 #include "core/collectives/collective_schedule.h"
 #include "core/collectives/cost_model.h"
 #include "core/exec/engine_registry.h"
+#include "core/hardware/network_topology.h"
 
 namespace dtsim::driver {
 namespace {
@@ -197,7 +198,7 @@ AlgorithmChoice requested_algorithm(const CollectiveRequest& q, const Cluster& c
       throw bad("--algorithm",
                 "PAT runs with one GPU per node, as NCCL runs it: set cluster.gpus_per_node=1 and "
                 "--ranks 2 or more");
-    if (!nccl_runs_collectives(c) || c.is_torus())
+    if (!nccl_runs_collectives(c) || network_topology(c).cabled_nodes(c))
       throw bad("--algorithm",
                 "PAT is NCCL's: not on this cluster, whose collectives NCCL does "
                 "not run over a switched network");

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/base/units.h"
+#include "core/hardware/network_topology.h"
 
 namespace dtsim::driver {
 
@@ -164,9 +165,8 @@ std::optional<SharedRun> run_with_background_job(const Plan& plan, Executor& eng
                          " differently from this scenario; the two jobs share one cluster, so "
                          "their cluster sections must describe the same hardware (only nodes may "
                          "differ)");
-  const Topology topology = sc.cluster.network.topology;
-  if (topology == Topology::kTorus || topology == Topology::kDragonfly)
-    throw refuse(sc, "a second job on a " + std::string(to_string(topology)) +
+  if (network_topology(sc.cluster).fixes_node_count())
+    throw refuse(sc, "a second job on a " + std::string(to_string(sc.cluster.network.topology)) +
                          " is not supported yet (its dimensions fix the node count); use a "
                          "fat-tree, rail-optimized or star network");
   if (!options.perturbations.empty() || !other.stragglers.entries.empty())

@@ -2,6 +2,7 @@
 
 #include <simgrid/kernel/routing/NetPoint.hpp>
 
+#include "sim/internal/network_parts.h"
 #include "sim/rank_hosts.h"
 
 #include <string>
@@ -56,5 +57,37 @@ void DragonflyZone::get_local_route(const NetPoint* src, const NetPoint* dst,
   const auto& out = injection_[static_cast<size_t>(b)];
   for (auto it = out.rbegin(); it != out.rend(); ++it) add((*it)->get_link_down());
 }
+
+namespace platform_internal {
+
+// Dragonfly: NICs to the routers, router links at the NIC rate, routes computed per flow.
+void build_dragonfly_network(const Cluster& c, const std::vector<DegradedNic>& degraded,
+                             sg4::NetZone* root, const NodeFabric& f, Platform& p) {
+  const int world = c.world_size();
+  const bool pcie = c.gpus_on_pcie();
+  const double nic_bw = c.usable_nic_bandwidth().value();
+  auto* nics = sg4::create_star_zone("network-nics");
+  nics->set_parent(root);
+  std::vector<std::vector<sg4::SplitDuplexLink*>> injection(static_cast<size_t>(world));
+  std::vector<sg4::Link*> node_nics;
+  DragonflyZone::Shape shape;
+  shape.network = c.network.dragonfly;
+  shape.link_bytes_per_s = nic_bw;
+  for (Rank r = 0; r < world; ++r) {
+    if (c.local_index(r) == 0) node_nics = nic_links(c, degraded, nics, c.node_of(r));
+    auto& links = injection[static_cast<size_t>(r)];
+    if (pcie)
+      links.push_back(static_cast<sg4::SplitDuplexLink*>(f.gpu_link[static_cast<size_t>(r)]));
+    links.push_back(
+        static_cast<sg4::SplitDuplexLink*>(node_nics[static_cast<size_t>(c.local_nic_of(r))]));
+    shape.node_of_rank.push_back(c.node_of(r));
+  }
+  nics->seal();
+  const DragonflyZone* dragonfly =
+      DragonflyZone::create("network-dragonfly", root, shape, p.gpu_speed, injection);
+  for (int r = 0; r < world; ++r) p.routed.push_back(dragonfly->endpoint(r));
+}
+
+}  // namespace platform_internal
 
 }  // namespace dtsim::sim

@@ -3,23 +3,48 @@
 #include <algorithm>
 #include <string>
 
+#include "core/hardware/network_topology.h"
 #include "core/hardware/nvlink_mesh.h"
-#include "sim/dragonfly_zone.h"
+#include "sim/internal/network_parts.h"
 #include "sim/nvlink_mesh_zone.h"
-#include "sim/torus_zone.h"
 
 namespace dtsim::sim {
 
 namespace sg4 = simgrid::s4u;
 
-namespace {
-
-using Direction = sg4::LinkInRoute::Direction;
+namespace platform_internal {
 
 sg4::Link* duplex(sg4::NetZone* zone, const std::string& name, double bytes_per_s,
                   double latency_s) {
   return zone->create_split_duplex_link(name, bytes_per_s)->set_latency(latency_s)->seal();
 }
+
+std::vector<sg4::Link*> nic_links(const Cluster& c, const std::vector<DegradedNic>& degraded,
+                                  sg4::NetZone* zone, int n) {
+  const double nic_bw = c.usable_nic_bandwidth().value();
+  const double nic_latency = c.network.latency.value() / 2;
+  std::vector<sg4::Link*> links;
+  for (int q = 0; q < c.nics(); ++q) {
+    double bw = nic_bw;
+    for (const DegradedNic& d : degraded)
+      if (d.node == n && d.nic == q) bw *= d.fraction;
+    links.push_back(
+        duplex(zone, "nic-" + std::to_string(n) + "-" + std::to_string(q), bw, nic_latency));
+  }
+  return links;
+}
+
+}  // namespace platform_internal
+
+namespace {
+
+using platform_internal::build_dragonfly_network;
+using platform_internal::build_torus_network;
+using platform_internal::duplex;
+using platform_internal::nic_links;
+using platform_internal::NodeFabric;
+
+using Direction = sg4::LinkInRoute::Direction;
 
 // A star zone whose center is a router used as the zone's gateway.
 sg4::NetZone* star_with_gateway(const std::string& name, sg4::NetZone* parent,
@@ -32,11 +57,6 @@ sg4::NetZone* star_with_gateway(const std::string& name, sg4::NetZone* parent,
 }
 
 // The GPU hosts and their fabric links, and the NVLink mesh's zone where the nodes are meshes.
-struct NodeFabric {
-  std::vector<sg4::Link*> gpu_link;  // by rank: its link to the node's switch (none in a mesh)
-  const NvlinkMeshZone* mesh_zone = nullptr;
-};
-
 NodeFabric build_gpus(const Cluster& c, sg4::NetZone* root, Platform& p) {
   const int world = c.world_size();
   NodeFabric f;
@@ -80,68 +100,6 @@ NodeFabric build_gpus(const Cluster& c, sg4::NetZone* root, Platform& p) {
   return f;
 }
 
-// Torus: cables between neighbouring nodes at the NIC rate, routes computed per flow.
-void build_torus(const Cluster& c, sg4::NetZone* root, const NodeFabric& f, Platform& p) {
-  const int world = c.world_size();
-  const bool pcie = c.gpus_on_pcie();
-  TorusZone::Shape shape;
-  shape.dims = c.network.torus_dims;
-  for (Rank r = 0; r < world; ++r) shape.node_of_rank.push_back(c.node_of(r));
-  shape.cable_bytes_per_s = c.usable_nic_bandwidth().value();
-  shape.latency_s = c.network.latency.value();
-  shape.hop_latency_s = c.network.torus_hop_latency.value();
-  std::vector<sg4::SplitDuplexLink*> injection(static_cast<size_t>(world), nullptr);
-  for (int r = 0; r < world && pcie; ++r)  // a PCIe GPU reaches the network through its link
-    injection[static_cast<size_t>(r)] =
-        static_cast<sg4::SplitDuplexLink*>(f.gpu_link[static_cast<size_t>(r)]);
-  const TorusZone* torus = TorusZone::create("network-torus", root, shape, p.gpu_speed, injection);
-  for (int r = 0; r < world; ++r) p.routed.push_back(torus->endpoint(r));
-}
-
-// A node's NIC links, at their degraded fraction where one is.
-std::vector<sg4::Link*> nic_links(const Cluster& c, const std::vector<DegradedNic>& degraded,
-                                  sg4::NetZone* zone, int n) {
-  const double nic_bw = c.usable_nic_bandwidth().value();
-  const double nic_latency = c.network.latency.value() / 2;
-  std::vector<sg4::Link*> links;
-  for (int q = 0; q < c.nics(); ++q) {
-    double bw = nic_bw;
-    for (const DegradedNic& d : degraded)
-      if (d.node == n && d.nic == q) bw *= d.fraction;
-    links.push_back(
-        duplex(zone, "nic-" + std::to_string(n) + "-" + std::to_string(q), bw, nic_latency));
-  }
-  return links;
-}
-
-// Dragonfly: NICs to the routers, router links at the NIC rate, routes computed per flow.
-void build_dragonfly(const Cluster& c, const std::vector<DegradedNic>& degraded, sg4::NetZone* root,
-                     const NodeFabric& f, Platform& p) {
-  const int world = c.world_size();
-  const bool pcie = c.gpus_on_pcie();
-  const double nic_bw = c.usable_nic_bandwidth().value();
-  auto* nics = sg4::create_star_zone("network-nics");
-  nics->set_parent(root);
-  std::vector<std::vector<sg4::SplitDuplexLink*>> injection(static_cast<size_t>(world));
-  std::vector<sg4::Link*> node_nics;
-  DragonflyZone::Shape shape;
-  shape.network = c.network.dragonfly;
-  shape.link_bytes_per_s = nic_bw;
-  for (Rank r = 0; r < world; ++r) {
-    if (c.local_index(r) == 0) node_nics = nic_links(c, degraded, nics, c.node_of(r));
-    auto& links = injection[static_cast<size_t>(r)];
-    if (pcie)
-      links.push_back(static_cast<sg4::SplitDuplexLink*>(f.gpu_link[static_cast<size_t>(r)]));
-    links.push_back(
-        static_cast<sg4::SplitDuplexLink*>(node_nics[static_cast<size_t>(c.local_nic_of(r))]));
-    shape.node_of_rank.push_back(c.node_of(r));
-  }
-  nics->seal();
-  const DragonflyZone* dragonfly =
-      DragonflyZone::create("network-dragonfly", root, shape, p.gpu_speed, injection);
-  for (int r = 0; r < world; ++r) p.routed.push_back(dragonfly->endpoint(r));
-}
-
 // Switched networks: fat-trees (two or three levels), rail-optimized and rail-only.
 void build_switched(const Cluster& c, const std::vector<DegradedNic>& degraded, sg4::NetZone* root,
                     const NodeFabric& f, Platform& p) {
@@ -167,7 +125,7 @@ void build_switched(const Cluster& c, const std::vector<DegradedNic>& degraded, 
   auto* global = pods ? star_with_gateway("network-global", root, &center) : nullptr;
   std::vector<sg4::Link*> uplink(static_cast<size_t>(groups), nullptr);
   std::vector<double> pod_injection(static_cast<size_t>(pod_count), 0.0);
-  const bool rail_only = c.is_rail_only();
+  const bool rail_only = network_topology(c).relays_between_rails(c);
   for (int k = 0; k < groups && ((rails && !rail_only) || c.has_leaves()); ++k) {
     const double bw = c.nics_in_group(k) * nic_bw / net.oversubscription;
     uplink[static_cast<size_t>(k)] = duplex(
@@ -247,9 +205,9 @@ Platform build_platform(const Cluster& c, DType precision,
 
   const NodeFabric fabric = build_gpus(c, root, p);
   if (c.is_torus())
-    build_torus(c, root, fabric, p);
+    build_torus_network(c, root, fabric, p);
   else if (c.is_dragonfly())
-    build_dragonfly(c, degraded, root, fabric, p);
+    build_dragonfly_network(c, degraded, root, fabric, p);
   else
     build_switched(c, degraded, root, fabric, p);
   root->seal();

@@ -2,6 +2,7 @@
 
 #include <simgrid/kernel/routing/NetPoint.hpp>
 
+#include "sim/internal/network_parts.h"
 #include "sim/rank_hosts.h"
 
 #include <string>
@@ -69,5 +70,27 @@ void TorusZone::get_local_route(const NetPoint* src, const NetPoint* dst,
     *latency += shape_.latency_s + (static_cast<double>(hops.size()) - 1) * shape_.hop_latency_s;
   if (sg4::SplitDuplexLink* out = injection_[static_cast<size_t>(b)]) add(out->get_link_down());
 }
+
+namespace platform_internal {
+
+// Torus: cables between neighbouring nodes at the NIC rate, routes computed per flow.
+void build_torus_network(const Cluster& c, sg4::NetZone* root, const NodeFabric& f, Platform& p) {
+  const int world = c.world_size();
+  const bool pcie = c.gpus_on_pcie();
+  TorusZone::Shape shape;
+  shape.dims = c.network.torus_dims;
+  for (Rank r = 0; r < world; ++r) shape.node_of_rank.push_back(c.node_of(r));
+  shape.cable_bytes_per_s = c.usable_nic_bandwidth().value();
+  shape.latency_s = c.network.latency.value();
+  shape.hop_latency_s = c.network.torus_hop_latency.value();
+  std::vector<sg4::SplitDuplexLink*> injection(static_cast<size_t>(world), nullptr);
+  for (int r = 0; r < world && pcie; ++r)  // a PCIe GPU reaches the network through its link
+    injection[static_cast<size_t>(r)] =
+        static_cast<sg4::SplitDuplexLink*>(f.gpu_link[static_cast<size_t>(r)]);
+  const TorusZone* torus = TorusZone::create("network-torus", root, shape, p.gpu_speed, injection);
+  for (int r = 0; r < world; ++r) p.routed.push_back(torus->endpoint(r));
+}
+
+}  // namespace platform_internal
 
 }  // namespace dtsim::sim

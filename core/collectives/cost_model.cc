@@ -6,6 +6,7 @@
 
 #include "core/collectives/collective_schedule.h"
 #include "core/collectives/nccl_model.h"
+#include "core/hardware/network_topology.h"
 #include "core/hardware/nvlink_mesh.h"
 #include "core/hardware/torus.h"
 
@@ -74,14 +75,12 @@ LinkCost point_to_point_link(Endpoint a, Endpoint b, const Cluster& cluster) {
   }
   const auto& net = cluster.network;
   // One flow uses one NIC; it is also bounded by the GPU's own fabric link.
-  Seconds latency = net.latency;
-  if (cluster.is_torus()) {  // core/hardware/torus.h routes
-    const auto hops = torus_route(cluster.node_of(a), cluster.node_of(b), net.torus_dims);
-    latency += net.torus_hop_latency * (static_cast<double>(std::max<size_t>(hops.size(), 1)) - 1);
-  }
+  const NetworkTopology& topology = network_topology(cluster);
+  Seconds latency =
+      net.latency + topology.extra_route_latency(cluster, cluster.node_of(a), cluster.node_of(b));
   // Rail-only: between rails the flow first crosses the node's fabric to the GPU on the
   // destination's rail (Cluster::rail_relay).
-  if (cluster.is_rail_only() && a.is_gpu() && b.is_gpu() &&
+  if (topology.relays_between_rails(cluster) && a.is_gpu() && b.is_gpu() &&
       cluster.network_group(a.rank()) != cluster.network_group(b.rank()))
     latency += cluster.intra_node.latency;
   return {latency, std::min(cluster.usable_nic_bandwidth(), cluster.usable_fabric_bandwidth())};
@@ -129,30 +128,30 @@ RingHops ring_hops(const std::vector<Rank>& ranks, const Cluster& cluster) {
   const double ranks_per_node =
       static_cast<double>(ranks.size()) / static_cast<double>(nodes.size());
   // On a torus a ring leaves each node over one cable (its next node's), whatever nics_per_node.
-  const int ports = cluster.is_torus() ? 1 : cluster.nics();
+  const NetworkTopology& topology = network_topology(cluster);
+  const bool cabled = topology.cabled_nodes(cluster);
+  const int ports = cabled ? 1 : cluster.nics();
   const BytesPerSecond node_nics = cluster.usable_nic_bandwidth() * ports;
   BytesPerSecond inter = node_nics * node_port_share(ranks_per_node, cluster);
   // A group that ends part-way through a node: its channels drive the NICs its GPUs reach, as many
   // as the busiest NIC allows (ring_nic_count, from the ring's channels and the GPU-NIC pairing).
-  if (!cluster.is_torus() && ranks_by_node(ranks, cluster).empty())
+  if (!cabled && ranks_by_node(ranks, cluster).empty())
     inter = cluster.usable_nic_bandwidth() * ring_nic_count(ranks, cluster);
   // On mesh nodes a ring has one channel per NCCL ring (mesh_ring_channels), which need not
   // spread evenly over the NICs: as many NICs' worth as the busiest NIC allows.
-  if (mesh && !cluster.is_torus() && !ranks_by_node(ranks, cluster).empty())
+  if (mesh && !cabled && !ranks_by_node(ranks, cluster).empty())
     inter = std::min(inter, cluster.usable_nic_bandwidth() * ring_nic_count(ranks, cluster));
   // The longest route of a hop across nodes: one network hop (plus the GPU's PCIe link on PCIe
   // nodes, gpu_network_latency), and on a torus the further cables of its route.
   Seconds net_alpha = cluster.gpu_network_latency();
-  if (cluster.is_torus())
+  if (cabled)
     for (const auto& order : ring_channels(ranks, cluster))
       for (size_t i = 0; i < order.size(); ++i) {
         const Rank a = order[i], b = order[(i + 1) % order.size()];
         if (cluster.node_of(a) == cluster.node_of(b)) continue;
-        const auto route =
-            torus_route(cluster.node_of(a), cluster.node_of(b), cluster.network.torus_dims);
         net_alpha = std::max(net_alpha, cluster.gpu_network_latency() +
-                                            cluster.network.torus_hop_latency *
-                                                (std::max<double>(route.size(), 1.0) - 1.0));
+                                            topology.extra_route_latency(
+                                                cluster, cluster.node_of(a), cluster.node_of(b)));
       }
   hops.net = {net_alpha, inter};
   return hops;
@@ -196,12 +195,9 @@ Seconds ring_path_latency(const std::vector<Rank>& ranks, int steps, const Clust
           mesh ? mesh_pair_link(*mesh, a, b, cluster).alpha : cluster.intra_node.latency;
       return std::max(route * intra_effect.latency_scale, overhead_floor);
     }
-    Seconds alpha = cluster.gpu_network_latency();
-    if (cluster.is_torus()) {
-      const auto route =
-          torus_route(cluster.node_of(a), cluster.node_of(b), cluster.network.torus_dims);
-      alpha += cluster.network.torus_hop_latency * (std::max<double>(route.size(), 1.0) - 1.0);
-    }
+    const Seconds alpha =
+        cluster.gpu_network_latency() + network_topology(cluster).extra_route_latency(
+                                            cluster, cluster.node_of(a), cluster.node_of(b));
     return alpha * net_scale;
   };
   Seconds worst(0);

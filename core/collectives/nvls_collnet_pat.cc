@@ -10,6 +10,7 @@
 #include "core/collectives/collective_schedule.h"
 #include "core/collectives/cost_model.h"
 #include "core/collectives/nccl_model.h"
+#include "core/hardware/network_topology.h"
 
 namespace dtsim {
 
@@ -85,7 +86,7 @@ bool pat_supported(const CollectiveOp& op, const std::vector<Rank>& ranks, const
     return false;
   const auto nodes = ranks_by_node(ranks, cluster);
   return ranks.size() >= 2 && nodes.size() == ranks.size() && nccl_runs_collectives(cluster) &&
-         !cluster.is_torus();
+         !network_topology(cluster).cabled_nodes(cluster);
 }
 
 PatPlan pat_plan(const CollectiveOp& op, const std::vector<Rank>& ranks, const Cluster& cluster) {

@@ -14,6 +14,7 @@
 #include "core/collectives/collective_schedule.h"
 #include "core/collectives/cost_model.h"
 #include "core/collectives/internal/schedule_parts.h"
+#include "core/hardware/network_topology.h"
 #include "core/hardware/nvlink_mesh.h"
 
 namespace dtsim {
@@ -66,7 +67,8 @@ std::vector<std::vector<Rank>> irregular_ring_channels(
 std::optional<std::vector<std::vector<Rank>>> mesh_ring_channels(
     const std::vector<std::vector<Rank>>& nodes, const Cluster& cluster) {
   const NvlinkMesh* mesh = cluster_mesh(cluster);
-  if (!mesh || nodes.empty() || cluster.is_torus()) return std::nullopt;
+  if (!mesh || nodes.empty() || network_topology(cluster).cabled_nodes(cluster))
+    return std::nullopt;
   std::vector<int> local;
   for (Rank r : nodes.front()) local.push_back(cluster.local_index(r));
   // by_local[k][l]: the group's rank at local index l of its k-th node.
@@ -190,7 +192,7 @@ std::vector<std::vector<Rank>> ring_channels(const std::vector<Rank>& ranks,
   if (nodes.empty()) {
     const auto uneven = group_by_node(ranks, cluster);
     // A torus ring leaves each node over one cable whatever the channels: one ring in rank order.
-    if (uneven.size() <= 1 || cluster.is_torus()) return {ranks};
+    if (uneven.size() <= 1 || network_topology(cluster).cabled_nodes(cluster)) return {ranks};
     return irregular_ring_channels(uneven);
   }
   if (nodes.size() <= 1) return {ranks};  // one node: one ring in rank order

@@ -9,6 +9,7 @@
 #include "core/collectives/collective_schedule.h"
 #include "core/collectives/cost_model.h"
 #include "core/collectives/internal/schedule_parts.h"
+#include "core/hardware/network_topology.h"
 #include "core/hardware/torus.h"
 
 namespace dtsim {
@@ -74,7 +75,7 @@ void torus_all_reduce(const TorusAllReducePlan& plan, Bytes s, const Cluster& cl
 std::optional<TorusAllReducePlan> torus_all_reduce_plan(const std::vector<Rank>& ranks,
                                                         const Cluster& cluster) {
   const auto& dims = cluster.network.torus_dims;
-  if (!cluster.is_torus()) return std::nullopt;
+  if (!network_topology(cluster).cabled_nodes(cluster)) return std::nullopt;
   TorusAllReducePlan plan;
   plan.nodes = ranks_by_node(ranks, cluster);
   if (plan.nodes.size() < 2) return std::nullopt;

@@ -12,6 +12,7 @@
 #include "core/collectives/cost_model.h"
 #include "core/exec/compute_cost.h"
 #include "core/exec/overlap_contention.h"
+#include "core/hardware/network_topology.h"
 #include "core/hardware/nvlink_mesh.h"
 
 namespace dtsim {
@@ -770,7 +771,8 @@ std::vector<Rank> fabric_link_users(const Transfer& t, const Cluster& cluster) {
       gpus.push_back(base + l);
     return gpus;
   };
-  if (!inside && cluster.is_rail_only() && t.src.is_gpu() && t.dst.is_gpu()) {
+  if (!inside && network_topology(cluster).relays_between_rails(cluster) && t.src.is_gpu() &&
+      t.dst.is_gpu()) {
     const int rail = cluster.network_group(t.dst.rank());
     if (rail != cluster.network_group(t.src.rank())) {
       users = route(t.src.rank(), cluster.rail_relay(t.src.rank(), rail));

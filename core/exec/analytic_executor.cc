@@ -6,6 +6,7 @@
 #include "core/base/units.h"
 #include "core/collectives/collective_schedule.h"
 #include "core/exec/activity_graph.h"
+#include "core/hardware/network_topology.h"
 #include "core/hardware/nvlink_mesh.h"
 
 namespace dtsim {
@@ -15,23 +16,23 @@ namespace {
 // although the network oversubscribes it: a leaf's (or rail's) uplinks, or a pod's.
 struct Crossing {
   bool leaves = false, pods = false;
-  bool dragonfly_groups = false;  // traffic between groups of a dragonfly, over global links
-  bool rail_relays = false;       // a collective between rails of a rail-only network
+  bool shared_regions = false;  // traffic between a dragonfly's groups, over global links
+  bool rail_relays = false;     // a collective between rails of a rail-only network
 };
 
 Crossing oversubscribed_crossings(const Job& job, const Cluster& cluster) {
   Crossing c;
   const bool leaf_limited = cluster.network.oversubscription > 1 && cluster.network_groups() > 1;
   const bool pod_limited = cluster.has_pods() && cluster.network.pod_oversubscription > 1;
-  const int dragonfly_group_nodes =
-      cluster.is_dragonfly() ? cluster.network.dragonfly.nodes_per_group() : 0;
-  if (!leaf_limited && !pod_limited && dragonfly_group_nodes == 0 && !cluster.is_rail_only())
-    return c;
+  const NetworkTopology& topology = network_topology(cluster);
+  const bool regions = topology.shared_link_region(cluster, 0) >= 0;
+  const bool relays = topology.relays_between_rails(cluster);
+  if (!leaf_limited && !pod_limited && !regions && !relays) return c;
   auto note_pair = [&](Rank a, Rank b) {
     if (cluster.node_of(a) == cluster.node_of(b)) return;
-    if (dragonfly_group_nodes > 0 &&
-        cluster.node_of(a) / dragonfly_group_nodes != cluster.node_of(b) / dragonfly_group_nodes)
-      c.dragonfly_groups = true;
+    if (regions && topology.shared_link_region(cluster, cluster.node_of(a)) !=
+                       topology.shared_link_region(cluster, cluster.node_of(b)))
+      c.shared_regions = true;
     if (leaf_limited && cluster.network_group(a) != cluster.network_group(b)) c.leaves = true;
     if (pod_limited && cluster.pod_of(a) != cluster.pod_of(b)) c.pods = true;
   };
@@ -48,7 +49,7 @@ Crossing oversubscribed_crossings(const Job& job, const Cluster& cluster) {
     const auto& ranks = job.group(id).ranks;
     for (size_t i = 1; i < ranks.size(); ++i) {
       note_pair(ranks.front(), ranks[i]);
-      if (cluster.is_rail_only() && cluster.node_of(ranks.front()) != cluster.node_of(ranks[i]) &&
+      if (relays && cluster.node_of(ranks.front()) != cluster.node_of(ranks[i]) &&
           cluster.network_group(ranks.front()) != cluster.network_group(ranks[i]))
         c.rail_relays = true;
     }
@@ -92,7 +93,7 @@ Trace AnalyticExecutor::run(const Job& job, const Cluster& nominal, const RunOpt
         "each hop went straight to its peer's NIC; their hops between rails relay over the "
         "fabric inside the node, whose latency and shared GPU links only the simgrid engine "
         "models");
-  if (crossing.dragonfly_groups)
+  if (crossing.shared_regions)
     trace.notes.push_back(
         "the analytic engine does not model the dragonfly's shared local and global links: "
         "traffic between groups runs at the full NIC rate here, so communication across groups "

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "core/base/error.h"
+#include "core/hardware/network_topology.h"
 
 namespace dtsim {
 namespace {
@@ -226,7 +227,7 @@ void refuse_uplinks_and_torus(const RunOptions& options, const Cluster& cluster,
       throw straggler_error("the " + engine +
                             " engine does not apply a degraded switch uplink yet; degrade the "
                             "node's NICs ({link: {node: N, nic: I}, fraction: X}) instead");
-    if (cluster.network.topology == Topology::kTorus)
+    if (!network_topology(cluster).has_nic_links())
       throw straggler_error("the " + engine +
                             " engine does not apply a degraded NIC on a torus, whose nodes have "
                             "cables rather than NIC links");

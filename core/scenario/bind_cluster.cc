@@ -262,12 +262,12 @@ NetworkConfig resolve_network(const Reader& r, DiagnosticSink& sink) {
 
 // Torus dimensions: given (1 to 3, product = nodes) or the near-cube default
 // (core/hardware/torus.h).
-void resolve_torus(const Reader& r, ClusterConfig& c, DiagnosticSink& sink) {
+void resolve_torus(const Reader& r, ClusterConfig& c, bool applies, DiagnosticSink& sink) {
   const std::string key = "cluster.network.torus_dims";
   auto& net = c.network;
   net.torus_hop_latency = r.get_or<Seconds>("cluster.network.torus_hop_latency", net.latency);
   const auto dims = r.get<std::vector<int64_t>>(key);
-  if (net.topology != Topology::kTorus) {
+  if (!applies) {
     for (const char* k : {"torus_dims", "torus_hop_latency"})
       if (r.find(std::string("cluster.network.") + k))
         sink.add(r.where(std::string("cluster.network.") + k), std::string("cluster.network.") + k,
@@ -304,10 +304,10 @@ void resolve_torus(const Reader& r, ClusterConfig& c, DiagnosticSink& sink) {
 
 // Dragonfly shape (core/hardware/dragonfly.h): given or derived from nodes_per_router, and
 // consistent with the node count and with an equal number of global links per pair of groups.
-void resolve_dragonfly(const Reader& r, ClusterConfig& c, DiagnosticSink& sink) {
+void resolve_dragonfly(const Reader& r, ClusterConfig& c, bool applies, DiagnosticSink& sink) {
   const std::string p = "cluster.network.dragonfly";
   auto& net = c.network;
-  if (net.topology != Topology::kDragonfly) {
+  if (!applies) {
     for (const auto& [path, entry] : r.under(p + "."))
       sink.add(entry->where, path,
                "dragonfly settings apply to topology: dragonfly, but the topology is " +
@@ -442,8 +442,12 @@ void bind_cluster(const Reader& r, const std::string& file, ClusterConfig& c,
   // Other jobs' share of the network belongs to the cluster this job sees, so that every
   // command that builds a Cluster (simulate, collective) applies it.
   c.network.background_fraction = r.value<double>("background.link_fraction");
-  resolve_torus(r, c, sink);
-  resolve_dragonfly(r, c, sink);
+  // Each topology's own keys: resolved for it, refused under any other.
+  using Resolve = void (*)(const Reader&, ClusterConfig&, bool, DiagnosticSink&);
+  static constexpr std::pair<Topology, Resolve> kTopologyKeys[] = {
+      {Topology::kTorus, resolve_torus}, {Topology::kDragonfly, resolve_dragonfly}};
+  for (const auto& [topology, resolve] : kTopologyKeys)
+    resolve(r, c, c.network.topology == topology, sink);
   apply_cluster_profile(r, file, c, sink);
   reject_overrides_without_effect(r, c, sink);
 }

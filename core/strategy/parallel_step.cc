@@ -37,6 +37,8 @@
 // all-gathers stay in the training precision.
 #include "core/strategy/internal/step_builder.h"
 
+#include "core/hardware/network_topology.h"
+
 namespace dtsim {
 namespace strategy_internal {
 
@@ -121,8 +123,7 @@ Bytes stashed_activations(const Layer& l, Recompute r) {
 bool folding_is_exact(const ClusterConfig& c) {
   const auto& net = c.network;
   return net.nics_per_node >= c.gpus_per_node && c.intra_node.kind != FabricKind::kPcie &&
-         net.topology != Topology::kTorus && net.topology != Topology::kDragonfly &&
-         net.topology != Topology::kRailOnly && net.oversubscription <= 1 &&
+         !network_topology(c).shares_links_between_replicas() && net.oversubscription <= 1 &&
          net.pod_oversubscription <= 1;
 }
 

@@ -1,0 +1,27 @@
+// A dragonfly (Kim et al., ISCA 2008): nodes on routers, routers in groups joined all-to-all by
+// local links, groups joined by global links (core/hardware/dragonfly.h). The closed forms run
+// every flow at its NIC's rate; traffic between groups shares the global links, which only the
+// SimGrid engine routes. A single node has no network to route (Cluster::is_dragonfly).
+#include "core/hardware/network_topology.h"
+
+namespace dtsim {
+namespace {
+
+class DragonflyNetwork final : public NetworkTopology {
+ public:
+  int shared_link_region(const Cluster& c, int node) const override {
+    if (!c.is_dragonfly()) return -1;
+    return node / c.network.dragonfly.nodes_per_group();
+  }
+  bool shares_links_between_replicas() const override { return true; }
+  bool fixes_node_count() const override { return true; }
+};
+
+}  // namespace
+
+const NetworkTopology& dragonfly_network() {
+  static const DragonflyNetwork network;
+  return network;
+}
+
+}  // namespace dtsim
