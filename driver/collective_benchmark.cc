@@ -310,7 +310,7 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
     p.append(s, CollectiveOp{kind, 0, sizes[i], dtype, algorithm, 0, protocol},
              Label{std::string(to_string(kind)) + "." + std::to_string(i), -1, -1, Phase::kOther});
   job.programs.push_back(std::move(p));
-  auto executor = make_engine(sc.simulate.engine, sc);
+  auto executor = make_engine(sc.simulate.engine, engine_settings(sc));
   Trace t = executor->run(job, c, RunOptions{});
   std::vector<double> times(sizes.size(), 0);
   for (const auto& span : t.spans) times[span.op_index] = (span.end - span.start).value();

@@ -169,7 +169,7 @@ RunEstimate estimate_run(const Plan& plan, const Executor& engine, bool with_chr
 }
 
 Prediction predict(Plan plan, const PredictOptions& options) {
-  auto executor = make_engine(plan.scenario.simulate.engine, plan.scenario);
+  auto executor = make_engine(plan.scenario.simulate.engine, engine_settings(plan.scenario));
   const RunEstimate estimate = estimate_run(plan, *executor, options.with_chrome_trace);
   if (estimate.bytes > options.max_memory_bytes) {
     const bool iterations = estimate.iterations > 1;

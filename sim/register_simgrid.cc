@@ -9,7 +9,7 @@ namespace {
 
 const bool kRegistered = dtsim::register_engine(
     {"simgrid", dtsim::sim::kSimGridEngineDescription,
-     [](const dtsim::Scenario& s) -> std::unique_ptr<dtsim::Executor> {
+     [](const dtsim::EngineSettings& s) -> std::unique_ptr<dtsim::Executor> {
        return std::make_unique<dtsim::sim::SimGridExecutor>(dtsim::sim::simgrid_options(s));
      }});
 

@@ -32,6 +32,7 @@
 
 #include "core/config/config.h"
 #include "core/exec/activity_graph.h"
+#include "core/exec/engine_registry.h"
 #include "core/exec/executor.h"
 
 namespace dtsim::sim {
@@ -53,8 +54,8 @@ struct SimGridOptions {
 inline constexpr const char* kSimGridEngineDescription =
     "SimGrid discrete-event simulation: link contention, topology and overlap emerge from the "
     "platform; fidelity chunk, collective or auto";
-inline SimGridOptions simgrid_options(const Scenario& s) {
-  return SimGridOptions{s.simulate.fidelity, s.training.precision};
+inline SimGridOptions simgrid_options(const EngineSettings& s) {
+  return SimGridOptions{s.fidelity, s.precision};
 }
 
 class SimGridExecutor : public Executor {

@@ -10,7 +10,7 @@ namespace {
 
 const bool kRegistered = dtsim::register_engine(
     {"simgrid", dtsim::sim::kSimGridEngineDescription,
-     [](const dtsim::Scenario& s) -> std::unique_ptr<dtsim::Executor> {
+     [](const dtsim::EngineSettings& s) -> std::unique_ptr<dtsim::Executor> {
        auto* create = dtsim::module_entry<decltype(dtsim_simgrid_engine_create)>(
            dtsim::sim::kSimGridEngineModule, "the SimGrid engine", "dtsim_simgrid_engine_create");
        const dtsim::sim::SimGridOptions options = dtsim::sim::simgrid_options(s);

@@ -41,10 +41,10 @@ std::vector<EngineInfo> registered_engines() {
   return r.engines;
 }
 
-std::unique_ptr<Executor> make_engine(const std::string& name, const Scenario& scenario) {
+std::unique_ptr<Executor> make_engine(const std::string& name, const EngineSettings& settings) {
   std::string names;
   for (const auto& e : registered_engines()) {
-    if (e.name == name) return e.make(scenario);
+    if (e.name == name) return e.make(settings);
     names += (names.empty() ? "" : ", ") + e.name;
   }
   throw InputError(Diagnostic{SourceLocation{}, "simulate.engine",

@@ -7,7 +7,8 @@
 //   that way from core/exec/register_analytic.cc and sim/register_simgrid.cc, which the
 //   `dtsim_engines` target compiles into every program that links the driver, so no linker ever
 //   drops a registration.
-// - make_engine() builds a fresh Executor for one run from the scenario's settings; an unknown
+// - make_engine() builds a fresh Executor for one run from the settings an engine may read
+//   (EngineSettings, not the whole scenario: the Job and the Cluster carry the rest); an unknown
 //   name is an InputError naming the registered ones.
 #pragma once
 
@@ -16,13 +17,23 @@
 #include <string>
 #include <vector>
 
-#include "core/exec/executor.h"
+#include "core/base/dtype.h"
 #include "core/config/config.h"
 #include "core/config/engine_choices.h"
+#include "core/exec/executor.h"
 
 namespace dtsim {
 
-using EngineFactory = std::function<std::unique_ptr<Executor>(const Scenario&)>;
+// What an engine reads of the scenario.
+struct EngineSettings {
+  FidelitySetting fidelity = FidelitySetting::kAuto;  // simulate.fidelity
+  DType precision = DType::kBf16;                     // training.precision: which peak rate
+};
+inline EngineSettings engine_settings(const Scenario& scenario) {
+  return EngineSettings{scenario.simulate.fidelity, scenario.training.precision};
+}
+
+using EngineFactory = std::function<std::unique_ptr<Executor>(const EngineSettings&)>;
 
 struct EngineInfo {
   std::string name;
@@ -33,6 +44,6 @@ struct EngineInfo {
 // Returns true, so that `static const bool registered = register_engine(...)` registers at load.
 bool register_engine(EngineInfo info);
 std::vector<EngineInfo> registered_engines();
-std::unique_ptr<Executor> make_engine(const std::string& name, const Scenario& scenario);
+std::unique_ptr<Executor> make_engine(const std::string& name, const EngineSettings& settings);
 
 }  // namespace dtsim

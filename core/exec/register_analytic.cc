@@ -9,7 +9,7 @@ const bool kRegistered = dtsim::register_engine(
     {"analytic",
      "closed form: the longest path through the activity graph with alpha-beta collectives and "
      "roofline kernels; instant, no contention",
-     [](const dtsim::Scenario&) -> std::unique_ptr<dtsim::Executor> {
+     [](const dtsim::EngineSettings&) -> std::unique_ptr<dtsim::Executor> {
        return std::make_unique<dtsim::AnalyticExecutor>();
      }});
 

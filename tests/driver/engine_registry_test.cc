@@ -41,7 +41,7 @@ class OneMillisecondPerOp : public Executor {
 };
 
 const bool kRegistered = register_engine({"one-ms-per-op", "test engine: every op takes 1 ms",
-                                          [](const Scenario&) -> std::unique_ptr<Executor> {
+                                          [](const EngineSettings&) -> std::unique_ptr<Executor> {
                                             return std::make_unique<OneMillisecondPerOp>();
                                           }});
 

@@ -63,6 +63,19 @@ def blank(src):
     return "".join(out)
 
 
+def sources(root, dirs):
+    """(path relative to root, text) of every C++ source under the dirs, in a stable order."""
+    for d in dirs:
+        for folder, subdirs, names in os.walk(os.path.join(root, d)):
+            subdirs.sort()
+            for name in sorted(names):
+                if not name.endswith((".cc", ".h", ".cpp", ".hpp", ".cu")):
+                    continue
+                path = os.path.join(folder, name)
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    yield os.path.relpath(path, root).replace(os.sep, "/"), f.read()
+
+
 def functions(text):
     """(name, first line, lines) of each function in blanked source text."""
     found, stack, last, line = [], [], 0, 1
@@ -108,25 +121,16 @@ def main():
         print(f"check_sizes: --root {a.root} is not a folder", file=sys.stderr)
         return 2
     problems, files = [], 0
-    for d in a.dirs:
-        for folder, subdirs, names in os.walk(os.path.join(a.root, d)):
-            subdirs.sort()
-            for name in sorted(names):
-                if not name.endswith((".cc", ".h", ".cpp", ".hpp", ".cu")):
-                    continue
-                path = os.path.join(folder, name)
-                rel = os.path.relpath(path, a.root).replace(os.sep, "/")
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    src = f.read()
-                files += 1
-                lines = src.count("\n")
-                if lines > a.max_file_lines and rel not in TABLE_FILES:
-                    problems.append(f"{rel}:1: {lines} lines, more than {a.max_file_lines}: "
-                                    "split it by concern")
-                for fn, start, length in functions(blank(src)):
-                    if length > a.max_function_lines and (rel, fn) not in TABLES:
-                        problems.append(f"{rel}:{start}: function {fn} is {length} lines, more "
-                                        f"than {a.max_function_lines}: split it")
+    for rel, src in sources(a.root, a.dirs):
+        files += 1
+        lines = src.count("\n")
+        if lines > a.max_file_lines and rel not in TABLE_FILES:
+            problems.append(f"{rel}:1: {lines} lines, more than {a.max_file_lines}: "
+                            "split it by concern")
+        for fn, start, length in functions(blank(src)):
+            if length > a.max_function_lines and (rel, fn) not in TABLES:
+                problems.append(f"{rel}:{start}: function {fn} is {length} lines, more "
+                                f"than {a.max_function_lines}: split it")
     for p in problems:
         print(p)
     print(f"check_sizes: {files} files read, {len(problems)} too long")

@@ -22,7 +22,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_sizes import STAGES, blank  # noqa: E402
+from check_sizes import STAGES, blank, sources  # noqa: E402
 
 EXEMPT = re.compile(r"^core/hardware/(cluster\.(h|cc)|cluster_config\.h|network_\w+\.(h|cc))$")
 TEST = re.compile(r"Topology::k\w+|\bis_torus\(\)|\bis_dragonfly\(\)|\bis_rail_only\(\)")
@@ -66,22 +66,14 @@ def main():
         print(f"check_topology: --root {a.root} is not a folder", file=sys.stderr)
         return 2
     places = {}
-    for d in a.dirs:
-        for folder, subdirs, names in os.walk(os.path.join(a.root, d)):
-            subdirs.sort()
-            for name in sorted(names):
-                if not name.endswith((".cc", ".h", ".cpp", ".hpp", ".cu")):
-                    continue
-                rel = os.path.relpath(os.path.join(folder, name), a.root).replace(os.sep, "/")
-                if EXEMPT.match(rel):
-                    continue
-                with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
-                    text = blank(f.read())
-                text = NAMED.sub("", text)
-                for m in TEST.finditer(text):
-                    line = text.count("\n", 0, m.start()) + 1
-                    key = (stage_of(rel), rel, enclosing(text, m.start()))
-                    places.setdefault(key, line)
+    for rel, src in sources(a.root, a.dirs):
+        if EXEMPT.match(rel):
+            continue
+        text = NAMED.sub("", blank(src))
+        for m in TEST.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            key = (stage_of(rel), rel, enclosing(text, m.start()))
+            places.setdefault(key, line)
     by_stage = {}
     for (stage, rel, fn), line in sorted(places.items()):
         by_stage.setdefault(stage, []).append(f"{rel}:{line}: {fn}")

@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
     run.iterations = options.iterations;
     std::vector<std::pair<std::string, Trace>> traces = {{m.trace.engine, m.trace}};
     for (const char* engine : {"analytic", "simgrid"})
-      traces.emplace_back(engine, make_engine(engine, m.scenario)->run(m.job, m.cluster, run));
+      traces.emplace_back(engine, make_engine(engine, engine_settings(m.scenario))->run(m.job, m.cluster, run));
     std::vector<Signature> sigs;
     for (const auto& [name, t] : traces) sigs.push_back(signature(t, m.job));
     bool ok = true;

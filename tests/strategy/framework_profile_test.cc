@@ -45,7 +45,7 @@ Observed observe(const std::string& yaml) {
           dp_ops.emplace_back(static_cast<StreamId>(s), i);
         }
   RunOptions run;
-  const Trace t = make_engine("analytic", plan.scenario)->run(plan.job, plan.cluster, run);
+  const Trace t = make_engine("analytic", engine_settings(plan.scenario))->run(plan.job, plan.cluster, run);
   o.first_dp_start = 1e300;
   for (const Span& span : t.spans) {
     if (span.rank != 0) continue;
