@@ -402,8 +402,9 @@ Evaluated evaluate_candidates(const PlanRequest& req, const std::string& text,
     std::optional<std::string> refusal;
     for (const Shape& shape : zeros) {
       const size_t n = shape.recomputes.size();
-      // The loader's checks do not involve the ZeRO stage (a count from 0 to 3 in the schema),
-      // so a shape it refuses at one stage it refuses at every stage.
+      // The loader's checks that involve the ZeRO stage refuse a stage and every stage above it
+      // (DeepSpeed's pipeline refuses ZeRO-2 and 3; PipeDream and compression refuse 1 to 3), and
+      // the stages come in increasing order: a shape refused at one stage is refused at the rest.
       if (refusal) {
         rep.invalid += n;
         rep.invalid_by_key[*refusal] += n;

@@ -189,6 +189,19 @@ void bind_training(const Reader& r, const ParallelismConfig& par, TrainingConfig
 void check_training_modes(const Reader& r, const Scenario& s, DiagnosticSink& sink) {
   const auto& par = s.parallelism;
   const auto& t = s.training;
+  // What the named framework cannot run. DeepSpeed's pipeline engine refuses ZeRO stages 2 and 3
+  // (microsoft/DeepSpeed, deepspeed/runtime/pipe/engine.py, PipelineEngine.__init__: "ZeRO-2 and
+  // ZeRO-3 are incompatible with pipeline parallelism"). Like every check that involves the ZeRO
+  // stage, it refuses a stage and every stage above it (dtsim plan relies on that).
+  if (t.framework == Framework::kDeepspeed && par.pipeline.value > 1 && par.zero_stage >= 2)
+    sink.add(r.where("parallelism.zero_stage").known() ? r.where("parallelism.zero_stage")
+                                                       : r.where("training.framework"),
+             "parallelism.zero_stage",
+             "DeepSpeed's pipeline engine refuses ZeRO-" + std::to_string(par.zero_stage) +
+                 " (ZeRO-2 and ZeRO-3 are incompatible with its pipeline parallelism); with "
+                 "pipeline " +
+                 std::to_string(par.pipeline.value) +
+                 " use zero_stage 0 or 1, or another training.framework");
   if (is_pipedream(par.schedule) && par.zero_stage == 3)
     sink.add(r.where("parallelism.schedule"), "parallelism.schedule",
              std::string(to_string(par.schedule)) +

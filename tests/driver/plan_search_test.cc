@@ -286,6 +286,32 @@ TEST(PlanSearch, RefusesBadInput) {
   EXPECT_THROW(plan_search(r), InputError);
 }
 
+// Under training.framework: deepspeed the search ranks no pipeline with ZeRO-2 or ZeRO-3, which
+// DeepSpeed's pipeline engine refuses, and counts those candidates as refused by that key; the
+// same search under megatron-core ranks them.
+TEST(PlanSearch, LeavesOutWhatTheFrameworkCannotRun) {
+  auto ranked = [](const std::string& framework, size_t* refused_by_zero) {
+    PlanRequest req = small_request(100000);
+    req.overrides.push_back("training.framework=" + framework);
+    req.constraints.clear();
+    req.constraints.push_back(parse_plan_constraint("training.recompute=none"));
+    req.constraints.push_back(parse_plan_constraint("training.micro_batch_size=2"));
+    req.simulate = false;
+    const PlanReport rep = plan_search(req);
+    const auto it = rep.invalid_by_key.find("parallelism.zero_stage");
+    *refused_by_zero = it == rep.invalid_by_key.end() ? 0 : it->second;
+    size_t pipelined_zero2 = 0;
+    for (const PlanRow& row : rep.ranked)
+      if (row.config.pp > 1 && row.config.zero_stage >= 2) ++pipelined_zero2;
+    return pipelined_zero2;
+  };
+  size_t refused_deepspeed = 0, refused_megatron = 0;
+  EXPECT_EQ(ranked("deepspeed", &refused_deepspeed), 0u);
+  EXPECT_GT(refused_deepspeed, 0u);
+  EXPECT_GT(ranked("megatron-core", &refused_megatron), 0u)
+      << "the case should offer pipelines with ZeRO-2 or 3 where the framework runs them";
+}
+
 // What plan ranks first (the analytic top 2, simulated) is the best of every configuration that
 // fits, each simulated with SimGrid.
 TEST(PlanSearch, PicksTheTrueBestOnASmallCase) {
