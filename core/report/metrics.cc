@@ -188,6 +188,22 @@ void note_background(const ClusterConfig& cluster, Results& r) {
       "not shared");
 }
 
+// Selective recompute (Korthikanti et al. 2022) recomputes the attention core's scores, softmax
+// and dropout instead of storing them; FlashAttention stores none of them in the first place, and
+// models without an attention core have none: there it changes nothing, which the user is told.
+void note_recompute_without_effect(const TrainingConfig& t, const ModelGraph& model, Results& r) {
+  if (t.recompute != Recompute::kSelective) return;
+  for (const Layer& l : model.layers)
+    if (!l.selective_recompute.empty()) return;
+  r.notes.push_back(
+      std::string("training.recompute selective recomputes nothing here: it recomputes the "
+                  "attention core's scores, softmax and dropout rather than storing them, and ") +
+      (t.flash_attention ? "FlashAttention (training.flash_attention) does not store them"
+                         : "this model has no attention core") +
+      "; the step time and the activations are those of recompute none. Use recompute full to "
+      "trade compute for memory");
+}
+
 // Model and hardware FLOPs per step, TFLOP/s per GPU, MFU and HFU.
 void count_flops(const Scenario& sc, const ModelGraph& model, const Job& job, Results& r) {
   // FLOPs. Model FLOPs per step cover the whole global batch.
@@ -405,6 +421,7 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
   r.grad_dtype = std::string(to_string(sc.training.grad_dtype));
   r.notes = trace.notes;
   note_background(sc.cluster, r);
+  note_recompute_without_effect(sc.training, model, r);
   r.tp = sc.parallelism.tensor.value;
   r.pp = sc.parallelism.pipeline.value;
   r.cp = sc.parallelism.context.value;

@@ -175,6 +175,26 @@ namespace {
 // Narayanan et al. 2021: model FLOPs per step 72 B s l h^2 (1 + s/6h + V/12lh); with full
 // recompute the hardware executes 96 B s l h^2 (1 + s/6h + V/16lh) (the blocks' forward twice,
 // the logit layer once).
+// Selective recompute with FlashAttention recomputes nothing, and the notes say so; without
+// FlashAttention it recomputes the attention core and no such note appears.
+TEST(Results, SelectiveRecomputeThatDoesNothingIsNoted) {
+  auto notes_about = [](const nlohmann::json& j) {
+    int n = 0;
+    for (const auto& note : j.at("notes"))
+      n += note.get<std::string>().find("selective recomputes nothing") != std::string::npos;
+    return n;
+  };
+  const auto flash = simulate_json({"training.recompute=selective",
+                                    "training.flash_attention=true", "simulate.engine=analytic"});
+  EXPECT_EQ(notes_about(flash), 1) << flash.at("notes").dump();
+  const auto none = simulate_json({"training.recompute=none", "training.flash_attention=true",
+                                   "simulate.engine=analytic"});
+  EXPECT_DOUBLE_EQ(flash.at("step_time_s").get<double>(), none.at("step_time_s").get<double>());
+  const auto unfused = simulate_json({"training.recompute=selective",
+                                      "training.flash_attention=false", "simulate.engine=analytic"});
+  EXPECT_EQ(notes_about(unfused), 0) << unfused.at("notes").dump();
+}
+
 TEST(Results, FlopCountsFollowNarayananWithAndWithoutFullRecompute) {
   const double B = 64, s = 2048, l = 24, h = 2048, V = 51200;  // gpt3-1.3b
   const std::string yaml =
