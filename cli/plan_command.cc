@@ -104,6 +104,7 @@ nlohmann::json report_json(const driver::PlanReport& rep) {
                                   ? static_cast<double>(rep.enumerated) / rep.analytic_wall_s
                                   : 0.0}}},
           {"closest_misses", misses},
+          {"warnings", rep.warnings},
           {"ranked", ranked}};
 }
 
@@ -184,6 +185,7 @@ void render(const driver::PlanReport& rep, const std::string& scenario,
                   why.c_str());
     out << line;
   }
+  for (const auto& w : rep.warnings) out << "\nwarning: " << w << "\n";
   if (!rep.ranked.empty() && (rep.ranked.front().simulated || rep.ranked.front().error.empty())) {
     const auto& best = rep.ranked.front();
     out << "\nbest: " << best.config.describe() << "\n  dtsim simulate "

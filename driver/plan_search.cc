@@ -240,6 +240,41 @@ AnalyticEstimate StepEvaluator::evaluate(const Scenario& sc, double capacity_byt
 // ---------------------------------------------------------------------------------------------
 // The search
 
+namespace {
+
+// The best MFU published for a GPU generation in 16-bit training, from the sources of the public
+// validation set (docs/validation.md, section 6), as the source states its FLOPs and peak.
+struct PublishedMfu {
+  const char* gpu_prefix;
+  double mfu;
+  const char* source;
+};
+constexpr PublishedMfu kBestPublishedMfu[] = {
+    {"A100", 0.563,
+     "a 1T GPT on 512 A100 with selective recompute and sequence parallelism (Korthikanti et al. "
+     "2022; the Megatron-LM README of 2022-05-19)"},
+    {"H100", 0.471,
+     "a 7.1B GPT on 96 H100 in BF16, 465.9 TFLOP/s per GPU of 989 (the Megatron-LM README at "
+     "f2e5db402c, 2024-07-15)"},
+    {"H200", 0.471,
+     "on H100, the same Hopper generation: a 7.1B GPT on 96 H100 in BF16, 465.9 TFLOP/s per GPU "
+     "of 989 (the Megatron-LM README at f2e5db402c, 2024-07-15)"},
+};
+
+}  // namespace
+
+std::optional<std::string> mfu_warning(const std::string& gpu, DType precision, double mfu) {
+  if (precision != DType::kBf16 && precision != DType::kFp16) return std::nullopt;
+  for (const auto& p : kBestPublishedMfu)
+    if (gpu.rfind(p.gpu_prefix, 0) == 0 && mfu > p.mfu)
+      return "the pick's MFU, " + format_number("%.1f%%", 100 * mfu) +
+             ", is above the best published for " + p.gpu_prefix + " in 16-bit training, " +
+             format_number("%.1f%%", 100 * p.mfu) + " (" + p.source +
+             "): no published run of this GPU reached it, so treat the prediction as optimistic "
+             "and compare the next picks";
+  return std::nullopt;
+}
+
 std::string plan_limiter(double compute_s, double exposed_communication_s, double pipeline_bubble_s,
                          double peak_bytes, double capacity_bytes) {
   const double step = compute_s + exposed_communication_s + pipeline_bubble_s;
@@ -630,6 +665,9 @@ PlanReport plan_search(const PlanRequest& req) {
     return a.step_time_s < b.step_time_s;
   });
   rep.ranked = std::move(rows);
+  if (!rep.ranked.empty() && rep.ranked.front().simulated)
+    if (auto w = mfu_warning(rep.gpu, base.training.precision, rep.ranked.front().mfu))
+      rep.warnings.push_back(*std::move(w));
   return rep;
 }
 

@@ -168,9 +168,15 @@ struct PlanReport {
   double step_level_cpu_s = 0;                     // of which in the first pass's evaluations
   std::vector<PlanRow> ranked;                     // the simulated top, best first
   std::vector<PlanRow> analytic_top;               // the best by analytic step time, best first
+  std::vector<std::string> warnings;               // about the pick (mfu_warning)
 };
 
 PlanReport plan_search(const PlanRequest& request);
+
+// A warning when `mfu` is above the best model-FLOPs utilisation published for this GPU's
+// generation in 16-bit training (A100; H100 and H200), with that figure and its source; none for
+// other GPUs and precisions, for which no published figure is on file.
+std::optional<std::string> mfu_warning(const std::string& gpu, DType precision, double mfu);
 
 // What limits a configuration, from its breakdown and memory headroom.
 std::string plan_limiter(double compute_s, double exposed_communication_s, double pipeline_bubble_s,

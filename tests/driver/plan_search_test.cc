@@ -286,6 +286,22 @@ TEST(PlanSearch, RefusesBadInput) {
   EXPECT_THROW(plan_search(r), InputError);
 }
 
+// A pick above the best MFU published for its GPU generation in 16-bit training is flagged with
+// that figure; below it, on another GPU, or in FP8 (no figure on file), it is not.
+TEST(PlanSearch, WarnsWhenThePickBeatsThePublishedBestMfu) {
+  const auto a100 = mfu_warning("A100-SXM-80GB", DType::kBf16, 0.618);
+  ASSERT_TRUE(a100.has_value());
+  EXPECT_NE(a100->find("61.8%"), std::string::npos) << *a100;
+  EXPECT_NE(a100->find("56.3%"), std::string::npos) << *a100;
+  EXPECT_NE(a100->find("Korthikanti"), std::string::npos) << *a100;
+  EXPECT_FALSE(mfu_warning("A100-SXM-80GB", DType::kBf16, 0.55).has_value());
+  const auto h100 = mfu_warning("H100-SXM", DType::kFp16, 0.50);
+  ASSERT_TRUE(h100.has_value());
+  EXPECT_NE(h100->find("47.1%"), std::string::npos) << *h100;
+  EXPECT_FALSE(mfu_warning("H100-SXM", DType::kFp8, 0.60).has_value());
+  EXPECT_FALSE(mfu_warning("V100-SXM2-32GB", DType::kFp16, 0.90).has_value());
+}
+
 // Under training.framework: deepspeed the search ranks no pipeline with ZeRO-2 or ZeRO-3, which
 // DeepSpeed's pipeline engine refuses, and counts those candidates as refused by that key; the
 // same search under megatron-core ranks them.
