@@ -91,7 +91,7 @@ std::vector<Perturbation> perturbations(const StragglerConfig& stragglers) {
 void fold_around_perturbations(JobOptions& job_options, const Scenario& scenario,
                                const Cluster& cluster, const RunOptions& options) {
   if (options.perturbations.empty()) return;
-  const RankLayout layout = layout_from_scenario(scenario);
+  const RankLayout layout = rank_layout(scenario.parallelism);
   std::set<int> replicas;
   std::set<std::array<int, 2>> positions;  // {tp, cp}
   for (Rank r : perturbed_ranks(options, cluster)) {

@@ -87,7 +87,7 @@ void validate(const Plan& plan, std::ostream& out) {
       << c.gpus_per_node << "; simulated ranks: " << plan.job.programs.size() << " of "
       << c.total_gpus() << " (the rest folded by symmetry)\n";
   if (par.pipeline.value > 1) {
-    const RankLayout layout = layout_from_scenario(s);
+    const RankLayout layout = rank_layout(s.parallelism);
     out << "    pipeline stages of replica 0 (tensor rank 0):";
     for (int stage = 0; stage < par.pipeline.value; ++stage)
       out << (stage ? " ->" : "") << " " << layout.rank(0, 0, stage, 0);

@@ -350,7 +350,7 @@ void fill_memory(const Scenario& sc, const Trace& trace, Results& r) {
   }
   // Per pipeline stage: the worst simulated rank of each (StageMemory), a rank's stage from the
   // placement (core/strategy/layout.h).
-  const RankLayout layout = layout_from_scenario(sc);
+  const RankLayout layout = rank_layout(sc.parallelism);
   std::map<int, StageMemory> stages;
   for (const auto& m : trace.memory) {
     const int stage = layout.coordinates(m.rank)[static_cast<size_t>(ParallelDim::kPipeline)];

@@ -38,9 +38,8 @@ std::vector<Rank> RankLayout::group(ParallelDim dim, int tp, int cp, int pp, int
   return ranks;
 }
 
-RankLayout layout_from_scenario(const Scenario& sc) {
+RankLayout rank_layout(const ParallelismConfig& par) {
   RankLayout l;
-  const auto& par = sc.parallelism;
   l.size = {par.tensor.value, par.context.value, par.pipeline.value, par.data.value};
   l.order = par.placement_order;
   return l;

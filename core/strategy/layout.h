@@ -36,7 +36,7 @@ struct RankLayout {
   std::vector<Rank> group(ParallelDim dim, int tp, int cp, int pp, int dp) const;
 };
 
-RankLayout layout_from_scenario(const Scenario& scenario);
+RankLayout rank_layout(const ParallelismConfig& parallelism);
 
 // Layer index ranges [first, last] of each model chunk, chunk c on stage c mod p.
 struct ChunkRange {

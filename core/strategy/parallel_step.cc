@@ -130,7 +130,7 @@ bool folding_is_exact(const ClusterConfig& c) {
 StepBuilder::StepBuilder(const ModelGraph& model, const Scenario& sc)
     : model_(model),
       sc_(sc),
-      layout_(layout_from_scenario(sc)),
+      layout_(rank_layout(sc.parallelism)),
       t_(sc.parallelism.tensor.value),
       p_(sc.parallelism.pipeline.value),
       v_(sc.parallelism.schedule == Schedule::kInterleaved && sc.parallelism.pipeline.value > 1

@@ -256,7 +256,7 @@ const char* kTpPpDpScenario =
 
 TEST(Stragglers, TwoStragglersAtTwoTpPositionsUnfoldTheirReplicaWhole) {
   const driver::Plan plain = plan_with(kTpPpDpScenario, "[]");
-  const RankLayout layout = layout_from_scenario(plain.scenario);
+  const RankLayout layout = rank_layout(plain.scenario.parallelism);
   const Rank a = layout.rank(1, 0, 1, 2), b = layout.rank(0, 0, 0, 2);
   const driver::Plan perturbed =
       plan_with(kTpPpDpScenario,
@@ -273,7 +273,7 @@ TEST(Stragglers, TwoStragglersAtTwoTpPositionsUnfoldTheirReplicaWhole) {
 TEST(Stragglers, OnlyThePerturbedReplicaIsUnfolded) {
   const std::string yaml = kTpPpDpScenario;
   const driver::Plan plain = plan_with(yaml, "[]");
-  const RankLayout layout = layout_from_scenario(plain.scenario);
+  const RankLayout layout = rank_layout(plain.scenario.parallelism);
   const Rank slow = layout.rank(1, 0, 1, 2);  // TP rank 1 of stage 1 in replica 2
   const driver::Plan perturbed =
       plan_with(yaml, "[{ranks: [" + std::to_string(slow) + "], slowdown: 1.3}]");
@@ -305,7 +305,7 @@ TEST(Stragglers, OnlyThePerturbedReplicaIsUnfolded) {
 // A straggler in replica 0: replica 1 stands for the unperturbed replicas instead.
 TEST(Stragglers, AStragglerInReplicaZeroLetsReplicaOneStandForTheOthers) {
   const driver::Plan plain = plan_with(kTpPpDpScenario, "[]");
-  const RankLayout layout = layout_from_scenario(plain.scenario);
+  const RankLayout layout = rank_layout(plain.scenario.parallelism);
   const Rank slow = layout.rank(1, 0, 0, 0);
   const driver::Plan perturbed =
       plan_with(kTpPpDpScenario, "[{ranks: [" + std::to_string(slow) + "], slowdown: 1.3}]");

@@ -14,7 +14,7 @@ RankLayout layout_for(const std::string& order) {
       "parallelism: {tensor: 2, context: 2, pipeline: 2, order: " +
           order + "}\n",
       "layout.yaml");
-  return layout_from_scenario(sc);  // data = 32 / (2 x 2 x 2) = 4
+  return rank_layout(sc.parallelism);  // data = 32 / (2 x 2 x 2) = 4
 }
 
 TEST(RankLayout, DefaultOrderKeepsTensorInnermostThenContextPipelineData) {
