@@ -109,6 +109,13 @@ PatPlan pat_plan(const CollectiveOp& op, const std::vector<Rank>& ranks, const C
   plan.block = op.bytes / static_cast<double>(n) / kPatBandwidth;
   plan.net = point_to_point_link(Endpoint::gpu(ranks[0]), Endpoint::gpu(ranks[1]), cluster);
   plan.net.alpha = cluster.gpu_network_latency();  // the route's, as the platform builds it
+  // A node with fewer NICs than GPUs: every GPU of the node runs its own group's collective at
+  // the same time (the data-parallel groups of the other TP and PP ranks), so a GPU's flows get
+  // its share of the node's NICs, as ring_hops assumes (node_port_share).
+  if (cluster.nics() < cluster.gpus_per_node)
+    plan.net.beta = std::min(plan.net.beta, cluster.usable_nic_bandwidth() *
+                                                (static_cast<double>(cluster.nics()) /
+                                                 static_cast<double>(cluster.gpus_per_node)));
   plan.step_latency =
       cluster.gpu_network_latency() * (kNetTreeSimpleUs / kLogDivisor / kNetRingLLUs);
   plan.call_latency = Seconds((kBaseUs + kLinearUs * n) * 1e-6);

@@ -83,6 +83,21 @@ TEST(Pat, AutoRunsItWhereNcclsModelPicksIt) {
   EXPECT_EQ(resolve_algorithm(op, first_ranks(16), c), CollectiveAlgorithm::kPat);
 }
 
+// On nodes with fewer NICs than GPUs every GPU's group runs at once, so a PAT flow gets the GPU's
+// share of the node's NICs (4 NICs for 8 GPUs: half a NIC), as the ring's closed form assumes.
+TEST(Pat, TakesItsShareOfNicsTheNodesGpusShare) {
+  const Cluster c = cluster_from(
+      "cluster: {gpu: H100-SXM, nodes: 2, gpus_per_node: 8, network: {preset: ib-ndr, "
+      "nics_per_node: 4}}\n");
+  const std::vector<Rank> ranks = {0, 8};
+  const double s = 67108864.0;
+  const double expected = (8 + 2.8 * 2) * 1e-6 + c.gpu_network_latency().value() * 14 / 3.5 / 2.7 +
+                          0.5 * s / (0.75 * 0.5 * c.usable_nic_bandwidth().value());
+  const CollectiveOp op{CollectiveKind::kReduceScatter, 0, Bytes(s), DType::kBf16,
+                        CollectiveAlgorithm::kPat, 0};
+  EXPECT_NEAR(collective_time(op, ranks, c).value(), expected, 1e-9 * expected);
+}
+
 TEST(Pat, RunsAtOneGpuPerNodeForAllGatherAndReduceScatterOnly) {
   CollectiveOp op{CollectiveKind::kAllReduce, 0, Bytes(1e6), DType::kBf16,
                   CollectiveAlgorithm::kPat,  0};
