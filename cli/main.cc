@@ -159,7 +159,8 @@ Verb add_collective(CLI::App& app, const std::vector<std::string>& engines) {
   collective
       ->add_option("-g", o->request.ranks,
                    "nccl-tests' GPUs per thread; dtsim simulates one process with one thread "
-                   "driving them, so -g N is --ranks N")
+                   "driving them, so -g N is --ranks N (under mpirun, nccl-tests' ranks are "
+                   "processes x N: give that total; 1 rank is refused)")
       ->check(CLI::Range(1, 100000000))
       ->excludes(ranks_flag);
   collective->add_option("--engine", o->engine, engine_help())->check(CLI::IsMember(engines));

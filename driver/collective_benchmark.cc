@@ -293,6 +293,16 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
     throw bad("--ranks", std::to_string(ranks) + " ranks requested but the cluster has " +
                              std::to_string(c.total_gpus()) +
                              " GPUs (cluster.nodes x cluster.gpus_per_node)");
+  // One rank moves nothing: a time of zero would read as a measurement. nccl-tests' -g 1 is one
+  // GPU per process, and its rank count comes from mpirun, which dtsim does not see.
+  if (ranks < 2)
+    throw bad(q.ranks > 0 ? "--ranks/-g" : "cluster",
+              q.ranks > 0
+                  ? "a collective over 1 rank moves nothing. nccl-tests' -g is GPUs per process "
+                    "(mpirun -np 16 ... -g 1 is 16 ranks); give the total: --ranks N or -g N, "
+                    "2 to " + std::to_string(c.total_gpus())
+                  : "the cluster has 1 GPU, and a collective over 1 rank moves nothing; use more "
+                    "GPUs (cluster.nodes, cluster.gpus_per_node)");
   const AlgorithmChoice choice = requested_algorithm(q, c, kind, ranks);
   const CollectiveAlgorithm algorithm = choice.algorithm;
   const CollectiveProtocol protocol = choice.protocol;
