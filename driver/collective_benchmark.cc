@@ -217,6 +217,10 @@ AlgorithmChoice requested_algorithm(const CollectiveRequest& q, const Cluster& c
       throw bad("--algorithm", "NVLS reduces inside one NVSwitch node: use --ranks " +
                                    std::to_string(c.gpus_per_node) +
                                    " or fewer, or nvls-tree across nodes");
+    if ((algorithm == CollectiveAlgorithm::kNvls || nvls_tree) && c.gpus_per_node < 2)
+      throw bad("--algorithm",
+                "NVLS reduces through the NVSwitch of a node with several GPUs of the group; with "
+                "one GPU a node NCCL turns it off (nccl src/transport/nvls.cc): use ring or auto");
     if (nvls_tree && ranks <= c.gpus_per_node)
       throw bad("--algorithm",
                 "NVLS-tree runs across nodes: use nvls inside one node, or --ranks above " +

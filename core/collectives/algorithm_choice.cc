@@ -24,6 +24,15 @@ bool nvls_supported(const Cluster& cluster) {
                                             cluster.intra_node.name == "nvswitch-nvlink5");
 }
 
+// NVLS for a group laid out as `nodes` (ranks_by_node): NCCL turns it off where a node holds one
+// GPU of the communicator (NVIDIA/nccl src/transport/nvls.cc, ncclNvlsInit: gpuCount < 2), since
+// multicast through one GPU's switch port reduces nothing.
+namespace {
+bool nvls_for(const std::vector<std::vector<Rank>>& nodes, const Cluster& cluster) {
+  return nvls_supported(cluster) && !nodes.empty() && nodes.front().size() >= 2;
+}
+}  // namespace
+
 double nvls_efficiency(const Cluster& cluster) {
   return cluster.intra_node.name == "nvswitch-nvlink5" ? 0.74 : 0.85;
 }
@@ -164,7 +173,7 @@ std::vector<ResolvedCollective> auto_candidates(const CollectiveOp& op,
   }
   // NVLS-tree across NVSwitch nodes (Simple only, no base latency; NCCL's bus-bandwidth cap where
   // its model covers the system).
-  if (nvls_supported(cluster) && nodes.size() > 1) {
+  if (nvls_for(nodes, cluster) && nodes.size() > 1) {
     const double cap_GBps = system ? nccl_nvls_tree_bus_bandwidth_cap_GBps(*system) : 0;
     out.push_back(
         ResolvedCollective{CollectiveAlgorithm::kNvlsTree,
@@ -181,7 +190,7 @@ std::vector<ResolvedCollective> auto_candidates(const CollectiveOp& op,
                            {},
                            {}});
   // NCCL runs NVLS under Simple only (src/tuning/nvls.cc); dtsim's NVLS has no protocol effect.
-  if (nvls_supported(cluster) && nodes.size() == 1)
+  if (nvls_for(nodes, cluster) && nodes.size() == 1)
     out.push_back(
         ResolvedCollective{CollectiveAlgorithm::kNvls,
                            system ? CollectiveProtocol::kSimple : CollectiveProtocol::kAuto,
@@ -275,7 +284,8 @@ CollectiveAlgorithm resolve_algorithm(const CollectiveOp& op, const std::vector<
                  ? op.algorithm
                  : CollectiveAlgorithm::kRing;
     case CollectiveAlgorithm::kNvlsTree:
-      return nvls_supported(cluster) && ranks_by_node(ranks, cluster).size() > 1
+      return nvls_for(ranks_by_node(ranks, cluster), cluster) &&
+                     ranks_by_node(ranks, cluster).size() > 1
                  ? op.algorithm
                  : CollectiveAlgorithm::kRing;
     case CollectiveAlgorithm::kCollNet:

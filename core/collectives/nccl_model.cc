@@ -96,7 +96,9 @@ NcclSystem nccl_system(const Cluster& c, int ranks) {
   const int channels = c.nics();
   s.ring = NcclGraph{channels, bw, bw};
   s.tree = NcclGraph{channels, ladder(inter, std::min(2 * bw, 48.0)), bw};  // pass 2 lifts bwIntra
-  if (hopper) s.nvls = NcclGraph{8, ladder(intra, nvlink_total / 9), bw};
+  // NCCL turns NVLS off where a node holds one GPU of the communicator (src/transport/nvls.cc,
+  // ncclNvlsInit: gpuCount < 2).
+  if (hopper && s.ranks >= 2 * s.nodes) s.nvls = NcclGraph{8, ladder(intra, nvlink_total / 9), bw};
   return s;
 }
 

@@ -1,6 +1,9 @@
 // NCCL's cost model (core/collectives/nccl_model.h) against the hand computations of
 // docs/evidence/nccl-tuning-model.md, sections 4 and 5, which were made from NCCL's source.
 #include "core/collectives/nccl_model.h"
+
+#include "core/collectives/collective_schedule.h"
+#include "core/collectives/cost_model.h"
 #include "core/scenario/scenario.h"
 
 #include <gtest/gtest.h>
@@ -147,6 +150,39 @@ TEST(NcclModel, OtherSystemsAreRefusedNotGuessed) {
   EXPECT_THROW(
       nccl_system(cluster("cluster: {gpu: V100-SXM2-32GB, nodes: 1, gpus_per_node: 8}\n"), 8),
       InputError);
+}
+
+// No algorithm is faster than physics: an all-reduce over m nodes sends at least 2(m-1)/m of the
+// buffer out of each node (reduced inside the node first, at best), so neither NCCL's pick nor
+// dtsim's own auto may take less than that over the node's NICs' line rate. On 64 nodes of one H100 with one 400 Gb/s
+// NIC, NCCL's model once offered NVLS-tree at 6.1 ms for 1 GiB (the bound: 42.3 ms); NCCL turns
+// NVLS off with one GPU of the communicator a node (src/transport/nvls.cc, ncclNvlsInit).
+TEST(NcclModel, NoChoiceBeatsTheNicBound) {
+  for (int gpus_per_node : {1, 8}) {
+    const Cluster c = cluster("cluster: {gpu: H100-SXM, nodes: 64, gpus_per_node: " +
+                              std::to_string(gpus_per_node) +
+                              ", network: {preset: ib-ndr, nics_per_node: " +
+                              std::to_string(gpus_per_node) + ", nic_bandwidth: 400Gbps}}\n");
+    std::vector<Rank> ranks;
+    for (int r = 0; r < c.total_gpus(); ++r) ranks.push_back(r);
+    const double m = c.nodes;
+    const double node_rate = c.nics() * c.network.nic_bandwidth.value();
+    for (double bytes = 1048576.0; bytes <= kGiB; bytes *= 32) {
+      const double bound = 2 * (m - 1) / m * bytes / node_rate;
+      const CollectiveOp op{CollectiveKind::kAllReduce, 0, Bytes(bytes), DType::kBf16,
+                            CollectiveAlgorithm::kAuto, 0};
+      const auto nccl = nccl_reference_choice(op, ranks, c);
+      ASSERT_TRUE(nccl.has_value());
+      EXPECT_GE(nccl->time_us * 1e-6, bound)
+          << gpus_per_node << " GPU(s) a node, " << bytes << " B: NCCL's pick "
+          << to_string(nccl->algorithm);
+      EXPECT_GE(collective_time(op, ranks, c).value(), bound)
+          << gpus_per_node << " GPU(s) a node, " << bytes << " B: dtsim's auto";
+      if (gpus_per_node == 1) {
+        EXPECT_NE(nccl->algorithm, NcclAlgorithm::kNvlsTree);
+      }
+    }
+  }
 }
 
 }  // namespace
