@@ -111,7 +111,22 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 }  // namespace
 
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  auto lower = [](std::string s) {
+    for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return s;
+  };
+  // A word that begins a name is a short form of it ("H100" for "H100-SXM", "A100-PCIe" for
+  // "A100-PCIe-40GB", "gpus" for "gpus_per_node"), whatever a closer typo of another name would
+  // say ("A100-PCIe" is one letter from "H100-PCIe"); the shortest such name is the likeliest.
   std::string best;
+  if (word.size() >= 2) {
+    const std::string w = lower(word);
+    for (const auto& c : candidates)
+      if (c.size() > w.size() && lower(c).rfind(w, 0) == 0 &&
+          (best.empty() || c.size() < best.size()))
+        best = c;
+    if (!best.empty()) return best;
+  }
   size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
   for (const auto& c : candidates) {
     // The distance is at least the difference in length: skip what cannot win, so a megabyte
@@ -124,18 +139,6 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
       best = c;
     }
   }
-  if (!best.empty() || word.size() < 2) return best;
-  // A word that begins a name is a short form of it ("H100" for "H100-SXM", "gpus" for
-  // "gpus_per_node"); the shortest such name is the likeliest.
-  auto lower = [](std::string s) {
-    for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return s;
-  };
-  const std::string w = lower(word);
-  for (const auto& c : candidates)
-    if (c.size() > w.size() && lower(c).rfind(w, 0) == 0 &&
-        (best.empty() || c.size() < best.size()))
-      best = c;
   return best;
 }
 

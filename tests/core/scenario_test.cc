@@ -192,6 +192,15 @@ TEST(Scenario, DidYouMeanCompletesShortNames) {
   EXPECT_EQ(did_you_mean("a100", {"V100-SXM2-32GB", "A100-SXM-80GB", "A100-SXM-40GB"}),
             "A100-SXM-80GB");
   EXPECT_EQ(did_you_mean("zz", {"H100-SXM"}), "");
+  // A name's beginning wins over a one-letter typo of another name.
+  EXPECT_EQ(did_you_mean("A100-PCIe", {"H100-PCIe", "A100-PCIe-40GB", "A100-PCIe-80GB"}),
+            "A100-PCIe-40GB");
+  auto pcie = problems(kMinimal, {{"cluster.gpu=A100-PCIe"}});
+  ASSERT_EQ(pcie.size(), 1u);
+  EXPECT_NE(pcie[0].message.find("did you mean A100-PCIe-"), std::string::npos)
+      << pcie[0].message;
+  // A typo that begins no name still finds the closest.
+  EXPECT_EQ(did_you_mean("tensr", {"tensor", "context"}), "tensor");
 }
 
 // A file with only a cluster is enough for what needs only a cluster (dtsim collective); for a
