@@ -373,6 +373,10 @@ Verb add_plan(CLI::App& app) {
   plan->add_flag("--analytic-only", o->analytic_only,
                  "list the best --top by the analytic engine's step time (what `dtsim simulate "
                  "--engine analytic` gives each) without simulating them with SimGrid");
+  plan->add_option("--rank-by", o->rank_by,
+                   "what ranks the configurations: step (the predicted step time, the default) "
+                   "or high (the upper end of its 80 % interval from comparable published runs, "
+                   "which charges a parallelism family dtsim has been too fast on)");
 
   return {plan, [o](std::ostream& out) { return run_plan(*o, out); }};
 }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/error.h"
+#include "core/report/report.h"
 #include "core/base/text.h"
 #include "core/base/units.h"
 #include "driver/child_process.h"
@@ -40,6 +41,12 @@ std::string gib(double bytes) {
   return format_number("%.1f GiB", bytes / (1024.0 * 1024 * 1024));
 }
 
+// "16.8-19.6" (seconds), or "-" where no comparable published runs give an interval.
+std::string interval_cell(const StepTimeInterval& i) {
+  if (i.runs == 0) return "-";
+  return format_number("%.3f", i.low_s) + "-" + format_number("%.3f", i.high_s);
+}
+
 nlohmann::json row_json(const driver::PlanRow& r) {
   nlohmann::json j{{"config", r.config.describe()},
                    {"tp", r.config.tp},
@@ -54,6 +61,7 @@ nlohmann::json row_json(const driver::PlanRow& r) {
                    {"recompute", std::string(to_string(r.config.recompute))},
                    {"overrides", r.config.overrides()},
                    {"analytic_step_time_s", r.analytic.step_time_s},
+                   {"step_time_interval_s", interval_json(r.interval)},
                    {"peak_bytes_per_gpu", r.peak_bytes},
                    {"capacity_bytes", r.capacity_bytes},
                    {"headroom_bytes", r.capacity_bytes - r.peak_bytes},
@@ -105,6 +113,7 @@ nlohmann::json report_json(const driver::PlanReport& rep) {
                                   : 0.0}}},
           {"closest_misses", misses},
           {"warnings", rep.warnings},
+          {"rank_by", std::string(driver::kRankByNames.to_string(rep.rank_by))},
           {"ranked", ranked}};
 }
 
@@ -140,7 +149,11 @@ void render(const driver::PlanReport& rep, const std::string& scenario,
     out << "\n  skipped      " << rep.not_evaluated
         << " (ZeRO-3 configurations, built op by op, left when the analytic engine's time "
            "budget ran out; pin them with --constraint parallelism.zero_stage=3 to rank them)";
-  out << "\n  fit          " << rep.fits << ", ranked by the analytic step time; ";
+  out << "\n  fit          " << rep.fits << ", ranked by the analytic step time"
+      << (rep.rank_by == driver::RankBy::kHigh
+              ? "'s 80 % interval's upper end (--rank-by high)"
+              : "")
+      << "; ";
   if (!rep.ranked.empty() && !rep.ranked.front().simulated && rep.ranked.front().error.empty())
     out << "the best " << rep.ranked.size() << " listed, none simulated (--analytic-only)\n";
   else
@@ -153,20 +166,21 @@ void render(const driver::PlanReport& rep, const std::string& scenario,
   }
   out << "\n";
   char line[512];
-  std::snprintf(line, sizeof line, "  %-2s  %-66s %10s %10s %6s %10s %10s  %s\n", "#", "config",
-                "step (s)", "analytic", "MFU", "peak", "headroom", "limited by");
+  std::snprintf(line, sizeof line, "  %-2s  %-66s %10s %15s %10s %6s %10s %10s  %s\n", "#",
+                "config", "step (s)", "80% interval", "analytic", "MFU", "peak", "headroom",
+                "limited by");
   out << line;
   int rank = 0;
   for (const auto& r : rep.ranked) {
     ++rank;
     if (!r.simulated) {
       const bool analytic_only = r.error.empty();
-      std::snprintf(line, sizeof line, "  %-2d  %-66s %10s %10.3f %6s %10s %10s  %s\n", rank,
-                    r.config.describe().c_str(),
+      std::snprintf(line, sizeof line, "  %-2d  %-66s %10s %15s %10.3f %6s %10s %10s  %s\n",
+                    rank, r.config.describe().c_str(),
                     analytic_only   ? "-"
                     : r.over_memory ? "no fit"
                                     : "failed",
-                    r.analytic.step_time_s, "-", gib(r.peak_bytes).c_str(),
+                    interval_cell(r.interval).c_str(), r.analytic.step_time_s, "-", gib(r.peak_bytes).c_str(),
                     gib(r.capacity_bytes - r.peak_bytes).c_str(), printable(r.error, 120).c_str());
       out << line;
       continue;
@@ -179,8 +193,9 @@ void render(const driver::PlanReport& rep, const std::string& scenario,
       why += format_number(" (%.0f %% idle)", 100 * r.pipeline_bubble_s / step);
     else if (why == "memory")
       why += format_number(" (%.0f %% used)", 100 * r.peak_bytes / r.capacity_bytes);
-    std::snprintf(line, sizeof line, "  %-2d  %-66s %10.3f %10.3f %5.1f%% %10s %10s  %s\n", rank,
-                  r.config.describe().c_str(), step, r.analytic.step_time_s, 100 * r.mfu,
+    std::snprintf(line, sizeof line, "  %-2d  %-66s %10.3f %15s %10.3f %5.1f%% %10s %10s  %s\n",
+                  rank, r.config.describe().c_str(), step, interval_cell(r.interval).c_str(),
+                  r.analytic.step_time_s, 100 * r.mfu,
                   gib(r.peak_bytes).c_str(), gib(r.capacity_bytes - r.peak_bytes).c_str(),
                   why.c_str());
     out << line;
@@ -205,6 +220,15 @@ int run_plan(const PlanOptions& o, std::ostream& out) {
   for (const auto& c : o.constraints) req.constraints.push_back(driver::parse_plan_constraint(c));
   req.top = o.top;
   req.simulate = !o.analytic_only;
+  const auto rank_by = driver::kRankByNames.parse(o.rank_by);
+  if (!rank_by) {
+    std::string choices;
+    for (const auto& n : driver::kRankByNames.names()) choices += (choices.empty() ? "" : ", ") + n;
+    throw InputError(Diagnostic{SourceLocation{}, "--rank-by",
+                                "expected one of " + choices + ", found '" +
+                                    printable(o.rank_by, 60) + "'"});
+  }
+  req.rank_by = *rank_by;
   req.jobs = o.jobs;
   req.dtsim = o.dtsim.empty() ? driver::self_executable() : o.dtsim;
   if (!o.timeout.empty()) {

@@ -16,6 +16,7 @@
 #include "core/exec/analytic_executor.h"
 #include "driver/child_process.h"
 #include "driver/predict.h"
+#include "driver/prediction_interval.h"
 #include "models/scenario_model.h"
 
 namespace dtsim::driver {
@@ -624,6 +625,7 @@ PlanReport plan_search(const PlanRequest& req) {
     text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   PlanReport rep;
+  rep.rank_by = req.rank_by;
   rep.scenario_name = base.name;
   rep.gpus = base.cluster.nodes * base.cluster.gpus_per_node;
   rep.global_batch_size = base.training.global_batch_size.value;
@@ -647,12 +649,38 @@ PlanReport plan_search(const PlanRequest& req) {
     throw InputError(
         Diagnostic{SourceLocation{base.file, 0, 0}, "parallelism", why_none_fits(rep, misses)});
 
-  std::stable_sort(fitting.begin(), fitting.end(), [](const Candidate& a, const Candidate& b) {
-    return a.estimate.step_time_s < b.estimate.step_time_s;
-  });
+  // Each configuration's interval: what comparable published runs say of a prediction like it.
+  const std::string model_family(to_string(models::spec_from_scenario(base).family));
+  const std::string sync(to_string(base.training.sync));
+  const auto interval_of = [&](const PlanConfig& c, double step_s) {
+    Results r;
+    r.scenario = base.name;
+    r.gpu = rep.gpu;
+    r.gpus = rep.gpus;
+    r.tp = c.tp;
+    r.pp = c.pp;
+    r.ep = c.ep;
+    return step_time_interval(step_s, interval_query(r, model_family, sync),
+                              published_residuals());
+  };
+  // The ranking's key: the step time, or its interval's upper end (the step time where no
+  // comparable runs give an interval).
+  const auto rank_key = [&](const PlanConfig& c, double step_s) {
+    if (req.rank_by == RankBy::kStep) return step_s;
+    const StepTimeInterval i = interval_of(c, step_s);
+    return i.runs > 0 ? i.high_s : step_s;
+  };
+  std::vector<std::pair<double, size_t>> order;
+  for (size_t i = 0; i < fitting.size(); ++i)
+    order.emplace_back(rank_key(fitting[i].config, fitting[i].estimate.step_time_s), i);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   const size_t top = std::min(fitting.size(), static_cast<size_t>(req.top));
-  for (size_t i = 0; i < top; ++i)
-    rep.analytic_top.push_back(row_of(fitting[i], rep.capacity_bytes));
+  for (size_t i = 0; i < top; ++i) {
+    PlanRow row = row_of(fitting[order[i].second], rep.capacity_bytes);
+    row.interval = interval_of(row.config, row.analytic.step_time_s);
+    rep.analytic_top.push_back(std::move(row));
+  }
 
   if (!req.simulate) {
     rep.ranked = rep.analytic_top;
@@ -660,9 +688,11 @@ PlanReport plan_search(const PlanRequest& req) {
   }
   std::vector<PlanRow> rows = rep.analytic_top;
   simulate_rows(req, rows);
-  std::stable_sort(rows.begin(), rows.end(), [](const PlanRow& a, const PlanRow& b) {
+  for (PlanRow& row : rows)
+    if (row.simulated) row.interval = interval_of(row.config, row.step_time_s);
+  std::stable_sort(rows.begin(), rows.end(), [&](const PlanRow& a, const PlanRow& b) {
     if (a.simulated != b.simulated) return a.simulated;
-    return a.step_time_s < b.step_time_s;
+    return rank_key(a.config, a.step_time_s) < rank_key(b.config, b.step_time_s);
   });
   rep.ranked = std::move(rows);
   if (!rep.ranked.empty() && rep.ranked.front().simulated)

@@ -114,11 +114,19 @@ class PlanProgress {
   virtual void advance(std::size_t done) = 0;
 };
 
+// What ranks the configurations: the predicted step time, or the upper end of its 80 %
+// interval (driver/prediction_interval.h), which charges a parallelism family dtsim has been
+// too fast on in published runs.
+enum class RankBy { kStep, kHigh };
+inline constexpr auto kRankByNames =
+    make_enum_table<RankBy>({{RankBy::kStep, "step"}, {RankBy::kHigh, "high"}});
+
 struct PlanRequest {
   std::string scenario;                // path
   std::vector<std::string> overrides;  // --set, applied before the search's own
   std::vector<PlanConstraint> constraints;
   int top = 5;  // simulated with SimGrid
+  RankBy rank_by = RankBy::kStep;
   // false: `ranked` is the best `top` by the analytic engine, none simulated (rows with no error).
   bool simulate = true;
   std::string dtsim;           // the dtsim binary the children run
@@ -137,6 +145,8 @@ struct PlanRow {
   // SimGrid's result (dtsim simulate --json) when the child succeeded.
   bool simulated = false;
   double step_time_s = 0;  // SimGrid's when simulated, else the analytic one
+  // The interval of the step time the row shows (SimGrid's when simulated, else the analytic).
+  StepTimeInterval interval;
   double mfu = 0;
   double tokens_per_s = 0;
   double compute_s = 0, exposed_communication_s = 0, pipeline_bubble_s = 0;
@@ -169,6 +179,7 @@ struct PlanReport {
   std::vector<PlanRow> ranked;                     // the simulated top, best first
   std::vector<PlanRow> analytic_top;               // the best by analytic step time, best first
   std::vector<std::string> warnings;               // about the pick (mfu_warning)
+  RankBy rank_by = RankBy::kStep;                   // what ranked them (PlanRequest::rank_by)
 };
 
 PlanReport plan_search(const PlanRequest& request);

@@ -153,11 +153,23 @@ struct BackgroundJob {
   double this_job_slowdown = 1;           // step_time_s / this_job_alone_step_time_s
 };
 
+// How sure a prediction is (driver/prediction_interval.h): the step time's interval from
+// dtsim's errors on comparable published runs. runs == 0: no comparable runs, no interval, and
+// basis says why.
+struct StepTimeInterval {
+  double low_s = 0, high_s = 0;
+  double coverage = 0;  // the fraction of comparable runs' outcomes the interval is built to hold
+  int runs = 0;         // the comparable published runs it rests on
+  std::string basis;    // which runs (GPU, parallelism family, scale), or why none
+};
+
 struct Results {
   std::string engine;
   std::string source = "predicted";  // "measured" for real mode (docs/design.md section 5)
   std::string scenario;
   double step_time_s = 0;
+  // Predictions only (measured results have none); set by the driver after the engine runs.
+  std::optional<StepTimeInterval> step_time_interval;
   double samples_per_s = 0;
   double tokens_per_s = 0;
   double model_tflops_per_gpu = 0;

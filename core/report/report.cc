@@ -98,6 +98,25 @@ nlohmann::json reliability_json(const std::optional<reliability::RunReport>& rel
 
 }  // namespace
 
+nlohmann::json interval_json(const StepTimeInterval& interval) {
+  nlohmann::json j = {{"coverage", interval.coverage},
+                      {"runs", interval.runs},
+                      {"basis", interval.basis}};
+  if (interval.runs > 0) {  // no band is invented where no comparable runs exist
+    j["low"] = interval.low_s;
+    j["high"] = interval.high_s;
+  }
+  return j;
+}
+
+std::string describe_interval(const StepTimeInterval& interval) {
+  if (interval.runs == 0) return interval.basis;
+  return format_number("%.0f%% interval ", 100 * interval.coverage) +
+         format_duration(Seconds(interval.low_s)) + " to " +
+         format_duration(Seconds(interval.high_s)) + ", from " + std::to_string(interval.runs) +
+         " comparable published runs";
+}
+
 double without_noise(double value, double scale) {
   return std::fabs(value) <= kNoiseTolerance * scale ? 0.0 : value;
 }
@@ -109,6 +128,7 @@ nlohmann::json results_to_json(const Results& r) {
   j["scenario"] = r.scenario;
   j["source"] = r.source;
   j["step_time_s"] = r.step_time_s;
+  if (r.step_time_interval) j["step_time_interval_s"] = interval_json(*r.step_time_interval);
   j["throughput"] = {{"samples_per_s", r.samples_per_s}, {"tokens_per_s", r.tokens_per_s}};
   j["flops"] = {{"model_tflops_per_gpu", r.model_tflops_per_gpu},
                 {"hardware_tflops_per_gpu", r.hardware_tflops_per_gpu},
@@ -355,7 +375,10 @@ std::string render_summary(const Results& r) {
   out += line("batch", std::to_string(r.global_batch_size) + " samples/step, " +
                            std::to_string(r.micro_batches) + " micro-batches per replica");
   out += "\n";
-  out += line("step time", format_duration(Seconds(r.step_time_s)));
+  out += line("step time", format_duration(Seconds(r.step_time_s)) +
+                              (r.step_time_interval
+                                   ? "  (" + describe_interval(*r.step_time_interval) + ")"
+                                   : std::string()));
   out += line("throughput", format_number("%.1f samples/s", r.samples_per_s) + ", " +
                                 format_number("%.0f tokens/s", r.tokens_per_s));
   out += line("model FLOPs per GPU",

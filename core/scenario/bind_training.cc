@@ -202,6 +202,29 @@ void check_training_modes(const Reader& r, const Scenario& s, DiagnosticSink& si
                  "pipeline " +
                  std::to_string(par.pipeline.value) +
                  " use zero_stage 0 or 1, or another training.framework");
+  // Context parallelism as dtsim models it (parallelism.context: Megatron-core's ring exchange
+  // of keys and values, docs/models.md) where the named framework has none. Megatron-LM gained
+  // it with Megatron-core 0.5 (2024, --context-parallel-size, megatron/core/parallel_state.py);
+  // the 2021 code base (Narayanan et al. 2021, Korthikanti et al. 2022) splits by tensor,
+  // sequence, pipeline and data only. PyTorch DDP replicates the whole model. DeepSpeed's long-
+  // sequence parallelism is Ulysses (Jacobs et al. 2023: an all-to-all over attention heads),
+  // not a ring over the sequence.
+  if (par.context.value > 1 &&
+      (t.framework == Framework::kMegatronLm2021 || t.framework == Framework::kPytorchDdp ||
+       t.framework == Framework::kDeepspeed)) {
+    const char* why = t.framework == Framework::kMegatronLm2021
+                          ? "Megatron-LM added context parallelism in 2024 (Megatron-core 0.5)"
+                      : t.framework == Framework::kPytorchDdp
+                          ? "PyTorch DDP replicates the whole model on every GPU"
+                          : "DeepSpeed splits long sequences with Ulysses (an all-to-all over "
+                            "attention heads), not the ring over the sequence dtsim models";
+    sink.add(r.where("parallelism.context").known() ? r.where("parallelism.context")
+                                                    : r.where("training.framework"),
+             "parallelism.context",
+             "training.framework " + std::string(to_string(t.framework)) +
+                 " has no context parallelism (" + why + "); use context 1, or a framework "
+                 "that has it (megatron-core, nemo, fsdp)");
+  }
   if (is_pipedream(par.schedule) && par.zero_stage == 3)
     sink.add(r.where("parallelism.schedule"), "parallelism.schedule",
              std::string(to_string(par.schedule)) +

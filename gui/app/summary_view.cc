@@ -117,6 +117,7 @@ SummaryView::SummaryView(QWidget* parent) : QWidget(parent) {
   grid_ = new QGridLayout(figures_);
   grid_->setHorizontalSpacing(24);
   const QStringList names{"Step time",
+                          "80 % interval",
                           "Throughput",
                           "Tokens",
                           "MFU",
@@ -179,6 +180,20 @@ void SummaryView::set_result(const nlohmann::json& r, const QString& title) {
     return v ? render(*v) : QString();
   };
   set("Step time", fmt({"step_time_s"}, format_seconds));
+  // The interval from comparable published runs (JSON step_time_interval_s); its basis, which
+  // names the runs or says why there are none, is the label's tooltip.
+  QString interval, basis;
+  if (const auto* i = find_key(r, {"step_time_interval_s"}); i && i->is_object()) {
+    const auto low = number(*i, {"low"}), high = number(*i, {"high"}), runs = number(*i, {"runs"});
+    interval = low && high && runs ? format_seconds(*low) + " to " + format_seconds(*high) +
+                                         " (" + QString::number(*runs) + " published runs)"
+                                   : QString("none: no comparable published runs");
+    if (i->contains("basis") && (*i)["basis"].is_string())
+      basis = QString::fromStdString((*i)["basis"].get<std::string>());
+  }
+  set("80 % interval", interval);
+  for (auto& [n, label] : values_)
+    if (n == "80 % interval") label->setToolTip(basis);
   set("Throughput",
       fmt({"throughput", "samples_per_s"}, [](double v) { return scaled(v, "samples/s"); }));
   set("Tokens",

@@ -333,6 +333,51 @@ TEST(PlanSearch, LeavesOutWhatTheFrameworkCannotRun) {
       << "the case should offer pipelines with ZeRO-2 or 3 where the framework runs them";
 }
 
+// Context parallelism is searched only under a framework that has it (core/scenario/
+// bind_training.cc cites each rule's source).
+TEST(PlanSearch, OffersContextParallelismOnlyWhereTheFrameworkHasIt) {
+  auto search = [](const std::string& framework) {
+    PlanRequest req = small_request(100000);
+    req.overrides.push_back("training.framework=" + framework);
+    req.constraints.clear();
+    req.constraints.push_back(parse_plan_constraint("training.recompute=none"));
+    req.constraints.push_back(parse_plan_constraint("parallelism.zero_stage=1"));
+    req.simulate = false;
+    return plan_search(req);
+  };
+  const auto with_context = [](const PlanReport& rep) {
+    size_t n = 0;
+    for (const PlanRow& row : rep.ranked) n += row.config.cp > 1 ? 1 : 0;
+    return n;
+  };
+  EXPECT_GT(with_context(search("megatron-core")), 0u)
+      << "the case should offer context parallelism where the framework has it";
+  for (const char* framework : {"megatron-lm-2021", "pytorch-ddp", "deepspeed"}) {
+    const PlanReport rep = search(framework);
+    EXPECT_EQ(with_context(rep), 0u) << framework;
+    EXPECT_GT(rep.invalid_by_key.count("parallelism.context"), 0u) << framework;
+  }
+}
+
+// --rank-by high: the rows are in the order of their intervals' upper ends, and each row's
+// interval is the one `dtsim simulate` gives its step time.
+TEST(PlanSearch, RanksByTheIntervalsUpperEndWhenAsked) {
+  PlanRequest req = small_request(100000);
+  req.simulate = false;
+  req.rank_by = RankBy::kHigh;
+  const PlanReport rep = plan_search(req);
+  ASSERT_GE(rep.ranked.size(), 5u);
+  EXPECT_EQ(rep.rank_by, RankBy::kHigh);
+  for (size_t i = 0; i < rep.ranked.size(); ++i) {
+    const PlanRow& row = rep.ranked[i];
+    ASSERT_GT(row.interval.runs, 0) << row.interval.basis;
+    EXPECT_LT(row.interval.low_s, row.interval.high_s);
+    if (i > 0) {
+      EXPECT_LE(rep.ranked[i - 1].interval.high_s, row.interval.high_s);
+    }
+  }
+}
+
 // What plan ranks first (the analytic top 2, simulated) is the best of every configuration that
 // fits, each simulated with SimGrid.
 TEST(PlanSearch, PicksTheTrueBestOnASmallCase) {

@@ -22,12 +22,14 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "driver/predict.h"
+#include "driver/prediction_interval.h"
 #include "manifest_field.h"
 
 namespace dtsim {
@@ -42,6 +44,8 @@ struct PublishedRun {
   std::string file;   // in scenarios/validation/
   std::string group;  // e.g. "A100 3D", "DP", "MoE"
   std::string gpu;
+  int gpus = 0;
+  std::string family;  // dp, fsdp, 3d, moe (driver::parallelism_family)
   std::string precision;
   std::string source;
   std::string published_text;  // the figure as the source reports it, with its unit
@@ -67,6 +71,8 @@ Manifest load_manifest() {
     r.file = manifest_field<std::string>(entry, "file", where);
     r.group = manifest_field<std::string>(entry, "group", where);
     r.gpu = manifest_field<std::string>(entry, "gpu", where);
+    r.gpus = manifest_field<int>(entry, "gpus", where);
+    r.family = manifest_field<std::string>(entry, "family", where);
     r.precision = manifest_field<std::string>(entry, "precision", where);
     r.source = manifest_field<std::string>(entry, "source", where);
     r.published_text = manifest_field<std::string>(entry, "published", where);
@@ -95,12 +101,61 @@ struct Outcome {
   double predicted = 0;
   double error_pct = 0;
   std::string failure;  // why it did not simulate, or ""
+  // The run's own 80 % interval from the other runs' current errors (leave-one-out), and
+  // whether it holds the published figure; no interval where no comparable runs exist.
+  std::optional<StepTimeInterval> interval;
+  bool covered = false;
 };
 
 double mape(const std::vector<const Outcome*>& outcomes) {
   double sum = 0;
   for (const Outcome* o : outcomes) sum += std::fabs(o->error_pct);
   return outcomes.empty() ? 0 : sum / static_cast<double>(outcomes.size());
+}
+
+// Mean signed error: negative when dtsim is too fast on average.
+double mean_signed_error(const std::vector<const Outcome*>& outcomes) {
+  double sum = 0;
+  for (const Outcome* o : outcomes) sum += o->error_pct;
+  return outcomes.empty() ? 0 : sum / static_cast<double>(outcomes.size());
+}
+
+// "7 of 9 (78%)": how many of the runs with an interval hold their published figure in it.
+std::string coverage(const std::vector<const Outcome*>& outcomes) {
+  int with = 0, held = 0;
+  for (const Outcome* o : outcomes)
+    if (o->interval && o->interval->runs > 0) {
+      ++with;
+      if (o->covered) ++held;
+    }
+  if (with == 0) return "no intervals";
+  char text[64];
+  std::snprintf(text, sizeof text, "%d of %d (%.0f%%)", held, with, 100.0 * held / with);
+  return text;
+}
+
+std::string stem(const std::string& file) {
+  return file.substr(0, file.rfind('.'));
+}
+
+// Each run's interval from every other run's current error (never its own): the coverage the
+// user's intervals can be expected to have (driver/prediction_interval.h).
+void leave_one_out_intervals(std::vector<Outcome>& outcomes) {
+  std::vector<driver::PublishedResidual> residuals;
+  for (const Outcome& o : outcomes)
+    if (o.failure.empty())
+      residuals.push_back({stem(o.run.file), o.run.gpu, o.run.family, o.run.gpus, o.error_pct});
+  for (Outcome& o : outcomes) {
+    if (!o.failure.empty() || o.run.metric != "step_time_s") continue;
+    driver::IntervalQuery q;
+    q.scenario = stem(o.run.file);
+    q.gpu = o.run.gpu;
+    q.family = o.run.family;
+    q.gpus = o.run.gpus;
+    o.interval = driver::step_time_interval(o.predicted, q, residuals);
+    o.covered = o.interval->runs > 0 && o.interval->low_s <= o.run.published &&
+                o.run.published <= o.interval->high_s;
+  }
 }
 
 void print_summary(const std::vector<Outcome>& outcomes, const std::string& engine) {
@@ -132,8 +187,10 @@ void print_summary(const std::vector<Outcome>& outcomes, const std::string& engi
     for (const Outcome& o : outcomes)
       if (o.failure.empty()) by[key(o.run)].push_back(&o);
     for (const auto& [name, members] : by)
-      std::printf("  %-9s %-16s %2zu runs  MAPE %5.1f%%\n", label.c_str(), name.c_str(),
-                  members.size(), mape(members));
+      std::printf("  %-9s %-16s %2zu runs  MAPE %5.1f%%  mean signed %+5.1f%%  80%% interval "
+                  "holds %s\n",
+                  label.c_str(), name.c_str(), members.size(), mape(members),
+                  mean_signed_error(members), coverage(members).c_str());
   }
   std::vector<const Outcome*> all;
   int over_15 = 0;
@@ -142,8 +199,10 @@ void print_summary(const std::vector<Outcome>& outcomes, const std::string& engi
       all.push_back(&o);
       if (std::fabs(o.error_pct) > 15) ++over_15;
     }
-  std::printf("  %-26s %2zu runs  MAPE %5.1f%%   runs beyond 15%%: %d\n\n", "overall", all.size(),
-              mape(all), over_15);
+  std::printf("  %-26s %2zu runs  MAPE %5.1f%%  mean signed %+5.1f%%  80%% interval holds %s  "
+              "runs beyond 15%%: %d\n\n",
+              "overall", all.size(), mape(all), mean_signed_error(all), coverage(all).c_str(),
+              over_15);
 }
 
 void print_markdown(const std::vector<Outcome>& outcomes) {
@@ -166,15 +225,26 @@ void print_markdown(const std::vector<Outcome>& outcomes) {
   std::vector<const Outcome*> all;
   for (const Outcome& o : outcomes)
     if (o.failure.empty()) all.push_back(&o);
-  for (const auto& key : {&PublishedRun::group, &PublishedRun::gpu, &PublishedRun::precision}) {
+  for (const auto& key : {&PublishedRun::group, &PublishedRun::gpu, &PublishedRun::family,
+                          &PublishedRun::precision}) {
     std::map<std::string, std::vector<const Outcome*>> by;
     for (const Outcome* o : all) by[o->run.*key].push_back(o);
     for (const auto& entry : by) rows.push_back(entry);
   }
-  std::printf("\n| runs by | runs | MAPE |\n|---|---|---|\n");
+  std::printf(
+      "\n| runs by | runs | MAPE | mean signed error | optimistic | 80%% interval holds the "
+      "published figure (leave-one-out) |\n|---|---|---|---|---|---|\n");
+  const auto optimistic = [](const std::vector<const Outcome*>& members) {
+    int n = 0;
+    for (const Outcome* o : members) n += o->error_pct < 0 ? 1 : 0;
+    return n;
+  };
   for (const auto& [name, members] : rows)
-    std::printf("| %s | %zu | %.1f%% |\n", name.c_str(), members.size(), mape(members));
-  std::printf("| overall | %zu | %.1f%% |\n\n", all.size(), mape(all));
+    std::printf("| %s | %zu | %.1f%% | %+.1f%% | %d | %s |\n", name.c_str(), members.size(),
+                mape(members), mean_signed_error(members), optimistic(members),
+                coverage(members).c_str());
+  std::printf("| overall | %zu | %.1f%% | %+.1f%% | %d | %s |\n\n", all.size(), mape(all),
+              mean_signed_error(all), optimistic(all), coverage(all).c_str());
 }
 
 TEST(PublicValidationSet, ManifestListsEveryScenarioOnce) {
@@ -208,11 +278,20 @@ TEST(PublicValidationSet, NoErrorGrowsBeyondItsRecordedOne) {
       if (metric == metrics().end()) throw std::runtime_error("unknown metric " + run.metric);
       o.predicted = metric->second(prediction.results);
       o.error_pct = 100.0 * (o.predicted - run.published) / run.published;
+      // The fields the intervals group by must describe the scenario, and its name must be the
+      // file's stem so that a prediction of a published run leaves that run out.
+      const Results& r = prediction.results;
+      EXPECT_EQ(run.gpus, r.gpus) << run.file << ": published.yaml gpus";
+      EXPECT_EQ(run.family, driver::parallelism_family(r.tp, r.pp, r.ep, r.zero_stage))
+          << run.file << ": published.yaml family";
+      EXPECT_EQ(run.gpu, driver::gpu_generation(r.gpu)) << run.file << ": published.yaml gpu";
+      EXPECT_EQ(stem(run.file), r.scenario) << run.file << ": the scenario's name";
     } catch (const std::exception& e) {
       o.failure = e.what();
     }
     outcomes.push_back(o);
   }
+  leave_one_out_intervals(outcomes);
   print_summary(outcomes, m.engine);
   if (std::getenv("DTSIM_VALIDATION_MARKDOWN") != nullptr) print_markdown(outcomes);
 
@@ -226,6 +305,20 @@ TEST(PublicValidationSet, NoErrorGrowsBeyondItsRecordedOne) {
         << o.run.recorded_error_pct << "% (allowed |error| up to " << bound
         << "%). If the model change that moved it is deliberate, record the new error in "
         << kManifest;
+  }
+}
+
+// dtsim's built-in copy of the manifest (driver/published_runs.h) is the file in the tree: the
+// intervals users see rest on the errors recorded here.
+TEST(PublicValidationSet, BuiltInResidualsAreTheManifests) {
+  const Manifest m = load_manifest();
+  const auto& built_in = driver::published_residuals();
+  ASSERT_EQ(built_in.size(), m.runs.size()) << "reconfigure the build: cmake -S . -B build";
+  for (size_t i = 0; i < m.runs.size(); ++i) {
+    EXPECT_EQ(built_in[i].run, stem(m.runs[i].file));
+    EXPECT_EQ(built_in[i].gpus, m.runs[i].gpus);
+    EXPECT_EQ(built_in[i].family, m.runs[i].family);
+    EXPECT_DOUBLE_EQ(built_in[i].error_pct, m.runs[i].recorded_error_pct);
   }
 }
 
