@@ -95,6 +95,19 @@ real::FaultInjection fault_of(const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+// "activations 52.1 GiB": the memory category largest at the peak.
+std::string largest_category(const Results& r) {
+  size_t largest = 0;
+  for (size_t c = 1; c < r.per_category_bytes.size(); ++c)
+    if (r.per_category_bytes[c] > r.per_category_bytes[largest]) largest = c;
+  return std::string(to_string(static_cast<MemoryCategory>(largest))) + " " +
+         format_bytes(Bytes(r.per_category_bytes[largest]));
+}
+
+}  // namespace
+
 int run_simulate(const SimulateOptions& o, std::ostream& out) {
   auto overrides = o.overrides;
   if (!o.engine.empty()) overrides.push_back("simulate.engine=" + o.engine);
@@ -128,9 +141,20 @@ int run_simulate(const SimulateOptions& o, std::ostream& out) {
     out << j.dump(2) << "\n";
   else
     out << render_summary(results);
-  if (!results.fits && !o.json)
-    out << "\nwarning: the peak memory exceeds the GPU's capacity; run dtsim validate for the "
-           "fix.\n";
+  // A configuration that does not fit cannot run: the result is printed and written for those
+  // who want to see where the memory goes, and the verdict is an error (exit 2), as dtsim
+  // validate's is.
+  if (!results.fits) {
+    out.flush();
+    throw InputError(Diagnostic{
+        SourceLocation{o.scenario, 0, 0}, "memory",
+        "does not fit: the peak memory per GPU, " +
+            format_bytes(Bytes(results.peak_bytes_per_gpu)) + ", exceeds the GPU's " +
+            format_bytes(Bytes(results.capacity_bytes)) + " (largest at the peak: " +
+            largest_category(results) +
+            "); the result above shows where the memory goes, and dtsim validate lists the "
+            "fixes"});
+  }
   return 0;
 }
 

@@ -42,11 +42,15 @@ int run_sweep(SweepOptions o, std::ostream& out) {
   if (launch.world > 1) line << " on rank 0 of " << launch.world;
   if (o.request.shard.count > 1)
     line << " in shard " << o.request.shard.index << "/" << o.request.shard.count;
-  line << ": " << s.ran << " run now (" << s.ok << " ok, " << s.failed << " failed, " << s.timed_out
-       << " timed out)";
+  line << ": " << s.ran << " run now (" << s.ok << " ok, ";
+  if (s.does_not_fit) line << s.does_not_fit << " do not fit in memory, ";
+  line << s.failed << " failed, " << s.timed_out << " timed out)";
   if (s.skipped) line << ", " << s.skipped << " already in the file";
   line << ", in " << s.wall_s << " s; rows in " << o.request.output << "\n";
   out << line.str();
+  if (s.does_not_fit)
+    out << "Configurations that do not fit are rows with status does-not-fit, their result and "
+           "the shortfall; dtsim analyze leaves them out.\n";
   if (s.failed || s.timed_out)
     out << "Failed runs are rows with status error or timeout and their message; dtsim analyze "
            "skips them.\n";

@@ -382,12 +382,17 @@ ScalingAnalysis analyze_results(const ResultsFile& results, const std::string& x
             " --x takes a varied key (this file varies: " + (varied.empty() ? "none" : varied) +
             ") or a numeric result key such as config.gpus");
   }
+  const auto not_fitting = std::count_if(skipped.begin(), skipped.end(),
+                                         [](const SkippedRow& s) { return s.status == kDoesNotFit; });
   if (ok_rows < kMinimumPoints)
     throw bad_input(file, "",
                     "scaling fits need at least " + std::to_string(kMinimumPoints) +
                         " ok rows (a baseline and two scaled points); the file has " +
                         std::to_string(ok_rows) + " ok of " + std::to_string(results.rows.size()) +
-                        " rows");
+                        " rows" +
+                        (not_fitting > 0 ? " (" + std::to_string(not_fitting) +
+                                               " do not fit in the GPU's memory and are left out)"
+                                         : std::string()));
   for (size_t i = 0; i < results.rows.size(); ++i) {
     const SweepRow& row = results.rows[i];
     if (!row.ok()) continue;
@@ -519,7 +524,7 @@ std::string render_analysis(const ScalingAnalysis& a) {
            "scenario to see their cost)\n";
 
   if (!a.skipped.empty()) {
-    out << "\nSkipped rows (only status ok counts):\n";
+    out << "\nSkipped rows (only status ok counts; a does-not-fit configuration cannot run):\n";
     for (const SkippedRow& s : a.skipped)
       out << "  " << printable(s.config, 120) << ": " << s.status << ", exit " << s.exit_code
           << (s.error.empty() ? "" : ": " + printable(s.error, 200)) << "\n";

@@ -543,7 +543,15 @@ std::string why_none_fits(const PlanReport& rep, const std::vector<Candidate>& m
 // Fills a row from a finished `dtsim simulate --json` child.
 void read_simulated(const ChildOutcome& outcome, PlanRow& row) {
   using Status = ChildOutcome::Status;
-  if (outcome.status != Status::kExited || outcome.exit_code != 0) {
+  // dtsim simulate exits 2 on a configuration that does not fit, with its whole result on
+  // stdout: read it, and the check below marks the row.
+  bool result_over_memory = false;
+  if (outcome.status == Status::kExited && outcome.exit_code == 2) {
+    const auto j = nlohmann::json::parse(outcome.out, nullptr, false);
+    result_over_memory =
+        j.is_object() && j.value("/memory/fits"_json_pointer, nlohmann::json()) == false;
+  }
+  if ((outcome.status != Status::kExited || outcome.exit_code != 0) && !result_over_memory) {
     row.error = outcome.status == Status::kTimedOut     ? "timed out"
                 : outcome.status == Status::kNotStarted ? "did not start: " + outcome.error
                 : outcome.status == Status::kSignalled

@@ -136,6 +136,20 @@ SweepRow row_of(const Overrides& config, const ChildOutcome& o, double timeout_s
         row.error = error_text("dtsim simulate printed no JSON result");
         return row;
       }
+      // Exit 2 with a whole result whose memory does not fit: the configuration cannot run, and
+      // its result (where the memory goes) is kept.
+      if (o.exit_code == 2) {
+        nlohmann::json result = nlohmann::json::parse(o.out, nullptr, false);
+        const nlohmann::json fits =
+            result.is_object() ? result.value("/memory/fits"_json_pointer, nlohmann::json())
+                               : nlohmann::json();
+        if (fits.is_boolean() && !fits.get<bool>()) {
+          row.result = std::move(result);
+          row.status = kDoesNotFit;
+          row.error = error_text("");
+          return row;
+        }
+      }
       row.status = "error";
       row.error = error_text("");
       if (row.error.empty()) row.error = "dtsim simulate exited " + std::to_string(o.exit_code);
@@ -501,6 +515,8 @@ SweepSummary run_sweep(const SweepRequest& request) {
         ++summary.ran;
         if (row.ok())
           ++summary.ok;
+        else if (row.status == kDoesNotFit)
+          ++summary.does_not_fit;
         else if (row.status == "timeout")
           ++summary.timed_out;
         else

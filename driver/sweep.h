@@ -72,7 +72,7 @@ struct SweepRequest {
 struct SweepSummary {
   int configurations = 0;  // in this shard (and rank)
   int skipped = 0;         // already in the output (--resume)
-  int ran = 0, ok = 0, failed = 0, timed_out = 0;
+  int ran = 0, ok = 0, does_not_fit = 0, failed = 0, timed_out = 0;
   double wall_s = 0;
 };
 

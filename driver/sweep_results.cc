@@ -159,10 +159,11 @@ SweepRow row_from_json(const std::string& path, int line, const nlohmann::json& 
   SweepRow row;
   row.config = j["config"].get<std::string>();
   row.status = j["status"].get<std::string>();
-  if (row.status != "ok" && row.status != "error" && row.status != "timeout")
-    throw bad_file(
-        path, line,
-        "status must be ok, error or timeout, found '" + printable(row.status, 40) + "'");
+  if (row.status != "ok" && row.status != kDoesNotFit && row.status != "error" &&
+      row.status != "timeout")
+    throw bad_file(path, line,
+                   "status must be ok, does-not-fit, error or timeout, found '" +
+                       printable(row.status, 40) + "'");
   if (j.contains("overrides") && j["overrides"].is_object())
     for (auto it = j["overrides"].begin(); it != j["overrides"].end(); ++it)
       row.overrides.emplace_back(
@@ -408,7 +409,7 @@ ResultsFile parse_results(const std::string& text, const std::string& path, Resu
       throw bad_file(path, line_numbers[i], "exit_code and wall_s must be numbers");
     }
     j["error"] = cells[status_column + 3];
-    if (cells[status_column] == "ok") {
+    if (cells[status_column] == "ok" || cells[status_column] == kDoesNotFit) {
       nlohmann::json result = nlohmann::json::object();
       for (size_t c = first_result; c < header.size(); ++c) {
         nlohmann::json v = cell_value(header[c], cells[c]);

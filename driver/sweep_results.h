@@ -47,14 +47,19 @@ ResultsFormat results_format(const std::string& path, const std::string& flag);
 struct SweepRow {
   std::string config;
   std::vector<std::pair<std::string, std::string>> overrides;  // varied key, value
-  std::string status = "ok";                                   // ok | error | timeout
+  std::string status = "ok";  // ok | does-not-fit | error | timeout
   int exit_code = 0;
   double wall_s = 0;
   std::string error;
-  nlohmann::json result;  // the nested result object; null unless status is ok
+  // The nested result object; null unless status is ok or does-not-fit (a whole result whose
+  // peak memory is over the GPU's: the configuration cannot run, and analyze leaves it out).
+  nlohmann::json result;
 
   bool ok() const { return status == "ok"; }
 };
+
+// The status of a row whose configuration does not fit in the GPU's memory.
+inline constexpr const char* kDoesNotFit = "does-not-fit";
 
 // The id of a configuration: "key=value;key=value".
 std::string config_id(const std::vector<std::pair<std::string, std::string>>& overrides);

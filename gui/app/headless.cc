@@ -51,7 +51,9 @@ RunRecord run_and_wait(MainWindow& window, const QString& engine) {
 int exit_code_of(const RunRecord& r) {
   if (r.status == RunRecord::Status::kOk) return kExitOk;
   error_line(r.message.isEmpty() ? "the simulation did not finish" : r.message);
-  return r.status == RunRecord::Status::kBadInput ? kExitBadInput : kExitRuntime;
+  return r.status == RunRecord::Status::kBadInput || r.status == RunRecord::Status::kDoesNotFit
+             ? kExitBadInput
+             : kExitRuntime;
 }
 
 // Runs the scaling tab's sweep and waits for its charts.

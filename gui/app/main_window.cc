@@ -48,6 +48,8 @@ QString status_text(RunRecord::Status s) {
       return "running";
     case RunRecord::Status::kOk:
       return "done";
+    case RunRecord::Status::kDoesNotFit:
+      return "does not fit";
     case RunRecord::Status::kBadInput:
       return "bad input";
     case RunRecord::Status::kFailed:
@@ -392,7 +394,7 @@ void MainWindow::on_run_finished(const RunRecord& record) {
   phase_->clear();
   if (!record.message.isEmpty()) log(record.message);
   emit run_finished(record);
-  if (record.status == RunRecord::Status::kOk) {
+  if (record.has_result()) {
     show_run(record);
   } else {
     summary_->show_message(QString("Run %1 %2.\n\n%3")
@@ -407,7 +409,7 @@ void MainWindow::on_run_finished(const RunRecord& record) {
 void MainWindow::add_history_row(const RunRecord& r) {
   const int row = history_->rowCount();
   history_->insertRow(row);
-  const QString step = r.status == RunRecord::Status::kOk ? format_seconds(r.step_time_s()) : "";
+  const QString step = r.has_result() ? format_seconds(r.step_time_s()) : "";
   const QStringList cells{r.label.isEmpty() ? QFileInfo(r.scenario_file).fileName() : r.label,
                           r.engine.isEmpty() ? "default" : r.engine, step,
                           r.started.toString("HH:mm:ss"), status_text(r.status)};
@@ -462,7 +464,7 @@ void MainWindow::compare_runs(int first_id, int second_id) {
     if (r.id == first_id) a = &r;
     if (r.id == second_id) b = &r;
   }
-  if (!a || !b || a->status != RunRecord::Status::kOk || b->status != RunRecord::Status::kOk) {
+  if (!a || !b || !a->has_result() || !b->has_result()) {
     statusBar()->showMessage("Compare needs two runs that finished.");
     return;
   }

@@ -169,6 +169,22 @@ void SimulationRun::on_finished(int exit_code, QProcess::ExitStatus status) {
     return;
   }
   if (exit_code == 2) {
+    // A configuration that does not fit still has its whole result, which says where the
+    // memory goes; any other exit 2 is input the child refused.
+    QFile file(record_.result_file);
+    if (file.open(QIODevice::ReadOnly)) {
+      const QByteArray bytes = file.readAll();
+      auto result =
+          nlohmann::json::parse(bytes.constData(), bytes.constData() + bytes.size(), nullptr, false);
+      if (result.is_object() &&
+          result.value("/memory/fits"_json_pointer, nlohmann::json()) == false) {
+        record_.result = std::move(result);
+        if (record_.result.contains("engine") && record_.result["engine"].is_string())
+          record_.engine = QString::fromStdString(record_.result["engine"].get<std::string>());
+        finish(RunRecord::Status::kDoesNotFit, said);
+        return;
+      }
+    }
     finish(RunRecord::Status::kBadInput, said);
     return;
   }

@@ -35,7 +35,9 @@ struct RunRequest {
 };
 
 struct RunRecord {
-  enum class Status { kRunning, kOk, kBadInput, kFailed, kCancelled };
+  // kDoesNotFit: dtsim simulate exited 2 because the configuration's peak memory is over the
+  // GPU's, with its whole result written: shown, with the verdict where the step time is.
+  enum class Status { kRunning, kOk, kDoesNotFit, kBadInput, kFailed, kCancelled };
   int id = 0;
   QString label;
   QString scenario_file;
@@ -48,6 +50,7 @@ struct RunRecord {
   QString message;  // what went wrong, as the child said it
   nlohmann::json result;
   double step_time_s() const;
+  bool has_result() const { return status == Status::kOk || status == Status::kDoesNotFit; }
 };
 
 class SimulationRun : public QObject {

@@ -179,7 +179,11 @@ void SummaryView::set_result(const nlohmann::json& r, const QString& title) {
     const auto v = number(r, path);
     return v ? render(*v) : QString();
   };
-  set("Step time", fmt({"step_time_s"}, format_seconds));
+  const nlohmann::json* fits = find_key(r, {"memory", "fits"});
+  const bool does_not_fit = fits && fits->is_boolean() && !fits->get<bool>();
+  // A configuration that does not fit cannot run: the verdict stands where the step time is.
+  set("Step time", fmt({"step_time_s"}, format_seconds) +
+                       (does_not_fit ? "  (does not fit in memory: cannot run)" : ""));
   // The interval from comparable published runs (JSON step_time_interval_s); its basis, which
   // names the runs or says why there are none, is the label's tooltip.
   QString interval, basis;
@@ -207,7 +211,6 @@ void SummaryView::set_result(const nlohmann::json& r, const QString& title) {
       }));
   set("Peak memory per GPU", fmt({"memory", "peak_bytes_per_gpu"}, format_gib));
   set("GPU memory", fmt({"memory", "capacity_bytes"}, format_gib));
-  const nlohmann::json* fits = find_key(r, {"memory", "fits"});
   set("Fits in memory",
       fits && fits->is_boolean() ? (fits->get<bool>() ? "yes" : "no: does not fit") : QString());
   QString config;

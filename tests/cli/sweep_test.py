@@ -154,6 +154,38 @@ def main():
         check(by["2"]["status"] == "ok" and by["4"]["status"] == "ok" and
               by["4"]["result"]["config"]["tp"] == 4, "the other runs succeeded")
 
+        # A configuration that does not fit in memory: simulate exits 2 and still writes its
+        # result; the sweep row is does-not-fit with the result; analyze leaves it out and says
+        # so.
+        oom = os.path.join(ROOT, "scenarios/llama3-8b-dp64-h100-oom.yaml")
+        result_file = os.path.join(tmp, "oom.json")
+        r = subprocess.run([DTSIM, "simulate", oom, "--engine", "analytic", "--json", "-o",
+                            result_file], capture_output=True, text=True)
+        check(r.returncode == 2 and "memory: does not fit" in r.stderr,
+              f"simulate of a configuration that does not fit exits 2 (exit {r.returncode})")
+        check(json.loads(r.stdout)["memory"]["fits"] is False and
+              json.load(open(result_file))["memory"]["fits"] is False,
+              "and still prints and writes its whole result")
+        out = os.path.join(tmp, "oom.csv")
+        r = subprocess.run([DTSIM, "sweep", oom, "--engine", "analytic", "--vary",
+                            "training.micro_batch_size=1,2,4", "--vary",
+                            "parallelism.zero_stage=0,3", "-o", out],
+                           capture_output=True, text=True, timeout=600)
+        got = rows(out)
+        fit = [x for x in got if x["status"] == "ok"]
+        not_fit = [x for x in got if x["status"] == "does-not-fit"]
+        check(r.returncode == 0 and len(got) == 6 and fit and not_fit and
+              len(fit) + len(not_fit) == 6,
+              f"a sweep gives does-not-fit rows beside ok ones ({[x['status'] for x in got]})")
+        check(all(x["memory.fits"] == "false" and x["step_time_s"] and x["exit_code"] == "2"
+                  for x in not_fit), "a does-not-fit row keeps its result and exit code 2")
+        check(f"{len(not_fit)} do not fit in memory" in r.stdout,
+              "the sweep's summary counts them")
+        a = subprocess.run([DTSIM, "analyze", out, "--x", "training.micro_batch_size"],
+                           capture_output=True, text=True)
+        check("does-not-fit" in a.stdout + a.stderr,
+              "analyze leaves the does-not-fit rows out and says so")
+
         # A run past --timeout is a timeout row.
         out = os.path.join(tmp, "timeout.csv")
         slow = os.path.join(ROOT, "scenarios/gpt3-175b-tp8-pp8-interleaved-1024-a100.yaml")

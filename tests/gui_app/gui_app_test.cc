@@ -91,6 +91,7 @@ class GuiAppTest : public QObject {
   void yaml_edit_updates_form();
   void open_save_and_recent_files();
   void simulation_runs_end_to_end();
+  void a_configuration_that_does_not_fit_shows_its_verdict();
   void timeline_builds_lanes_from_trace();
   void cancel_leaves_no_process();
   void event_loop_never_blocks_during_run();
@@ -253,6 +254,24 @@ void GuiAppTest::simulation_runs_end_to_end() {
   QVERIFY(parts > 0);
   QCOMPARE(window.history()->rowCount(), 1);
   QCOMPARE(window.history()->item(0, 2)->text(), shown);
+}
+
+// dtsim simulate exits 2 for a configuration over the GPU's memory and still writes its result:
+// the window shows it, with the verdict beside the step time, and the run is not "done".
+void GuiAppTest::a_configuration_that_does_not_fit_shows_its_verdict() {
+  MainWindow window(options("analytic"));
+  window.show();
+  QString error;
+  QVERIFY(window.open_scenario(kSource + "/scenarios/llama3-8b-dp64-h100-oom.yaml", &error));
+  const RunRecord r = run_to_end(window);
+  QCOMPARE(static_cast<int>(r.status), static_cast<int>(RunRecord::Status::kDoesNotFit));
+  QVERIFY(r.step_time_s() > 0);
+  QVERIFY2(r.message.contains("does not fit"), qPrintable(r.message));
+  const QString shown = window.summary()->figure("Step time");
+  QVERIFY2(shown.startsWith(format_seconds(r.step_time_s())), qPrintable(shown));
+  QVERIFY2(shown.contains("does not fit in memory: cannot run"), qPrintable(shown));
+  QVERIFY(window.summary()->figure("Fits in memory").startsWith("no"));
+  QCOMPARE(window.history()->item(0, 4)->text(), QString("does not fit"));
 }
 
 void GuiAppTest::timeline_builds_lanes_from_trace() {
