@@ -186,6 +186,9 @@ struct TrainingConfig {
   bool grad_dtype_auto = true;
   bool overlap_grad_reduce = true;
   bool flash_attention = false;
+  // training.fp8_params: the weights stored, and all-gathered, in FP8 (1 byte per parameter;
+  // FP8 training only).
+  bool fp8_params = false;
   // Mixture-of-experts kernels (docs/models.md, kernel inventory, "Mixture-of-experts layer"):
   // whether the token
   // permutation around the expert all-to-alls and the router's top-k, softmax and auxiliary-loss

@@ -131,6 +131,12 @@ void bind_training(const Reader& r, const ParallelismConfig& par, TrainingConfig
   t.first_gradient_bucket = governed(r, "training.first_gradient_bucket", fw.first_gradient_bucket);
   t.overlap_grad_reduce = governed(r, "training.overlap_grad_reduce", fw.overlap_grad_reduce);
   t.flash_attention = governed(r, "training.flash_attention", fw.flash_attention);
+  t.fp8_params = r.value<bool>("training.fp8_params");
+  if (t.fp8_params && t.precision != DType::kFp8)
+    sink.add(r.where("training.fp8_params"), "training.fp8_params",
+             "FP8 parameters need FP8 training: precision is " +
+                 std::string(to_string(t.precision)) +
+                 "; set training.precision: fp8, or leave fp8_params false");
   t.moe_permute_fusion = governed(r, "training.moe_permute_fusion", fw.moe_permute_fusion);
   t.moe_router_fusion = governed(r, "training.moe_router_fusion", fw.moe_router_fusion);
   if (auto imbalance = r.get<double>("training.moe_load_imbalance"))

@@ -415,6 +415,12 @@ SchemaNode build_schema() {
             "Megatron-LM's unfused attention, which Korthikanti et al.'s formulas describe "
             "(default: the framework's)",
             "false"),
+       leaf("fp8_params", ValueType::kBool,
+            "keep the model's weights in FP8, one byte per parameter, and all-gather them in "
+            "FP8 (Transformer Engine's fp8_model_init; Megatron-core --fp8-param-gather): half "
+            "the weights' memory and the ZeRO/FSDP weight all-gathers' bytes of bf16, the "
+            "optimizer's fp32 master copy unchanged; needs precision fp8",
+            "false"),
        leaf("moe_permute_fusion", ValueType::kBool,
             "MoE token permutation as one fused kernel each way (each routed copy read and "
             "written once); off gives Megatron-core's PyTorch operations: a stable argsort and "

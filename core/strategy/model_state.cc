@@ -2,7 +2,10 @@
 
 namespace dtsim {
 
-double weight_bytes_per_parameter(DType precision) {
+double weight_bytes_per_parameter(DType precision, bool fp8_params) {
+  // FP8 parameters (Transformer Engine's fp8_model_init, Megatron-core --fp8-param-gather): the
+  // model's weights are FP8 tensors, one byte each; the optimizer keeps its fp32 master copy.
+  if (fp8_params) return 1.0;
   return training_bytes_per_element(precision);
 }
 
@@ -25,9 +28,10 @@ double optimizer_bytes_per_parameter(DType precision, Optimizer optimizer) {
 }
 
 ModelStateBytes model_state_bytes(double parameters, DType precision, DType grad_dtype,
-                                  Optimizer optimizer, int zero_stage, int data_parallel) {
+                                  Optimizer optimizer, int zero_stage, int data_parallel,
+                                  bool fp8_params) {
   const double nd = data_parallel > 0 ? data_parallel : 1;
-  const double w = weight_bytes_per_parameter(precision) * parameters;
+  const double w = weight_bytes_per_parameter(precision, fp8_params) * parameters;
   const double g = gradient_bytes_per_parameter(grad_dtype) * parameters;
   const double k = optimizer_bytes_per_parameter(precision, optimizer) * parameters;
   ModelStateBytes m;

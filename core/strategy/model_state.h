@@ -33,12 +33,14 @@ struct ModelStateBytes {
 
 // Bytes per parameter of the optimizer states (K in the ZeRO paper).
 double optimizer_bytes_per_parameter(DType precision, Optimizer optimizer);
-// Bytes per parameter of the weights as stored and communicated.
-double weight_bytes_per_parameter(DType precision);
+// Bytes per parameter of the weights as stored and communicated: 1 with FP8 parameters
+// (training.fp8_params), else the training precision's 16 or 32 bits.
+double weight_bytes_per_parameter(DType precision, bool fp8_params = false);
 // Bytes per parameter of the gradients as accumulated and reduced (training.grad_dtype).
 double gradient_bytes_per_parameter(DType grad_dtype);
 
 ModelStateBytes model_state_bytes(double parameters, DType precision, DType grad_dtype,
-                                  Optimizer optimizer, int zero_stage, int data_parallel);
+                                  Optimizer optimizer, int zero_stage, int data_parallel,
+                                  bool fp8_params = false);
 
 }  // namespace dtsim

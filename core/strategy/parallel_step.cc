@@ -143,6 +143,7 @@ StepBuilder::StepBuilder(const ModelGraph& model, const Scenario& sc)
       zero_(sc.parallelism.zero_stage),
       dtype_(sc.training.precision),
       grad_dtype_(sc.training.grad_dtype),
+      weight_bytes_(weight_bytes_per_parameter(dtype_, sc.training.fp8_params)),
       chunks_(pipeline_chunks(model, p_, v_, sc.parallelism.layers_per_stage)),
       compression_(sc.training.compression) {
   job_.world_size = sc.cluster.total_gpus();
@@ -417,7 +418,8 @@ StepBuilder::RankModelState StepBuilder::place_model_state(RankState& r,
   RankModelState out;
   for (size_t k = 0; k < r.parts.size(); ++k) {
     const ModelStateBytes s_k = model_state_bytes(params.part_params[k], dtype_, grad_dtype_,
-                                                  tr.optimizer, zero_, r.parts[k].size);
+                                                  tr.optimizer, zero_, r.parts[k].size,
+                                                  tr.fp8_params);
     out.state.weights += s_k.weights;
     out.state.gradients += s_k.gradients;
     out.state.optimizer += s_k.optimizer;
@@ -523,7 +525,8 @@ void StepBuilder::finish_step(RankState& r, const RankParameters& params,
 
   if (sc_.parallelism.schedule != Schedule::kPipeDreamAsync)
     optimizer_step(r, state.state, state.optimizer_shard, groups, -1);
-  // Stages 1-2: the updated weight shards are all-gathered (2 bytes per parameter).
+  // Stages 1-2: the updated weight shards are all-gathered (2 bytes per parameter, 1 with FP8
+  // parameters).
   if (zero_ == 1 || zero_ == 2) {
     const EventId stepped = mark_end(r.p, r.compute);
     for (size_t k = 0; k < r.parts.size(); ++k) {
@@ -531,7 +534,7 @@ void StepBuilder::finish_step(RankState& r, const RankParameters& params,
       Op& ag = r.p.append(
           r.grad_comm,
           CollectiveOp{CollectiveKind::kAllGather, r.parts[k].group,
-                       Bytes(params.part_params[k] * weight_bytes_per_parameter(dtype_)), dtype_},
+                       Bytes(params.part_params[k] * weight_bytes_), dtype_},
           Label{"zero_weight_all_gather", -1, -1, Phase::kOptimizer});
       ag.waits.push_back(stepped);
     }

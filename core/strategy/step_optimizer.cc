@@ -31,7 +31,7 @@ void StepBuilder::optimizer_step(RankState& r, const ModelStateBytes& state, dou
     waited = true;
   };
   const double grad_bytes_per_param = gradient_bytes_per_parameter(grad_dtype_);
-  const bool mixed = weight_bytes_per_parameter(dtype_) < 4;
+  const bool mixed = weight_bytes_ < 4;
   // The optimizer works on fp32 main gradients: 16-bit gradients are first copied into fp32
   // ones (optimizer.py `_copy_model_grads_to_main_grads`: main_grad.float(); a no-op view
   // when the gradient buffer is fp32 already, Megatron's bf16 default): read g, write 4.
@@ -76,7 +76,7 @@ void StepBuilder::optimizer_step(RankState& r, const ModelStateBytes& state, dou
     // reads and writes the fp32 parameter it updates (the master weight in mixed precision,
     // which optimizer_bytes_per_parameter counts with the states) and the states.
     const double updated_bytes = optimizer_bytes_per_parameter(dtype_, tr.optimizer) +
-                                 (mixed ? 0 : weight_bytes_per_parameter(dtype_));
+                                 (mixed ? 0 : weight_bytes_);
     step_kernel("optimizer_step", KernelKind::kOptimizer,
                 optimizer_shard * (4 + 2 * updated_bytes));
     // Mixed precision: the updated fp32 master weights are copied into the 16-bit weights
@@ -84,10 +84,10 @@ void StepBuilder::optimizer_step(RankState& r, const ModelStateBytes& state, dou
     // write 2.
     if (mixed)
       step_kernel("main_params_to_model_params", KernelKind::kElementwise,
-                  optimizer_shard * (4 + weight_bytes_per_parameter(dtype_)));
+                  optimizer_shard * (4 + weight_bytes_));
   } else {
     step_kernel("optimizer_step", KernelKind::kOptimizer,
-                optimizer_shard * (grad_bytes_per_param + weight_bytes_per_parameter(dtype_) +
+                optimizer_shard * (grad_bytes_per_param + weight_bytes_ +
                                    2 * optimizer_bytes_per_parameter(dtype_, tr.optimizer)));
   }
 }

@@ -166,7 +166,7 @@ bool StepBuilder::sharded_layer(const RankState& r, const Layer& l) const {
 }
 
 Bytes StepBuilder::gathered_bytes(const Layer& l) const {
-  return Bytes(l.parameters * weight_bytes_per_parameter(dtype_));
+  return Bytes(l.parameters * weight_bytes_);
 }
 
 // ZeRO-3: all-gathers a layer's weights on param_comm, at most one layer ahead of compute.
@@ -174,7 +174,7 @@ EventId StepBuilder::gather_parameters(RankState& r, const Layer& l, int layer, 
                                        Phase phase) {
   for (const auto& part : r.parts) {
     if (part.size <= 1 || part.params(l) <= 0) continue;
-    const Bytes bytes(part.params(l) * weight_bytes_per_parameter(dtype_));
+    const Bytes bytes(part.params(l) * weight_bytes_);
     Op& ag = r.p.append(r.param_comm,
                         CollectiveOp{CollectiveKind::kAllGather, part.group, bytes, dtype_},
                         Label{l.name + ".zero3_gather", layer, mb, phase});
@@ -222,11 +222,14 @@ void StepBuilder::forward_layers(RankState& r, const ChunkRange& range, int mb) 
     // (Megatron-LM d98e8a64dd, megatron/core/extensions/transformer_engine.py: TELinear passes
     // is_first_microbatch to TE, which caches the FP8 weight; schedules.py sets it for the
     // first micro-batch). Read 2 bytes, write 1 + 1 per weight; the layer's norm gains and
-    // biases (under 0.1% of its parameters) are counted with the GEMM weights.
+    // biases (under 0.1% of its parameters) are counted with the GEMM weights. With FP8
+    // parameters the weight is FP8 already and only its transpose is made: read 1, write 1.
     if (dtype_ == DType::kFp8 && l.kind == "transformer" && mb == 0)
       r.p.append(r.compute,
                  ComputeOp{KernelKind::kElementwise, Flops(0),
-                           Bytes((weight_bytes_per_parameter(dtype_) + 2) * l.parameters), dtype_},
+                           Bytes((sc_.training.fp8_params ? 2.0 : weight_bytes_ + 2) *
+                                 l.parameters),
+                           dtype_},
                  Label{l.name + ".fp8_weight_cast_transpose", i, mb, Phase::kForward});
     kernels(r, l.forward, i, mb, Phase::kForward, l);
     attach_waits(r, before);

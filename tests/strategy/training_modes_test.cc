@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <regex>
 #include <string>
 
 #include "core/exec/analytic_executor.h"
@@ -355,5 +356,73 @@ TEST(PipeDream, AsyncUpdatesWeightsAfterEveryMicroBatch2BWOncePerStep) {
   EXPECT_EQ(optimizer_steps("pipedream-2bw"), 1);
 }
 
+// ---------------------------------------------------------------------------------------------
+// FP8 parameters (training.fp8_params): the weights held and all-gathered in one byte each.
+namespace fp8_params {
+
+std::string yaml(int zero_stage, bool fp8_params) {
+  return "cluster: {gpu: H100-SXM, nodes: 2, gpus_per_node: 8, network: {preset: ib-ndr, "
+         "topology: fat-tree, nics_per_node: 8}}\n"
+         "model: {family: gpt, num_layers: 2, hidden_size: 512, num_attention_heads: 8, "
+         "seq_length: 512, vocab_size: 8192}\n"
+         "parallelism: {data: auto, zero_stage: " +
+         std::to_string(zero_stage) +
+         "}\n"
+         "training: {global_batch_size: 32, micro_batch_size: 2, precision: fp8, fp8_params: " +
+         (fp8_params ? "true" : "false") +
+         "}\n"
+         "simulate: {engine: analytic}\n";
+}
+
+// Bytes of every weight all-gather rank 0 issues in one step (ZeRO-1's after the optimizer,
+// ZeRO-3's before each layer's forward and backward).
+double weight_all_gather_bytes(int zero_stage, bool fp8) {
+  const Scenario sc = load_scenario_text(yaml(zero_stage, fp8), "fp8.yaml");
+  const auto graphs = models::graphs_from_scenario(sc);
+  const Program p = build_program(graphs.shard, sc, 0);
+  double bytes = 0;
+  for (const auto& stream : p.streams)
+    for (const Op& op : stream.ops)
+      if (const auto* c = std::get_if<CollectiveOp>(&op.body))
+        if (c->kind == CollectiveKind::kAllGather) bytes += c->bytes.value();
+  return bytes;
+}
+
+TEST(Fp8Params, AllGatherOneBytePerWeightInsteadOfTwo) {
+  for (int zero : {1, 3}) {
+    const double bf16_weights = weight_all_gather_bytes(zero, false);
+    ASSERT_GT(bf16_weights, 0) << "ZeRO-" << zero;
+    EXPECT_NEAR(weight_all_gather_bytes(zero, true), bf16_weights / 2, 1e-9 * bf16_weights)
+        << "ZeRO-" << zero;
+  }
+}
+
+TEST(Fp8Params, HoldTheWeightsInOneByteAndKeepTheOptimizersState) {
+  // ZeRO-1: every rank holds every weight: P bytes instead of 2P; the fp32 master copy and
+  // Adam's moments (12 bytes per parameter, sharded over 16) do not change.
+  const auto run = [](bool fp8) {
+    return driver::predict(driver::load_text(yaml(1, fp8), "fp8.yaml")).results;
+  };
+  const Results bf16 = run(false), fp8 = run(true);
+  const auto at = [](const Results& r, MemoryCategory c) {
+    return r.per_category_bytes[static_cast<size_t>(c)];
+  };
+  EXPECT_NEAR(at(bf16, MemoryCategory::kWeights), 2 * gpt_parameters(), 1e-6 * gpt_parameters());
+  EXPECT_NEAR(at(fp8, MemoryCategory::kWeights), gpt_parameters(), 1e-6 * gpt_parameters());
+  EXPECT_DOUBLE_EQ(at(fp8, MemoryCategory::kOptimizer), at(bf16, MemoryCategory::kOptimizer));
+}
+
+TEST(Fp8Params, NeedFp8Training) {
+  const std::string bf16 = std::regex_replace(yaml(1, true), std::regex("precision: fp8"),
+                                              "precision: bf16");
+  try {
+    load_scenario_text(bf16, "fp8.yaml");
+    ADD_FAILURE() << "fp8_params with bf16 training was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.diagnostics().front().key_path, "training.fp8_params");
+  }
+}
+
+}  // namespace fp8_params
 }  // namespace
 }  // namespace dtsim
