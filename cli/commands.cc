@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <iostream>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -182,12 +183,23 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
   auto overrides = o.overrides;
   if (!o.engine.empty()) overrides.push_back("simulate.engine=" + o.engine);
   const Scenario sc = driver::load_cluster(o.scenario, overrides);
+  // nccl-tests' flags with nccl-tests' meaning: -t threads each drive -g GPUs (ranks t x g);
+  // -n, -w and -c change nothing in a simulation, and a note on stderr says so.
+  driver::CollectiveRequest request = o.request;
+  if (o.threads > 0) request.ranks = o.threads * std::max(1, request.ranks);
+  if (o.iterations)
+    std::cerr << "note: -n " << *o.iterations
+              << ": a simulation is deterministic; each row is one iteration's time\n";
+  if (o.warmup) std::cerr << "note: -w " << *o.warmup << ": a simulation has no warm-up\n";
+  if (o.check)
+    std::cerr << "note: -c " << *o.check
+              << ": dtsim moves no data, so there is nothing to check (#wrong stays 0)\n";
   const auto& c = sc.cluster;
   driver::CollectiveBenchmark bench;
   {
     driver::Progress progress;  // ends before the table is printed
     progress.phase("simulating the collective on the " + sc.simulate.engine + " engine");
-    bench = driver::run_collective_benchmark(sc, o.request);
+    bench = driver::run_collective_benchmark(sc, request);
   }
   auto text_or_null = [](const std::string& v) {
     return v.empty() ? nlohmann::json() : nlohmann::json(v);

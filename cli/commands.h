@@ -2,6 +2,7 @@
 // and throws InputError (exit 2) or Error (exit 1) for main() to report.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -36,6 +37,9 @@ struct CollectiveOptions {
   driver::CollectiveRequest request;  // --op, --bytes, --min-bytes, ..., --ranks
   std::string engine;
   bool json = false;
+  // nccl-tests' flags that change nothing in a simulation (a note says so) or only the count.
+  int threads = 0;  // -t: ranks = threads x -g
+  std::optional<int> iterations, warmup, check;  // -n, -w, -c
 };
 int run_collective(const CollectiveOptions& o, std::ostream& out);
 

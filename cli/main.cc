@@ -163,6 +163,22 @@ Verb add_collective(CLI::App& app, const std::vector<std::string>& engines) {
                    "processes x N: give that total; 1 rank is refused)")
       ->check(CLI::Range(1, 100000000))
       ->excludes(ranks_flag);
+  collective->add_option("-t", o->threads,
+                         "nccl-tests' threads per process: each drives -g GPUs, so the ranks are "
+                         "-t x -g (default 1)")
+      ->check(CLI::Range(1, 100000000));
+  collective->add_option("-o", o->request.redop,
+                         "nccl-tests' reduction: sum (default) | prod | max | min | avg; the "
+                         "redop column (NCCL's time does not depend on it)");
+  collective->add_option("-n", o->iterations,
+                         "nccl-tests' timed iterations; accepted, with a note: a simulation is "
+                         "deterministic, each row is one iteration's time");
+  collective->add_option("-w", o->warmup,
+                         "nccl-tests' warm-up iterations; accepted, with a note: a simulation "
+                         "has no warm-up");
+  collective->add_option("-c", o->check,
+                         "nccl-tests' result check (0 or 1); accepted, with a note: dtsim moves "
+                         "no data, so #wrong stays 0");
   collective->add_option("--engine", o->engine, engine_help())->check(CLI::IsMember(engines));
   collective->add_flag("--json", o->json, "print JSON");
 

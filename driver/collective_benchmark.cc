@@ -292,6 +292,12 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
   const DType dtype = parse_dtype(q.dtype);
   const double elem = bytes_per_element(dtype);
   const std::vector<Bytes> sizes = requested_sizes(q, kind, dtype);
+  // nccl-tests' -o names (src/common.cu, test_opnames): sum prod max min avg; "all" runs each in
+  // turn there, which here would be the same rows five times.
+  static const std::vector<std::string> kRedops = {"sum", "prod", "max", "min", "avg"};
+  if (std::find(kRedops.begin(), kRedops.end(), q.redop) == kRedops.end())
+    throw bad("-o", "expected one of sum, prod, max, min, avg, found '" + printable(q.redop, 40) +
+                        "' (each takes the same time in NCCL's kernels; run one)");
   const int ranks = q.ranks > 0 ? q.ranks : c.total_gpus();
   if (ranks > c.total_gpus())
     throw bad("--ranks", std::to_string(ranks) + " ranks requested but the cluster has " +
@@ -337,7 +343,7 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
   result.type_name = nccl_tests_type_name(dtype);
   const bool reduces = kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduce ||
                        kind == CollectiveKind::kReduceScatter;
-  result.redop = reduces ? "sum" : "none";
+  result.redop = reduces ? q.redop : "none";
   result.root = kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kReduce ? 0 : -1;
   const double bus_factor = bus_bandwidth_factor(kind, ranks);
   for (size_t i = 0; i < sizes.size(); ++i) {

@@ -34,6 +34,9 @@ struct CollectiveRequest {
   std::string protocol = "auto";
   std::string dtype = "bf16";  // dtsim's names (bf16) or nccl-tests' (bfloat16)
   int ranks = 0;               // 0: every GPU of the cluster
+  // nccl-tests' -o: the reduction (sum, prod, min, max, avg); the redop column. NCCL runs each
+  // in the same kernels at the same bytes, so the time does not depend on it.
+  std::string redop = "sum";
 };
 
 // Most sizes one sweep may list.

@@ -100,6 +100,21 @@ def main():
           "H100 analytic: sizes are not 8 B doubling to 128 MiB")
     check(all(r["extra"][0] for r in rows), "H100 analytic: empty algorithm column")
 
+    # nccl-tests' whole flag set: -t 2 threads of -g 8 GPUs are 16 ranks (the same rows as -g
+    # 16), -o max fills the redop column, -n -w -c change nothing and each says so on stderr.
+    flags = [scenario, "--op", "all-reduce", "-b", "1M", "-e", "16M", "-d", "float", "--engine",
+             "analytic"]
+    p = subprocess.run([dtsim, "collective"] + flags + ["-t", "2", "-g", "8", "-o", "max", "-n",
+                                                        "20", "-w", "5", "-c", "1"],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, f"nccl-tests flags: exit {p.returncode}: {p.stderr}")
+    rows_t = check_table("-t 2 -g 8 -o max", p.stdout, 16, 2 * 15 / 16, 4, "float", redop="max")
+    rows_g = check_table("-g 16", run(dtsim, flags + ["-g", "16"]), 16, 2 * 15 / 16, 4, "float")
+    check([r["out"]["time"] for r in rows_t] == [r["out"]["time"] for r in rows_g],
+          "-t 2 -g 8 -o max times equal -g 16's")
+    for flag in ("-n 20", "-w 5", "-c 1"):
+        check(f"note: {flag}:" in p.stderr, f"{flag} is noted on stderr")
+
     # The same sweep on the SimGrid engine, and one node (NVLS at large sizes).
     text = run(dtsim, [scenario, "--op", "all-reduce", "-b", "128K", "-e", "16M", "-g", "8"])
     rows = check_table("H100 one node simgrid", text, 8, 2 * 7 / 8, 2, "bfloat16")
