@@ -209,8 +209,9 @@ int run_collective(const CollectiveOptions& o, std::ostream& out) {
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& r : bench.rows)
       rows.push_back(
-          {{"size_bytes", r.bytes.value()},
-           {"count_elements", r.count},
+          // Whole counts (sizes round to whole elements) are written as integers.
+          {{"size_bytes", static_cast<int64_t>(std::llround(r.bytes.value()))},
+           {"count_elements", static_cast<int64_t>(std::llround(r.count))},
            {"algorithm", r.algorithm},
            {"protocol", text_or_null(r.protocol)},
            {"time_s", r.time_s},

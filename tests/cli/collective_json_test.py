@@ -58,6 +58,11 @@ def main():
                 if not isinstance(row.get(key), (int, float)):
                     print(f"FAIL {name}: rows[].{key} missing")
                     failures += 1
+            # Whole counts are written as integers (536870912, not 536870912.0).
+            for key in ("size_bytes", "count_elements"):
+                if type(row.get(key)) is not int:
+                    print(f"FAIL {name}: rows[].{key} is {row.get(key)!r}, not an integer")
+                    failures += 1
     one = run(dtsim, cases["one size"])
     if len(one["rows"]) != 1 or one["rows"][0]["size_bytes"] != 1073741824:
         print("FAIL one size: expected one row of 1073741824 bytes")
