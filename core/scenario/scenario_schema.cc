@@ -472,7 +472,7 @@ SchemaNode build_schema() {
              "1", 1, 1e12),
        positive(leaf("tokens", ValueType::kNumber,
                      "the whole run as tokens instead of steps: tokens / (global_batch_size x "
-                     "seq_length) steps, rounded up",
+                     "seq_length) steps, rounded up; a count may take an SI suffix (300B, 1T)",
                      "steps x global_batch_size x seq_length"),
                 1e18)});
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <regex>
 #include <set>
 
 namespace dtsim {
@@ -24,6 +26,20 @@ const SchemaNode* SchemaNode::child(const std::string& name) const {
 }
 
 namespace {
+
+// "300B" -> 3e11: a number with one SI suffix, K 1e3, M 1e6, B or G 1e9, T 1e12 (decimal, as
+// token and parameter counts are written); nullopt for anything else.
+std::optional<double> with_si_suffix(const std::string& text) {
+  static const std::regex pattern(R"(^([0-9]+(\.[0-9]+)?)([KMBGT])$)");
+  std::smatch m;
+  if (!std::regex_match(text, m, pattern)) return std::nullopt;
+  const char unit = m[3].str()[0];
+  const double scale = unit == 'K'   ? 1e3
+                       : unit == 'M' ? 1e6
+                       : unit == 'T' ? 1e12
+                                     : 1e9;  // B or G
+  return std::stod(m[1].str()) * scale;
+}
 
 // A bound in the unit users type, for messages.
 std::string describe_amount(Bytes b) {
@@ -164,8 +180,15 @@ struct Validator {
         try {
           v = n.as<double>();
         } catch (const YAML::Exception&) {
-          error(n, path, "expected " + describe(s) + ", found '" + text + "'");
-          return;
+          // Large counts take an SI suffix, as people write them: 300B tokens, 1T, 2.5M.
+          const auto si = with_si_suffix(text);
+          if (!si) {
+            error(n, path,
+                  "expected " + describe(s) + " (a plain number, or with an SI suffix: K, M, B "
+                  "or G, T), found '" + text + "'");
+            return;
+          }
+          v = *si;
         }
         if (!std::isfinite(v) || v < s.min || v > s.max || (s.max_exclusive && v >= s.max) ||
             (s.positive && v <= 0)) {

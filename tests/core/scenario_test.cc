@@ -185,6 +185,22 @@ parallelism:
 }
 
 // A short form of a catalog name suggests the name it begins.
+// Large counts take an SI suffix (K, M, B or G, T: decimal), as people write token counts.
+TEST(Scenario, NumbersTakeAnSiSuffix) {
+  for (const auto& [text, value] :
+       std::vector<std::pair<std::string, double>>{{"1T", 1e12}, {"300B", 3e11},
+                                                   {"2.5M", 2.5e6}, {"15G", 1.5e10}}) {
+    const Scenario s = load_scenario_text(kMinimal, "s.yaml", {{"training.tokens=" + text}});
+    ASSERT_TRUE(s.reliability.tokens.has_value()) << text;
+    EXPECT_DOUBLE_EQ(s.reliability.tokens->value, value) << text;
+  }
+  for (const char* bad : {"1X", "T", "1TB", "-1T"}) {
+    auto d = problems(kMinimal, {{std::string("training.tokens=") + bad}});
+    ASSERT_EQ(d.size(), 1u) << bad;
+    EXPECT_EQ(d[0].key_path, "training.tokens") << bad;
+  }
+}
+
 TEST(Scenario, DidYouMeanCompletesShortNames) {
   auto d = problems(kMinimal, {{"cluster.gpu=H100"}});
   ASSERT_EQ(d.size(), 1u);
