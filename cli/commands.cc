@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <map>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -151,8 +151,8 @@ int run_simulate(const SimulateOptions& o, std::ostream& out) {
         SourceLocation{o.scenario, 0, 0}, "memory",
         "does not fit: the peak memory per GPU, " +
             format_bytes(Bytes(results.peak_bytes_per_gpu)) + ", exceeds the GPU's " +
-            format_bytes(Bytes(results.capacity_bytes)) + " (largest at the peak: " +
-            largest_category(results) +
+            format_bytes(Bytes(results.capacity_bytes)) +
+            " (largest at the peak: " + largest_category(results) +
             "); the result above shows where the memory goes, and dtsim validate lists the "
             "fixes"});
   }

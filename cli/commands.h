@@ -38,7 +38,7 @@ struct CollectiveOptions {
   std::string engine;
   bool json = false;
   // nccl-tests' flags that change nothing in a simulation (a note says so) or only the count.
-  int threads = 0;  // -t: ranks = threads x -g
+  int threads = 0;                               // -t: ranks = threads x -g
   std::optional<int> iterations, warmup, check;  // -n, -w, -c
 };
 int run_collective(const CollectiveOptions& o, std::ostream& out);

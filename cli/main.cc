@@ -20,8 +20,8 @@
 #include "core/base/dtype.h"
 #include "core/base/error.h"
 #include "core/base/text.h"
-#include "core/ir/program.h"
 #include "core/config/engine_choices.h"
+#include "core/ir/program.h"
 #include "core/scenario/schema.h"
 #include "real/launch.h"
 
@@ -163,9 +163,10 @@ Verb add_collective(CLI::App& app, const std::vector<std::string>& engines) {
                    "processes x N: give that total; 1 rank is refused)")
       ->check(CLI::Range(1, 100000000))
       ->excludes(ranks_flag);
-  collective->add_option("-t", o->threads,
-                         "nccl-tests' threads per process: each drives -g GPUs, so the ranks are "
-                         "-t x -g (default 1)")
+  collective
+      ->add_option("-t", o->threads,
+                   "nccl-tests' threads per process: each drives -g GPUs, so the ranks are "
+                   "-t x -g (default 1)")
       ->check(CLI::Range(1, 100000000));
   collective->add_option("-o", o->request.redop,
                          "nccl-tests' reduction: sum (default) | prod | max | min | avg; the "

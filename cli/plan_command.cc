@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/error.h"
-#include "core/report/report.h"
 #include "core/base/text.h"
 #include "core/base/units.h"
+#include "core/report/report.h"
 #include "driver/child_process.h"
 #include "driver/plan_search.h"
 #include "driver/progress.h"
@@ -150,9 +150,8 @@ void render(const driver::PlanReport& rep, const std::string& scenario,
         << " (ZeRO-3 configurations, built op by op, left when the analytic engine's time "
            "budget ran out; pin them with --constraint parallelism.zero_stage=3 to rank them)";
   out << "\n  fit          " << rep.fits << ", ranked by the analytic step time"
-      << (rep.rank_by == driver::RankBy::kHigh
-              ? "'s 80 % interval's upper end (--rank-by high)"
-              : "")
+      << (rep.rank_by == driver::RankBy::kHigh ? "'s 80 % interval's upper end (--rank-by high)"
+                                               : "")
       << "; ";
   if (!rep.ranked.empty() && !rep.ranked.front().simulated && rep.ranked.front().error.empty())
     out << "the best " << rep.ranked.size() << " listed, none simulated (--analytic-only)\n";
@@ -175,13 +174,14 @@ void render(const driver::PlanReport& rep, const std::string& scenario,
     ++rank;
     if (!r.simulated) {
       const bool analytic_only = r.error.empty();
-      std::snprintf(line, sizeof line, "  %-2d  %-66s %10s %15s %10.3f %6s %10s %10s  %s\n",
-                    rank, r.config.describe().c_str(),
+      std::snprintf(line, sizeof line, "  %-2d  %-66s %10s %15s %10.3f %6s %10s %10s  %s\n", rank,
+                    r.config.describe().c_str(),
                     analytic_only   ? "-"
                     : r.over_memory ? "no fit"
                                     : "failed",
-                    interval_cell(r.interval).c_str(), r.analytic.step_time_s, "-", gib(r.peak_bytes).c_str(),
-                    gib(r.capacity_bytes - r.peak_bytes).c_str(), printable(r.error, 120).c_str());
+                    interval_cell(r.interval).c_str(), r.analytic.step_time_s, "-",
+                    gib(r.peak_bytes).c_str(), gib(r.capacity_bytes - r.peak_bytes).c_str(),
+                    printable(r.error, 120).c_str());
       out << line;
       continue;
     }
@@ -195,9 +195,8 @@ void render(const driver::PlanReport& rep, const std::string& scenario,
       why += format_number(" (%.0f %% used)", 100 * r.peak_bytes / r.capacity_bytes);
     std::snprintf(line, sizeof line, "  %-2d  %-66s %10.3f %15s %10.3f %5.1f%% %10s %10s  %s\n",
                   rank, r.config.describe().c_str(), step, interval_cell(r.interval).c_str(),
-                  r.analytic.step_time_s, 100 * r.mfu,
-                  gib(r.peak_bytes).c_str(), gib(r.capacity_bytes - r.peak_bytes).c_str(),
-                  why.c_str());
+                  r.analytic.step_time_s, 100 * r.mfu, gib(r.peak_bytes).c_str(),
+                  gib(r.capacity_bytes - r.peak_bytes).c_str(), why.c_str());
     out << line;
   }
   for (const auto& w : rep.warnings) out << "\nwarning: " << w << "\n";
@@ -224,9 +223,9 @@ int run_plan(const PlanOptions& o, std::ostream& out) {
   if (!rank_by) {
     std::string choices;
     for (const auto& n : driver::kRankByNames.names()) choices += (choices.empty() ? "" : ", ") + n;
-    throw InputError(Diagnostic{SourceLocation{}, "--rank-by",
-                                "expected one of " + choices + ", found '" +
-                                    printable(o.rank_by, 60) + "'"});
+    throw InputError(
+        Diagnostic{SourceLocation{}, "--rank-by",
+                   "expected one of " + choices + ", found '" + printable(o.rank_by, 60) + "'"});
   }
   req.rank_by = *rank_by;
   req.jobs = o.jobs;

@@ -15,9 +15,9 @@ struct PlanOptions {
   int jobs = 2;
   std::string timeout;  // --timeout per simulation, e.g. 10min; empty: none
   bool json = false;
-  bool analytic_only = false;  // --analytic-only: rank without SimGrid runs
+  bool analytic_only = false;    // --analytic-only: rank without SimGrid runs
   std::string rank_by = "step";  // --rank-by step|high
-  std::string dtsim;           // the binary the children run (self_executable() from main)
+  std::string dtsim;             // the binary the children run (self_executable() from main)
 };
 // Exit 0 with the ranked table (or JSON); InputError (exit 2) for bad input or nothing that fits.
 int run_plan(const PlanOptions& o, std::ostream& out);

@@ -382,8 +382,8 @@ ScalingAnalysis analyze_results(const ResultsFile& results, const std::string& x
             " --x takes a varied key (this file varies: " + (varied.empty() ? "none" : varied) +
             ") or a numeric result key such as config.gpus");
   }
-  const auto not_fitting = std::count_if(skipped.begin(), skipped.end(),
-                                         [](const SkippedRow& s) { return s.status == kDoesNotFit; });
+  const auto not_fitting = std::count_if(
+      skipped.begin(), skipped.end(), [](const SkippedRow& s) { return s.status == kDoesNotFit; });
   if (ok_rows < kMinimumPoints)
     throw bad_input(file, "",
                     "scaling fits need at least " + std::to_string(kMinimumPoints) +

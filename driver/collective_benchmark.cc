@@ -310,7 +310,8 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
               q.ranks > 0
                   ? "a collective over 1 rank moves nothing. nccl-tests' -g is GPUs per process "
                     "(mpirun -np 16 ... -g 1 is 16 ranks); give the total: --ranks N or -g N, "
-                    "2 to " + std::to_string(c.total_gpus())
+                    "2 to " +
+                        std::to_string(c.total_gpus())
                   : "the cluster has 1 GPU, and a collective over 1 rank moves nothing; use more "
                     "GPUs (cluster.nodes, cluster.gpus_per_node)");
   const AlgorithmChoice choice = requested_algorithm(q, c, kind, ranks);

@@ -17,6 +17,7 @@
 #include "driver/child_process.h"
 #include "driver/predict.h"
 #include "driver/prediction_interval.h"
+#include "driver/sweep_results.h"
 #include "models/scenario_model.h"
 
 namespace dtsim::driver {
@@ -547,9 +548,7 @@ void read_simulated(const ChildOutcome& outcome, PlanRow& row) {
   // stdout: read it, and the check below marks the row.
   bool result_over_memory = false;
   if (outcome.status == Status::kExited && outcome.exit_code == 2) {
-    const auto j = nlohmann::json::parse(outcome.out, nullptr, false);
-    result_over_memory =
-        j.is_object() && j.value("/memory/fits"_json_pointer, nlohmann::json()) == false;
+    result_over_memory = result_does_not_fit(nlohmann::json::parse(outcome.out, nullptr, false));
   }
   if ((outcome.status != Status::kExited || outcome.exit_code != 0) && !result_over_memory) {
     row.error = outcome.status == Status::kTimedOut     ? "timed out"
@@ -668,8 +667,7 @@ PlanReport plan_search(const PlanRequest& req) {
     r.tp = c.tp;
     r.pp = c.pp;
     r.ep = c.ep;
-    return step_time_interval(step_s, interval_query(r, model_family, sync),
-                              published_residuals());
+    return step_time_interval(step_s, interval_query(r, model_family, sync), published_residuals());
   };
   // The ranking's key: the step time, or its interval's upper end (the step time where no
   // comparable runs give an interval).

@@ -179,7 +179,7 @@ struct PlanReport {
   std::vector<PlanRow> ranked;                     // the simulated top, best first
   std::vector<PlanRow> analytic_top;               // the best by analytic step time, best first
   std::vector<std::string> warnings;               // about the pick (mfu_warning)
-  RankBy rank_by = RankBy::kStep;                   // what ranked them (PlanRequest::rank_by)
+  RankBy rank_by = RankBy::kStep;                  // what ranked them (PlanRequest::rank_by)
 };
 
 PlanReport plan_search(const PlanRequest& request);

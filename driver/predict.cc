@@ -8,8 +8,8 @@
 #include "core/strategy/layout.h"
 #include "core/strategy/parameter_server.h"
 #include "core/strategy/strategy.h"
-#include "driver/relaxed_sync.h"
 #include "driver/prediction_interval.h"
+#include "driver/relaxed_sync.h"
 #include "driver/reliability.h"
 #include "driver/shared_cluster.h"
 #include "models/scenario_model.h"
@@ -226,11 +226,11 @@ Prediction predict(Plan plan, const PredictOptions& options) {
     results.background_job = shared->other;
   }
   apply_relaxed_sync(plan.scenario, plan.job, plan.cluster, trace, results);
-  results.step_time_interval = step_time_interval(
-      results.step_time_s,
-      interval_query(results, plan.model.shape.family,
-                     std::string(to_string(plan.scenario.training.sync))),
-      published_residuals());
+  results.step_time_interval =
+      step_time_interval(results.step_time_s,
+                         interval_query(results, plan.model.shape.family,
+                                        std::string(to_string(plan.scenario.training.sync))),
+                         published_residuals());
   if (plan.scenario.reliability.whole_run()) {
     if (options.progress) options.progress->phase("simulating the whole run step by step");
     results.reliability = run_whole(plan.scenario, plan.cluster, results, trace);

@@ -135,11 +135,10 @@ StepTimeInterval step_time_interval(double step_time_s, const IntervalQuery& que
   interval.low_s = step_time_s * std::exp(mean - half);
   interval.high_s = step_time_s * std::exp(mean + half);
   interval.runs = static_cast<int>(chosen.size());
-  interval.basis = std::to_string(chosen.size()) + " comparable published runs: " + what +
-                   "; dtsim's analytic engine was " +
-                   format_number("%+.1f %%", 100 * (std::exp(-mean) - 1)) +
-                   " on them in the mean (residual spread " +
-                   format_number("%.1f %%", 100 * sd) + ")";
+  interval.basis =
+      std::to_string(chosen.size()) + " comparable published runs: " + what +
+      "; dtsim's analytic engine was " + format_number("%+.1f %%", 100 * (std::exp(-mean) - 1)) +
+      " on them in the mean (residual spread " + format_number("%.1f %%", 100 * sd) + ")";
   return interval;
 }
 
@@ -152,8 +151,10 @@ IntervalQuery interval_query(const Results& r, const std::string& model_family,
   q.gpus = r.gpus;
   if (model_family != "gpt" && model_family != "llama" && model_family != "moe") {
     q.covered_kind = false;
-    q.uncovered_reason = "the published runs are decoder language models (gpt, llama, moe), "
-                         "not " + model_family;
+    q.uncovered_reason =
+        "the published runs are decoder language models (gpt, llama, moe), "
+        "not " +
+        model_family;
   } else if (sync != "synchronous") {
     q.covered_kind = false;
     q.uncovered_reason = "the published runs train synchronously, not " + sync;

@@ -26,16 +26,16 @@
 namespace dtsim::driver {
 
 inline constexpr double kIntervalCoverage = 0.8;
-inline constexpr int kMinRuns = 5;          // fewest residuals an interval rests on
+inline constexpr int kMinRuns = 5;         // fewest residuals an interval rests on
 inline constexpr double kScaleFactor = 8;  // "comparable scale": GPU counts within 8x
 
 // One published run's residual, from the validation manifest.
 struct PublishedResidual {
-  std::string run;        // the scenario file's stem, e.g. "nemo-llama2-7b-dp8-fp8-8-h100"
-  std::string gpu;        // GPU generation: "A100", "H100", ...
-  std::string family;     // parallelism family: "dp", "fsdp", "3d", "moe"
-  int gpus = 0;           // GPUs in the run
-  double error_pct = 0;   // 100 (predicted - published) / published, analytic engine
+  std::string run;       // the scenario file's stem, e.g. "nemo-llama2-7b-dp8-fp8-8-h100"
+  std::string gpu;       // GPU generation: "A100", "H100", ...
+  std::string family;    // parallelism family: "dp", "fsdp", "3d", "moe"
+  int gpus = 0;          // GPUs in the run
+  double error_pct = 0;  // 100 (predicted - published) / published, analytic engine
 };
 
 // What a prediction is compared by.

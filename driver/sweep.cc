@@ -140,10 +140,7 @@ SweepRow row_of(const Overrides& config, const ChildOutcome& o, double timeout_s
       // its result (where the memory goes) is kept.
       if (o.exit_code == 2) {
         nlohmann::json result = nlohmann::json::parse(o.out, nullptr, false);
-        const nlohmann::json fits =
-            result.is_object() ? result.value("/memory/fits"_json_pointer, nlohmann::json())
-                               : nlohmann::json();
-        if (fits.is_boolean() && !fits.get<bool>()) {
+        if (result_does_not_fit(result)) {
           row.result = std::move(result);
           row.status = kDoesNotFit;
           row.error = error_text("");

@@ -228,16 +228,15 @@ const std::vector<std::string>& result_columns() {
     std::vector<std::pair<std::string, nlohmann::json>> flat;
     flatten(results_to_json(full), "", flat);
     // The figures people look at first lead; the rest follow in the JSON's (sorted) order.
-    std::vector<std::string> keys = {
-        "step_time_s",
-        "step_time_interval_s.low",
-        "step_time_interval_s.high",
-        "throughput.samples_per_s",
-        "throughput.tokens_per_s",
-        "flops.mfu",
-        "memory.peak_bytes_per_gpu",
-        "memory.fits",
-        "config.gpus"};
+    std::vector<std::string> keys = {"step_time_s",
+                                     "step_time_interval_s.low",
+                                     "step_time_interval_s.high",
+                                     "throughput.samples_per_s",
+                                     "throughput.tokens_per_s",
+                                     "flops.mfu",
+                                     "memory.peak_bytes_per_gpu",
+                                     "memory.fits",
+                                     "config.gpus"};
     for (auto& [k, v] : flat)
       if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
     return keys;
@@ -424,6 +423,10 @@ ResultsFile parse_results(const std::string& text, const std::string& path, Resu
     file.rows.push_back(std::move(row));
   }
   return file;
+}
+
+bool result_does_not_fit(const nlohmann::json& result) {
+  return result.is_object() && result.value("/memory/fits"_json_pointer, nlohmann::json()) == false;
 }
 
 }  // namespace dtsim::driver

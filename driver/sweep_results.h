@@ -61,6 +61,10 @@ struct SweepRow {
 // The status of a row whose configuration does not fit in the GPU's memory.
 inline constexpr const char* kDoesNotFit = "does-not-fit";
 
+// Whether `result` (dtsim simulate --json, which exits 2 for it) is a whole result whose peak
+// memory is over the GPU's: the one test sweep, plan and the GUI apply to a child's exit 2.
+bool result_does_not_fit(const nlohmann::json& result);
+
 // The id of a configuration: "key=value;key=value".
 std::string config_id(const std::vector<std::pair<std::string, std::string>>& overrides);
 

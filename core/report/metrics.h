@@ -34,11 +34,11 @@
 #include <utility>
 #include <vector>
 
+#include "core/config/config.h"
 #include "core/ir/model_graph.h"
 #include "core/ir/program.h"
 #include "core/ir/trace.h"
 #include "core/reliability/timeline.h"
-#include "core/config/config.h"
 
 namespace dtsim {
 

@@ -99,9 +99,8 @@ nlohmann::json reliability_json(const std::optional<reliability::RunReport>& rel
 }  // namespace
 
 nlohmann::json interval_json(const StepTimeInterval& interval) {
-  nlohmann::json j = {{"coverage", interval.coverage},
-                      {"runs", interval.runs},
-                      {"basis", interval.basis}};
+  nlohmann::json j = {
+      {"coverage", interval.coverage}, {"runs", interval.runs}, {"basis", interval.basis}};
   if (interval.runs > 0) {  // no band is invented where no comparable runs exist
     j["low"] = interval.low_s;
     j["high"] = interval.high_s;
@@ -375,10 +374,10 @@ std::string render_summary(const Results& r) {
   out += line("batch", std::to_string(r.global_batch_size) + " samples/step, " +
                            std::to_string(r.micro_batches) + " micro-batches per replica");
   out += "\n";
-  out += line("step time", format_duration(Seconds(r.step_time_s)) +
-                              (r.step_time_interval
-                                   ? "  (" + describe_interval(*r.step_time_interval) + ")"
-                                   : std::string()));
+  out += line("step time",
+              format_duration(Seconds(r.step_time_s)) +
+                  (r.step_time_interval ? "  (" + describe_interval(*r.step_time_interval) + ")"
+                                        : std::string()));
   out += line("throughput", format_number("%.1f samples/s", r.samples_per_s) + ", " +
                                 format_number("%.0f tokens/s", r.tokens_per_s));
   out += line("model FLOPs per GPU",

@@ -6,12 +6,12 @@
 #include <ostream>
 #include <string>
 
+#include "core/config/config.h"
 #include "core/hardware/cluster.h"
 #include "core/ir/model_graph.h"
 #include "core/ir/program.h"
 #include "core/ir/trace.h"
 #include "core/report/metrics.h"
-#include "core/config/config.h"
 
 namespace dtsim {
 

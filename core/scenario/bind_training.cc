@@ -228,7 +228,8 @@ void check_training_modes(const Reader& r, const Scenario& s, DiagnosticSink& si
                                                     : r.where("training.framework"),
              "parallelism.context",
              "training.framework " + std::string(to_string(t.framework)) +
-                 " has no context parallelism (" + why + "); use context 1, or a framework "
+                 " has no context parallelism (" + why +
+                 "); use context 1, or a framework "
                  "that has it (megatron-core, nemo, fsdp)");
   }
   if (is_pipedream(par.schedule) && par.zero_stage == 3)

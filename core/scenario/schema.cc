@@ -34,10 +34,7 @@ std::optional<double> with_si_suffix(const std::string& text) {
   std::smatch m;
   if (!std::regex_match(text, m, pattern)) return std::nullopt;
   const char unit = m[3].str()[0];
-  const double scale = unit == 'K'   ? 1e3
-                       : unit == 'M' ? 1e6
-                       : unit == 'T' ? 1e12
-                                     : 1e9;  // B or G
+  const double scale = unit == 'K' ? 1e3 : unit == 'M' ? 1e6 : unit == 'T' ? 1e12 : 1e9;  // B or G
   return std::stod(m[1].str()) * scale;
 }
 
@@ -184,8 +181,10 @@ struct Validator {
           const auto si = with_si_suffix(text);
           if (!si) {
             error(n, path,
-                  "expected " + describe(s) + " (a plain number, or with an SI suffix: K, M, B "
-                  "or G, T), found '" + text + "'");
+                  "expected " + describe(s) +
+                      " (a plain number, or with an SI suffix: K, M, B "
+                      "or G, T), found '" +
+                      text + "'");
             return;
           }
           v = *si;

@@ -417,9 +417,9 @@ StepBuilder::RankModelState StepBuilder::place_model_state(RankState& r,
   const auto& tr = sc_.training;
   RankModelState out;
   for (size_t k = 0; k < r.parts.size(); ++k) {
-    const ModelStateBytes s_k = model_state_bytes(params.part_params[k], dtype_, grad_dtype_,
-                                                  tr.optimizer, zero_, r.parts[k].size,
-                                                  tr.fp8_params);
+    const ModelStateBytes s_k =
+        model_state_bytes(params.part_params[k], dtype_, grad_dtype_, tr.optimizer, zero_,
+                          r.parts[k].size, tr.fp8_params);
     out.state.weights += s_k.weights;
     out.state.gradients += s_k.gradients;
     out.state.optimizer += s_k.optimizer;
@@ -531,11 +531,10 @@ void StepBuilder::finish_step(RankState& r, const RankParameters& params,
     const EventId stepped = mark_end(r.p, r.compute);
     for (size_t k = 0; k < r.parts.size(); ++k) {
       if (r.parts[k].size <= 1 || params.part_params[k] <= 0) continue;
-      Op& ag = r.p.append(
-          r.grad_comm,
-          CollectiveOp{CollectiveKind::kAllGather, r.parts[k].group,
-                       Bytes(params.part_params[k] * weight_bytes_), dtype_},
-          Label{"zero_weight_all_gather", -1, -1, Phase::kOptimizer});
+      Op& ag = r.p.append(r.grad_comm,
+                          CollectiveOp{CollectiveKind::kAllGather, r.parts[k].group,
+                                       Bytes(params.part_params[k] * weight_bytes_), dtype_},
+                          Label{"zero_weight_all_gather", -1, -1, Phase::kOptimizer});
       ag.waits.push_back(stepped);
     }
   }

@@ -75,8 +75,8 @@ void StepBuilder::optimizer_step(RankState& r, const ModelStateBytes& state, dou
     // The optimizer step (multi_tensor_adam and its kin): reads the fp32 main gradient and
     // reads and writes the fp32 parameter it updates (the master weight in mixed precision,
     // which optimizer_bytes_per_parameter counts with the states) and the states.
-    const double updated_bytes = optimizer_bytes_per_parameter(dtype_, tr.optimizer) +
-                                 (mixed ? 0 : weight_bytes_);
+    const double updated_bytes =
+        optimizer_bytes_per_parameter(dtype_, tr.optimizer) + (mixed ? 0 : weight_bytes_);
     step_kernel("optimizer_step", KernelKind::kOptimizer,
                 optimizer_shard * (4 + 2 * updated_bytes));
     // Mixed precision: the updated fp32 master weights are copied into the 16-bit weights

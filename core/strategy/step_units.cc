@@ -225,12 +225,12 @@ void StepBuilder::forward_layers(RankState& r, const ChunkRange& range, int mb) 
     // biases (under 0.1% of its parameters) are counted with the GEMM weights. With FP8
     // parameters the weight is FP8 already and only its transpose is made: read 1, write 1.
     if (dtype_ == DType::kFp8 && l.kind == "transformer" && mb == 0)
-      r.p.append(r.compute,
-                 ComputeOp{KernelKind::kElementwise, Flops(0),
-                           Bytes((sc_.training.fp8_params ? 2.0 : weight_bytes_ + 2) *
-                                 l.parameters),
-                           dtype_},
-                 Label{l.name + ".fp8_weight_cast_transpose", i, mb, Phase::kForward});
+      r.p.append(
+          r.compute,
+          ComputeOp{KernelKind::kElementwise, Flops(0),
+                    Bytes((sc_.training.fp8_params ? 2.0 : weight_bytes_ + 2) * l.parameters),
+                    dtype_},
+          Label{l.name + ".fp8_weight_cast_transpose", i, mb, Phase::kForward});
     kernels(r, l.forward, i, mb, Phase::kForward, l);
     attach_waits(r, before);
     memory(r, MemoryCategory::kActivations, stashed_activations(l, tr.recompute),

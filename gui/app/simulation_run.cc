@@ -13,6 +13,8 @@
 #include <fstream>
 #include <vector>
 
+#include "driver/sweep_results.h"
+
 namespace dtsim::gui {
 namespace {
 
@@ -174,10 +176,9 @@ void SimulationRun::on_finished(int exit_code, QProcess::ExitStatus status) {
     QFile file(record_.result_file);
     if (file.open(QIODevice::ReadOnly)) {
       const QByteArray bytes = file.readAll();
-      auto result =
-          nlohmann::json::parse(bytes.constData(), bytes.constData() + bytes.size(), nullptr, false);
-      if (result.is_object() &&
-          result.value("/memory/fits"_json_pointer, nlohmann::json()) == false) {
+      auto result = nlohmann::json::parse(bytes.constData(), bytes.constData() + bytes.size(),
+                                          nullptr, false);
+      if (driver::result_does_not_fit(result)) {
         record_.result = std::move(result);
         if (record_.result.contains("engine") && record_.result["engine"].is_string())
           record_.engine = QString::fromStdString(record_.result["engine"].get<std::string>());

@@ -189,8 +189,8 @@ void SummaryView::set_result(const nlohmann::json& r, const QString& title) {
   QString interval, basis;
   if (const auto* i = find_key(r, {"step_time_interval_s"}); i && i->is_object()) {
     const auto low = number(*i, {"low"}), high = number(*i, {"high"}), runs = number(*i, {"runs"});
-    interval = low && high && runs ? format_seconds(*low) + " to " + format_seconds(*high) +
-                                         " (" + QString::number(*runs) + " published runs)"
+    interval = low && high && runs ? format_seconds(*low) + " to " + format_seconds(*high) + " (" +
+                                         QString::number(*runs) + " published runs)"
                                    : QString("none: no comparable published runs");
     if (i->contains("basis") && (*i)["basis"].is_string())
       basis = QString::fromStdString((*i)["basis"].get<std::string>());

@@ -187,9 +187,8 @@ parallelism:
 // A short form of a catalog name suggests the name it begins.
 // Large counts take an SI suffix (K, M, B or G, T: decimal), as people write token counts.
 TEST(Scenario, NumbersTakeAnSiSuffix) {
-  for (const auto& [text, value] :
-       std::vector<std::pair<std::string, double>>{{"1T", 1e12}, {"300B", 3e11},
-                                                   {"2.5M", 2.5e6}, {"15G", 1.5e10}}) {
+  for (const auto& [text, value] : std::vector<std::pair<std::string, double>>{
+           {"1T", 1e12}, {"300B", 3e11}, {"2.5M", 2.5e6}, {"15G", 1.5e10}}) {
     const Scenario s = load_scenario_text(kMinimal, "s.yaml", {{"training.tokens=" + text}});
     ASSERT_TRUE(s.reliability.tokens.has_value()) << text;
     EXPECT_DOUBLE_EQ(s.reliability.tokens->value, value) << text;
@@ -213,8 +212,7 @@ TEST(Scenario, DidYouMeanCompletesShortNames) {
             "A100-PCIe-40GB");
   auto pcie = problems(kMinimal, {{"cluster.gpu=A100-PCIe"}});
   ASSERT_EQ(pcie.size(), 1u);
-  EXPECT_NE(pcie[0].message.find("did you mean A100-PCIe-"), std::string::npos)
-      << pcie[0].message;
+  EXPECT_NE(pcie[0].message.find("did you mean A100-PCIe-"), std::string::npos) << pcie[0].message;
   // A typo that begins no name still finds the closest.
   EXPECT_EQ(did_you_mean("tensr", {"tensor", "context"}), "tensor");
 }

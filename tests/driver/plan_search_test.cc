@@ -307,18 +307,23 @@ TEST(PlanSearch, WarnsWhenThePickBeatsThePublishedBestMfu) {
   EXPECT_FALSE(mfu_warning("V100-SXM2-32GB", DType::kFp16, 0.90).has_value());
 }
 
+// The small case's whole search under `framework`, ranked by the analytic engine alone, with
+// recompute off and one more constraint: what the framework rules leave of it.
+PlanReport framework_search(const std::string& framework, const std::string& constraint) {
+  PlanRequest req = small_request(100000);
+  req.overrides.push_back("training.framework=" + framework);
+  req.constraints = {parse_plan_constraint("training.recompute=none"),
+                     parse_plan_constraint(constraint)};
+  req.simulate = false;
+  return plan_search(req);
+}
+
 // Under training.framework: deepspeed the search ranks no pipeline with ZeRO-2 or ZeRO-3, which
 // DeepSpeed's pipeline engine refuses, and counts those candidates as refused by that key; the
 // same search under megatron-core ranks them.
 TEST(PlanSearch, LeavesOutWhatTheFrameworkCannotRun) {
   auto ranked = [](const std::string& framework, size_t* refused_by_zero) {
-    PlanRequest req = small_request(100000);
-    req.overrides.push_back("training.framework=" + framework);
-    req.constraints.clear();
-    req.constraints.push_back(parse_plan_constraint("training.recompute=none"));
-    req.constraints.push_back(parse_plan_constraint("training.micro_batch_size=2"));
-    req.simulate = false;
-    const PlanReport rep = plan_search(req);
+    const PlanReport rep = framework_search(framework, "training.micro_batch_size=2");
     const auto it = rep.invalid_by_key.find("parallelism.zero_stage");
     *refused_by_zero = it == rep.invalid_by_key.end() ? 0 : it->second;
     size_t pipelined_zero2 = 0;
@@ -337,13 +342,7 @@ TEST(PlanSearch, LeavesOutWhatTheFrameworkCannotRun) {
 // bind_training.cc cites each rule's source).
 TEST(PlanSearch, OffersContextParallelismOnlyWhereTheFrameworkHasIt) {
   auto search = [](const std::string& framework) {
-    PlanRequest req = small_request(100000);
-    req.overrides.push_back("training.framework=" + framework);
-    req.constraints.clear();
-    req.constraints.push_back(parse_plan_constraint("training.recompute=none"));
-    req.constraints.push_back(parse_plan_constraint("parallelism.zero_stage=1"));
-    req.simulate = false;
-    return plan_search(req);
+    return framework_search(framework, "parallelism.zero_stage=1");
   };
   const auto with_context = [](const PlanReport& rep) {
     size_t n = 0;

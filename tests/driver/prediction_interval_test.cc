@@ -45,12 +45,12 @@ TEST(PredictionInterval, SitsAboveAPredictionThatIsTooFastOnComparableRuns) {
     set.push_back(run("r" + std::to_string(k), "dp", 8, std::log(1.1) + 0.01 * (k % 2 ? 1 : -1)));
   const StepTimeInterval i = step_time_interval(2.0, query("dp", 8), set);
   EXPECT_GT(i.low_s, 2.0);
-  EXPECT_NEAR(std::sqrt(i.low_s * i.high_s), 2.2, 1e-9);  // centred on the mean residual
+  EXPECT_NEAR(std::sqrt(i.low_s * i.high_s), 2.2, 1e-9);            // centred on the mean residual
   EXPECT_NE(i.basis.find("-9.1 %"), std::string::npos) << i.basis;  // 1/1.1 - 1
 }
 
 TEST(PredictionInterval, NeverUsesTheRunItPredicts) {
-  std::vector<PublishedResidual> set = {run("a", "3d", 64, 0.0),  run("b", "3d", 64, 0.01),
+  std::vector<PublishedResidual> set = {run("a", "3d", 64, 0.0),   run("b", "3d", 64, 0.01),
                                         run("c", "3d", 64, -0.01), run("d", "3d", 64, 0.02),
                                         run("e", "3d", 64, -0.02), run("mine", "3d", 64, 5.0)};
   const StepTimeInterval i = step_time_interval(1.0, query("3d", 64), set);

@@ -413,8 +413,8 @@ TEST(Fp8Params, HoldTheWeightsInOneByteAndKeepTheOptimizersState) {
 }
 
 TEST(Fp8Params, NeedFp8Training) {
-  const std::string bf16 = std::regex_replace(yaml(1, true), std::regex("precision: fp8"),
-                                              "precision: bf16");
+  const std::string bf16 =
+      std::regex_replace(yaml(1, true), std::regex("precision: fp8"), "precision: bf16");
   try {
     load_scenario_text(bf16, "fp8.yaml");
     ADD_FAILURE() << "fp8_params with bf16 training was accepted";

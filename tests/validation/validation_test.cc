@@ -187,10 +187,11 @@ void print_summary(const std::vector<Outcome>& outcomes, const std::string& engi
     for (const Outcome& o : outcomes)
       if (o.failure.empty()) by[key(o.run)].push_back(&o);
     for (const auto& [name, members] : by)
-      std::printf("  %-9s %-16s %2zu runs  MAPE %5.1f%%  mean signed %+5.1f%%  80%% interval "
-                  "holds %s\n",
-                  label.c_str(), name.c_str(), members.size(), mape(members),
-                  mean_signed_error(members), coverage(members).c_str());
+      std::printf(
+          "  %-9s %-16s %2zu runs  MAPE %5.1f%%  mean signed %+5.1f%%  80%% interval "
+          "holds %s\n",
+          label.c_str(), name.c_str(), members.size(), mape(members), mean_signed_error(members),
+          coverage(members).c_str());
   }
   std::vector<const Outcome*> all;
   int over_15 = 0;
@@ -199,10 +200,10 @@ void print_summary(const std::vector<Outcome>& outcomes, const std::string& engi
       all.push_back(&o);
       if (std::fabs(o.error_pct) > 15) ++over_15;
     }
-  std::printf("  %-26s %2zu runs  MAPE %5.1f%%  mean signed %+5.1f%%  80%% interval holds %s  "
-              "runs beyond 15%%: %d\n\n",
-              "overall", all.size(), mape(all), mean_signed_error(all), coverage(all).c_str(),
-              over_15);
+  std::printf(
+      "  %-26s %2zu runs  MAPE %5.1f%%  mean signed %+5.1f%%  80%% interval holds %s  "
+      "runs beyond 15%%: %d\n\n",
+      "overall", all.size(), mape(all), mean_signed_error(all), coverage(all).c_str(), over_15);
 }
 
 void print_markdown(const std::vector<Outcome>& outcomes) {

@@ -300,7 +300,7 @@ class StepBuilder {
   RankLayout layout_;
   int t_, p_, v_, d_, cp_, ep_, m_, zero_;
   DType dtype_;
-  DType grad_dtype_;    // training.grad_dtype, resolved
+  DType grad_dtype_;     // training.grad_dtype, resolved
   double weight_bytes_;  // per parameter, stored and gathered (weight_bytes_per_parameter)
   std::vector<ChunkRange> chunks_;
   CompressionConfig compression_;
