@@ -9,8 +9,10 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "core/base/error.h"
+#include "core/base/input_file.h"
 
 namespace dtsim::driver {
 namespace {
@@ -77,7 +79,24 @@ bool same_file(const fs::path& a, const std::string& b) {
   return a == resolved(b);
 }
 
+// The file this run read that `target` is, if any (core/base/input_file.h: every scenario,
+// profile and background scenario read so far).
+std::optional<std::string> read_by_this_run(const fs::path& target) {
+  for (const auto& in : files_read())
+    if (same_file(target, in)) return in;
+  return std::nullopt;
+}
+
+std::string destroys_input(const std::string& in) {
+  return "it is '" + in + "', which this run reads; writing there would destroy it. Give another path";
+}
+
 }  // namespace
+
+void refuse_if_input(const std::string& path, const std::string& flag) {
+  if (const auto in = read_by_this_run(resolved(path)))
+    throw InputError(Diagnostic{SourceLocation{}, flag, "cannot write '" + path + "': " + destroys_input(*in)});
+}
 
 OutputFile::OutputFile(const std::string& path, const std::string& flag,
                        const std::vector<std::string>& inputs,
@@ -91,6 +110,7 @@ OutputFile::OutputFile(const std::string& path, const std::string& flag,
   for (const auto& in : inputs)
     if (!in.empty() && same_file(target, in))
       refuse("it is the input '" + in + "'; writing there would destroy it. Give another path");
+  if (const auto in = read_by_this_run(target)) refuse(destroys_input(*in));
   for (const OutputFile* o : others)
     if (o && same_file(target, o->target()))
       refuse("it is also the " + o->flag_ + " file; give each output its own path");
@@ -126,6 +146,11 @@ void OutputFile::commit(std::string_view content) {
     throw RuntimeError("writing " + flag_ + " '" + path_ + "' failed (" + what +
                        "): " + os_reason(err) + "; the file was left as it was");
   };
+  // Files read after the constructor's check (a profile or background scenario loaded with the
+  // scenario's binding) are checked again before the target is touched.
+  if (const auto in = read_by_this_run(fs::path(target_)))
+    throw InputError(
+        Diagnostic{SourceLocation{}, flag_, "cannot write '" + path_ + "': " + destroys_input(*in)});
   const char* p = content.data();
   size_t left = content.size();
   while (left > 0) {

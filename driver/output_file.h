@@ -2,10 +2,13 @@
 //
 // Contract:
 // - The constructor checks the path before any work is done, so a bad path costs nothing: it
-//   refuses (InputError, naming the flag) a path that is one of the inputs or another output
-//   (also through a symbolic link), an existing path that is not a regular file (a FIFO, a
+//   refuses (InputError, naming the flag) a path that is one of the inputs, a file this process
+//   has read (core/base/input_file.h's files_read(): a profile or background scenario the
+//   scenario names), or another output (also through a symbolic link), an existing path that is not a regular file (a FIFO, a
 //   device, a directory), and a directory that a file cannot be created in, with the operating
 //   system's reason ("Permission denied").
+// - commit() checks files_read() again before writing (inputs read after the constructor), and
+//   refuses with the same InputError, the target untouched.
 // - The content goes to a temporary file beside the target (".NAME.dtsim-XXXXXX"), which
 //   commit() flushes to disk and renames over the target in one step (rename(2) is atomic
 //   within a file system). Until then the target keeps its previous content: a failure found
@@ -22,6 +25,10 @@
 #include <vector>
 
 namespace dtsim::driver {
+
+// Throws InputError naming `flag` when `path` is a file this process has read as input
+// (files_read()), for outputs that are appended to rather than written whole (a sweep's rows).
+void refuse_if_input(const std::string& path, const std::string& flag);
 
 class OutputFile {
  public:

@@ -463,6 +463,8 @@ SweepSummary run_sweep(const SweepRequest& request) {
   const std::string stream_path =
       parted ? request.output + ".rank-" + std::to_string(launch.rank) + ".part" : request.output;
 
+  // The rows' file is appended to: it may not be a file the scenario named (a profile).
+  for (const std::string& path : {request.output, stream_path}) refuse_if_input(path, "--output");
   // Rows already written: refuse to mix sweeps unless --resume.
   std::set<std::string> done;
   for (const std::string& path : {request.output, stream_path}) {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 
 #include "core/base/error.h"
 #include "core/base/text.h"
@@ -18,7 +19,25 @@ std::string os_reason() {
   return std::strerror(errno);
 }
 
+std::mutex g_read_mutex;
+std::vector<std::string> g_read;  // files_read(), in the order first read
+
+void note_read(const std::string& path) {
+  std::error_code ec;
+  auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+  if (ec) return;
+  const std::lock_guard<std::mutex> lock(g_read_mutex);
+  for (const auto& r : g_read)
+    if (r == p.string()) return;
+  g_read.push_back(p.string());
+}
+
 }  // namespace
+
+std::vector<std::string> files_read() {
+  const std::lock_guard<std::mutex> lock(g_read_mutex);
+  return g_read;
+}
 
 std::string read_input_file(const std::string& path, const InputFileRules& rules) {
   const SourceLocation whole{path, 0, 0};
@@ -35,6 +54,7 @@ std::string read_input_file(const std::string& path, const InputFileRules& rules
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw InputError(Diagnostic{whole, "", "cannot open the " + rules.noun + ": " + os_reason()});
+  note_read(path);
   std::string bytes(rules.max_bytes + 1, '\0');
   in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (in.bad())

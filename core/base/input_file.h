@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dtsim {
 
@@ -18,6 +19,11 @@ struct InputFileRules {
 // The file's bytes, at most rules.max_bytes (read one byte past the limit, so that a file that
 // grows while read is bounded too).
 std::string read_input_file(const std::string& path, const InputFileRules& rules);
+
+// Every file read_input_file() has read in this process, as absolute paths with symbolic links
+// followed (thread-safe). Outputs are checked against it (driver/output_file.h), so that a run
+// never writes over a file it read: a scenario, a profile, a background scenario.
+std::vector<std::string> files_read();
 
 // YAML is UTF-8 text (YAML 1.2, section 5.2): a NUL byte means a binary file, any other
 // ill-formed byte a file saved in another encoding, named where it is. `what`: "YAML scenario".

@@ -1,5 +1,7 @@
 #include "gui/app/headless.h"
 
+#include "driver/output_file.h"
+
 #include <QApplication>
 #include <QComboBox>
 #include <QEventLoop>
@@ -112,6 +114,13 @@ int take_screenshot(const HeadlessRequest& request) {
     error_line(request.output + ": --screenshot writes .png or .svg");
     return kExitBadInput;
   }
+  // The picture may not replace the scenario it shows (also through a symbolic link).
+  const QString shown = QFileInfo(request.scenario).canonicalFilePath();
+  if (!shown.isEmpty() && QFileInfo(request.output).canonicalFilePath() == shown) {
+    error_line(request.output + ": --screenshot cannot write over the scenario '" +
+               request.scenario + "' it shows; give another path");
+    return kExitBadInput;
+  }
   MainWindow window(MainWindow::Options{request.dtsim, request.engine});
   QString error;
   if (!window.open_scenario(request.scenario, &error)) {
@@ -149,6 +158,8 @@ int take_screenshot(const HeadlessRequest& request) {
     wait.exec();
   }
   try {
+    // A file the scenario named (a profile) was read while the picture was prepared.
+    driver::refuse_if_input(request.output.toStdString(), "--screenshot");
     if (suffix == "png") {
       if (!window.grab().save(request.output, "PNG")) {
         error_line(request.output + ": cannot write the image");
@@ -157,6 +168,9 @@ int take_screenshot(const HeadlessRequest& request) {
     } else {
       window.export_view(request.output);
     }
+  } catch (const InputError& e) {
+    error_line(QString::fromStdString(e.what()));
+    return kExitBadInput;
   } catch (const std::exception& e) {
     error_line(QString::fromStdString(e.what()));
     return kExitRuntime;

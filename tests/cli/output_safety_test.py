@@ -191,5 +191,49 @@ with tempfile.TemporaryDirectory(prefix=f"dtsim-test-output-safety-{os.getpid()}
                         "--trace", result], capture_output=True, text=True, timeout=60)
     check(p.returncode == 2 and "--output file" in p.stderr, "-o and --trace on one file is refused")
 
+    # A file the scenario names (a profile, a background job's scenario) is an input too: no
+    # verb writes over it, directly, through a link or through --set.
+    import shutil
+    profile = os.path.join(d, "prof.yaml")
+    shutil.copy(os.path.join(ROOT, "tests/real/data/cpu-profile-example.yaml"), profile)
+    with open(os.path.join(ROOT, "scenarios/real/cpu-data-parallel.yaml")) as f:
+        cpu = f.read()
+    cpu_scenario = os.path.join(d, "cpu.yaml")
+    with open(cpu_scenario, "w") as f:
+        f.write(cpu)
+    with open(profile) as f:
+        profile_text = f.read()
+    profile_link = os.path.join(d, "prof-link.yaml")
+    os.symlink(profile, profile_link)
+    for args, what in (
+            (["simulate", cpu_scenario, "--engine", "analytic", "--set",
+              f"cluster.profile={profile}", "-o", profile], "simulate -o over the profile"),
+            (["simulate", cpu_scenario, "--engine", "analytic", "--set",
+              f"cluster.profile={profile}", "-o", profile_link], "-o through a link to the profile"),
+            (["simulate", cpu_scenario, "--engine", "analytic", "--set",
+              f"cluster.profile={profile}", "--trace", profile], "--trace over the profile")):
+        p = subprocess.run([DTSIM] + args, capture_output=True, text=True, timeout=60)
+        with open(profile) as f:
+            check(p.returncode == 2 and "which this run reads" in p.stderr and f.read() == profile_text,
+                  f"{what} is refused and the profile kept ({p.stderr.strip()[:200]})")
+    profile_csv = os.path.join(d, "prof.csv")
+    shutil.copy(profile, profile_csv)
+    p = subprocess.run([DTSIM, "sweep", cpu_scenario, "--engine", "analytic", "--vary",
+                        "training.micro_batch_size=1,2", "--set", f"cluster.profile={profile_csv}",
+                        "-o", profile_csv], capture_output=True, text=True, timeout=60)
+    with open(profile_csv) as f:
+        check(p.returncode == 2 and "which this run reads" in p.stderr and f.read() == profile_text,
+              f"sweep -o over the profile is refused and the profile kept ({p.stderr.strip()[:200]})")
+    background = os.path.join(d, "bg.yaml")
+    shutil.copy(FAST, background)
+    with open(background) as f:
+        background_text = f.read()
+    p = subprocess.run([DTSIM, "simulate", FAST, "--engine", "simgrid", "--set",
+                        f"background.scenario={background}", "-o", background],
+                       capture_output=True, text=True, timeout=120)
+    with open(background) as f:
+        check(p.returncode == 2 and f.read() == background_text,
+              f"-o over the background job's scenario is refused and kept ({p.stderr.strip()[:200]})")
+
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)
