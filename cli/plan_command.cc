@@ -91,6 +91,7 @@ nlohmann::json report_json(const driver::PlanReport& rep) {
                       {"capacity_bytes", r.capacity_bytes},
                       {"over_bytes", r.peak_bytes - r.capacity_bytes}});
   return {{"scenario", rep.scenario_name},
+          {"model", rep.model},
           {"gpus", rep.gpus},
           {"gpu", rep.gpu},
           {"global_batch_size", rep.global_batch_size},
@@ -119,8 +120,10 @@ nlohmann::json report_json(const driver::PlanReport& rep) {
 
 void render(const driver::PlanReport& rep, const std::string& scenario,
             const std::vector<std::string>& overrides, std::ostream& out) {
-  out << "dtsim plan: " << printable(rep.scenario_name, 200) << " (" << rep.gpus << " x " << rep.gpu
-      << ", global batch " << rep.global_batch_size << ")\n";
+  // The model is named beside the scenario: --set model.preset=... searches another one.
+  out << "dtsim plan: " << printable(rep.scenario_name, 200) << ", model "
+      << printable(rep.model, 200) << " (" << rep.gpus << " x " << rep.gpu << ", global batch "
+      << rep.global_batch_size << ")\n";
   out << "  searched     " << rep.enumerated << " configurations in "
       << format_number("%.1f s", rep.analytic_wall_s) << " ("
       << format_number("%.0f", rep.analytic_wall_s > 0 ? rep.enumerated / rep.analytic_wall_s : 0)

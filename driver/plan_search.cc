@@ -623,7 +623,9 @@ PlanReport plan_search(const PlanRequest& req) {
         SourceLocation{}, "--top",
         "expected at least 1 configuration to simulate, found " + std::to_string(req.top)});
   if (req.dtsim.empty()) throw RuntimeError("plan: no dtsim binary to run the simulations with");
-  const Scenario base = load(req.scenario, req.overrides);
+  // The model, the cluster and the batch: the scenario's own parallelism, which the search
+  // replaces, need not be valid (or present).
+  const Scenario base = load_for_search(req.scenario, req.overrides);
   // Every candidate is loaded from the same text: read once, then load_scenario_text() with the
   // path as its name is load() (core/scenario/scenario.cc) without reading the file again.
   std::string text;
@@ -634,6 +636,7 @@ PlanReport plan_search(const PlanRequest& req) {
   PlanReport rep;
   rep.rank_by = req.rank_by;
   rep.scenario_name = base.name;
+  rep.model = models::spec_from_scenario(base).name;
   rep.gpus = base.cluster.nodes * base.cluster.gpus_per_node;
   rep.global_batch_size = base.training.global_batch_size.value;
   rep.gpu = base.cluster.gpu.name;

@@ -160,6 +160,7 @@ struct PlanRow {
 
 struct PlanReport {
   std::string scenario_name;
+  std::string model;  // the model searched (its preset's name, or "custom"), after --set
   int gpus = 0;
   int64_t global_batch_size = 0;
   std::string gpu;

@@ -115,6 +115,10 @@ Scenario load_text(const std::string& yaml_text, const std::string& name,
   return load_scenario_text(yaml_text, name, as_overrides(overrides), models::check_scenario);
 }
 
+Scenario load_for_search(const std::string& path, const std::vector<std::string>& overrides) {
+  return load_scenario(path, as_overrides(overrides), models::check_scenario, LoadScope::kSearch);
+}
+
 Scenario load_cluster(const std::string& path, const std::vector<std::string>& overrides) {
   return load_scenario(path, as_overrides(overrides), {}, LoadScope::kCluster);
 }

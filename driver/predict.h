@@ -37,6 +37,9 @@ Scenario load(const std::string& path, const std::vector<std::string>& overrides
 // cluster.profile resolves from its directory).
 Scenario load_text(const std::string& yaml_text, const std::string& name,
                    const std::vector<std::string>& overrides = {});
+// load() for a search that replaces the parallel shape, the micro-batch and the recompute
+// (LoadScope::kSearch): a scenario whose own parallelism section is invalid, or absent, loads.
+Scenario load_for_search(const std::string& path, const std::vector<std::string>& overrides = {});
 // The cluster and simulate sections alone, for front ends that need no training run (dtsim
 // collective); a file with only `cluster:` is enough.
 Scenario load_cluster(const std::string& path, const std::vector<std::string>& overrides = {});

@@ -150,7 +150,21 @@ Scenario build(const std::string& file, EntryMap entries, LoadScope scope, Diagn
     return s;
   }
   bind_model(r, file, entries, s.model, sink);
-  if (scenario_binding::bind_parallelism(r, s.cluster, s.parallelism, sink)) {
+  if (scope == LoadScope::kSearch) {
+    // Pure data parallelism over the world (what the batch's default assumes); the checks between
+    // the batch and that shape are left to the candidates.
+    s.parallelism = ParallelismConfig{};
+    s.parallelism.data = {static_cast<int>(s.cluster.nodes * s.cluster.gpus_per_node)};
+    DiagnosticSink shape_dependent;  // the candidates' own loads report these
+    scenario_binding::bind_training(r, s.parallelism, s.training, shape_dependent);
+    for (const auto& d : shape_dependent.diagnostics())
+      if (d.key_path != "training.global_batch_size" && d.key_path != "training.micro_batch_size" &&
+          d.key_path.rfind("parallelism.", 0) != 0)
+        sink.add(d);
+    scenario_binding::check_precision(r, s.cluster, s.training, sink);
+    scenario_binding::bind_simulate(r, s.simulate);
+    scenario_binding::bind_reliability(r, s.cluster, s.reliability, sink);
+  } else if (scenario_binding::bind_parallelism(r, s.cluster, s.parallelism, sink)) {
     scenario_binding::bind_training(r, s.parallelism, s.training, sink);
     scenario_binding::check_pipeline_schedule(r, s, sink);
     scenario_binding::check_training_modes(r, s, sink);
@@ -192,7 +206,7 @@ Scenario load_from_bytes(const std::string& bytes, const std::string& file,
   // Checks that need more than the scenario (the model's shape) report in the same pass, so a
   // TP size that does not divide the heads is named even when TP itself is not built yet. Without
   // a model there is nothing to check against (bind_model said so).
-  if (check && scope == LoadScope::kTraining && (s.model.preset || s.model.family)) {
+  if (check && scope != LoadScope::kCluster && (s.model.preset || s.model.family)) {
     try {
       check(s, sink);
     } catch (const InputError& e) {

@@ -51,8 +51,11 @@ using CrossCheck = std::function<void(const Scenario&, DiagnosticSink&)>;
 // checked. A cluster alone (dtsim collective) needs the cluster and simulate sections: the other
 // sections, when present, are still checked against the schema (unknown keys, types, units) but
 // not bound, so training-only checks such as batch divisibility do not apply, and the cross-check
-// is not run.
-enum class LoadScope { kTraining, kCluster };
+// is not run. A search (dtsim plan) replaces the parallel shape, the micro-batch and the
+// recompute with each candidate's: the parallelism section is checked against the schema but
+// not bound (the scenario holds one GPU's shape), and the checks between the batch and the shape
+// are left to each candidate's own load.
+enum class LoadScope { kTraining, kCluster, kSearch };
 
 // Throws InputError listing every problem, the cross-check's included.
 Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides = {},

@@ -443,5 +443,30 @@ TEST(PlanSearch, NeverRanksAConfigurationThatDoesNotFitWhenSimulated) {
   }
 }
 
+// A plan starts from the model, the cluster and the batch alone: a scenario without a
+// parallelism section, whose batch does not divide pure data parallelism over the world (48 over
+// 32 GPUs, which `dtsim simulate` refuses), is searched, and its pick divides the batch.
+TEST(PlanSearch, StartsFromTheModelClusterAndBatchAlone) {
+  testing::ScratchDir dir("plan-bare");
+  const std::string path = dir.file("bare.yaml");
+  std::ofstream(path) << "model:\n  preset: gpt3-125m\ncluster:\n  gpu: H100-SXM\n  nodes: 4\n"
+                         "  gpus_per_node: 8\ntraining:\n  global_batch_size: 48\n";
+  EXPECT_THROW(load(path), InputError);
+  PlanRequest req;
+  req.scenario = path;
+  req.constraints = {parse_plan_constraint("training.recompute=none"),
+                     parse_plan_constraint("parallelism.zero_stage=1"),
+                     parse_plan_constraint("parallelism.context=1")};
+  req.top = 3;
+  req.simulate = false;
+  req.dtsim = DTSIM_BINARY;
+  const PlanReport rep = plan_search(req);
+  ASSERT_FALSE(rep.ranked.empty());
+  EXPECT_EQ(rep.global_batch_size, 48);
+  EXPECT_EQ(rep.gpus, 32);
+  for (const PlanRow& row : rep.ranked)
+    EXPECT_EQ(48 % (row.config.dp * row.config.micro_batch_size), 0) << row.config.describe();
+}
+
 }  // namespace
 }  // namespace dtsim::driver
