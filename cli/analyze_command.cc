@@ -64,6 +64,14 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeOptions& o) {
   analyze->add_option("--x", o.x_key,
                       "the key to scale along: a varied key (cluster.nodes) or a numeric result "
                       "key; default config.gpus");
+  analyze->add_option("--by", o.by,
+                      "split the rows into series by this varied key (repeatable), one analysis "
+                      "each; by default every varied key whose value changes among rows of one x "
+                      "splits them (a sweep over cluster.nodes and training.recompute gives one "
+                      "series per recompute)");
+  analyze->add_option("--where", o.where,
+                      "keep only the rows where KEY=VALUE (repeatable), before any split, e.g. "
+                      "--where training.recompute=full");
   analyze->add_option(
       "--plot", o.plot,
       "write the three charts (speedup with the ideal, Amdahl and Gustafson "
@@ -100,7 +108,61 @@ int run_analyze(const AnalyzeOptions& o, std::ostream& out) {
                                              std::vector<const driver::OutputFile*>{});
   }
   const driver::ResultsFile results = driver::read_results(o.results);
-  const driver::ScalingAnalysis analysis = driver::analyze_results(results, o.x_key);
+  const std::vector<driver::ScalingSeries> series =
+      driver::analyze_series(results, o.x_key, o.by, o.where);
+  if (series.size() > 1) {
+    std::string keys;
+    for (const auto& [k, v] : series.front().by) keys += (keys.empty() ? "" : ", ") + k;
+    if (plot_file)
+      throw plot_error("the rows form " + std::to_string(series.size()) + " series (by " + keys +
+                       ") and a plot draws one: pick it with --where, e.g. --where " +
+                       series.front().by.front().first + "=" + series.front().by.front().second);
+    if (o.json) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& s : series) {
+        nlohmann::json by = nlohmann::json::object();
+        for (const auto& [k, v] : s.by) by[k] = v;
+        nlohmann::json skipped = nlohmann::json::array();
+        for (const auto& r : s.analysis.skipped)
+          skipped.push_back({{"config", r.config},
+                             {"status", r.status},
+                             {"exit_code", r.exit_code},
+                             {"error", r.error}});
+        list.push_back(
+            {{"label", s.label},
+             {"by", by},
+             {"analysis",
+              s.unanalysed.empty() ? driver::analysis_to_json(s.analysis) : nlohmann::json()},
+             {"unanalysed", s.unanalysed.empty() ? nlohmann::json() : nlohmann::json(s.unanalysed)},
+             {"skipped", skipped}});
+      }
+      nlohmann::json by_keys = nlohmann::json::array();
+      for (const auto& [k, v] : series.front().by) by_keys.push_back(k);
+      out << nlohmann::json{{"file", o.results},
+                            {"x_key", o.x_key},
+                            {"by", by_keys},
+                            {"series", list}}
+                 .dump(2)
+          << "\n";
+      return 0;
+    }
+    out << "dtsim analyze: " << printable(o.results, 200) << ": " << series.size()
+        << " series along " << o.x_key << ", split by " << keys
+        << " (--by chooses the keys, --where keeps one series)\n";
+    for (const auto& s : series) {
+      out << "\n=== series " << printable(s.label, 200) << " ===\n";
+      if (s.unanalysed.empty()) {
+        out << driver::render_analysis(s.analysis);
+        continue;
+      }
+      out << "  not analysed: " << s.unanalysed << "\n";
+      for (const auto& r : s.analysis.skipped)
+        out << "  " << printable(r.config, 120) << ": " << r.status << ", exit " << r.exit_code
+            << "\n";
+    }
+    return 0;
+  }
+  const driver::ScalingAnalysis& analysis = series.front().analysis;
 
   if (plot_file) {
     // Qt is loaded here, by the one command that draws (gui/plot/plot_module.h).

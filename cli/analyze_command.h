@@ -12,13 +12,16 @@
 #include <CLI/CLI.hpp>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace dtsim::cli {
 
 struct AnalyzeOptions {
   std::string results;  // a results file of dtsim sweep (.csv, .jsonl)
   std::string x_key = "config.gpus";
-  std::string plot;  // empty: no plot
+  std::vector<std::string> by;     // keys that split the rows into series (default: inferred)
+  std::vector<std::string> where;  // KEY=VALUE filters applied first
+  std::string plot;                // empty: no plot
   bool json = false;
 };
 

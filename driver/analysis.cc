@@ -5,7 +5,9 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -21,6 +23,15 @@ using nlohmann::json;
 
 InputError bad_input(const std::string& file, const std::string& key, const std::string& why) {
   return InputError(Diagnostic{SourceLocation{file, 0, 0}, key, why});
+}
+
+// The whole of `text` as a number, else nullopt ("4" and "4.0" match as values of one key).
+std::optional<double> as_number(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
 }
 
 // --- Student's t, from the regularized incomplete beta function -------------------------------
@@ -198,6 +209,12 @@ const char* scaling_kind_name(ScalingKind kind) {
   return "unknown";
 }
 
+std::optional<double> ScalingAnalysis::speedup_limit() const {
+  const std::optional<double> amdahl_1_f = amdahl_limit(amdahl.serial_fraction);
+  if (amdahl_1_f && batch_ceiling) return std::min(*amdahl_1_f, *batch_ceiling);
+  return amdahl_1_f ? amdahl_1_f : batch_ceiling;
+}
+
 std::optional<double> amdahl_limit(double serial_fraction) {
   if (serial_fraction <= 0) return std::nullopt;
   return 1 / serial_fraction;
@@ -344,6 +361,20 @@ ScalingAnalysis analyze_points(std::vector<ScalingPoint> points, const std::stri
                       " samples) but not in proportion to the scale";
   }
 
+  // The batch ceiling: strong scaling that grows data parallelism stops at one sample per
+  // replica.
+  const ScalingPoint& last = a.points.back().point;
+  if (a.kind == ScalingKind::kStrong && base.data_parallel && last.data_parallel &&
+      *base.data_parallel > 0 && *last.data_parallel > *base.data_parallel) {
+    a.batch_ceiling = *base.global_batch_size / *base.data_parallel;
+    a.batch_ceiling_evidence =
+        "the global batch of " + number(*base.global_batch_size) +
+        " samples holds at most that many data-parallel replicas (one sample each); the "
+        "baseline runs " +
+        number(*base.data_parallel) + ", so data parallelism can grow at most " +
+        fmt("%.4gx", *a.batch_ceiling);
+  }
+
   std::vector<double> n, s;
   for (const AnalyzedPoint& ap : a.points) {
     n.push_back(ap.scale);
@@ -425,6 +456,7 @@ ScalingAnalysis analyze_results(const ResultsFile& results, const std::string& x
     p.other_s = number_of(row, "breakdown_s.other").value_or(0);
     p.gpus = number_of(row, "config.gpus").value_or(0);
     p.global_batch_size = number_of(row, "config.global_batch_size");
+    p.data_parallel = number_of(row, "config.dp");
     p.goodput = number_of(row, "reliability.goodput");
     points.push_back(std::move(p));
   }
@@ -432,6 +464,111 @@ ScalingAnalysis analyze_results(const ResultsFile& results, const std::string& x
   a.skipped = std::move(skipped);
   a.dropped_partial_lines = results.dropped_partial_lines;
   return a;
+}
+
+std::vector<ScalingSeries> analyze_series(const ResultsFile& results, const std::string& x_key,
+                                          std::vector<std::string> by,
+                                          const std::vector<std::string>& where) {
+  const std::string& file = results.path;
+  // --where: the rows whose value of each key matches.
+  ResultsFile kept = results;
+  for (const std::string& w : where) {
+    const auto eq = w.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw bad_input(file, "--where", "expected KEY=VALUE, found '" + printable(w, 120) + "'");
+    const std::string key = w.substr(0, eq), value = w.substr(eq + 1);
+    bool seen = false;
+    std::erase_if(kept.rows, [&](const SweepRow& row) {
+      const auto v = raw_value(row, key);
+      seen = seen || v.has_value();
+      if (!v) return true;
+      const auto a = number_of(row, key);
+      const auto b = as_number(value);
+      return !(*v == value || (a && b && *a == *b));
+    });
+    if (!seen)
+      throw bad_input(file, "--where",
+                      "no row has the key '" + printable(key, 120) +
+                          "'; --where takes a varied key of the sweep or a result key");
+  }
+  if (kept.rows.empty() && !results.rows.empty())
+    throw bad_input(file, "--where", "no row matches every --where");
+  // The default split: varied keys whose values change among rows of one x (a numeric x: one
+  // that is not is reported as such by the analysis of the whole).
+  const bool numeric_x = std::all_of(kept.rows.begin(), kept.rows.end(), [&](const SweepRow& r) {
+    return !r.ok() || !raw_value(r, x_key) || number_of(r, x_key).has_value();
+  });
+  if (by.empty() && numeric_x) {
+    for (const std::string& key : kept.varied_keys) {
+      if (key == x_key) continue;
+      std::map<std::string, std::string> value_at_x;  // x's text -> this key's first value
+      bool splits = false;
+      for (const SweepRow& row : kept.rows) {
+        const auto x = raw_value(row, x_key);
+        const auto v = raw_value(row, key);
+        if (!x || !v) continue;
+        const auto [it, fresh] = value_at_x.emplace(*x, *v);
+        splits = splits || (!fresh && it->second != *v);
+      }
+      if (splits) by.push_back(key);
+    }
+  }
+  if (by.empty()) return {ScalingSeries{{}, "", analyze_results(kept, x_key), ""}};
+  for (const std::string& key : by) {
+    if (key == x_key)
+      throw bad_input(file, "--by", "'" + printable(key, 120) + "' is the x key; split by another");
+    if (std::none_of(kept.rows.begin(), kept.rows.end(),
+                     [&](const SweepRow& row) { return raw_value(row, key).has_value(); }))
+      throw bad_input(file, "--by", "no row has the key '" + printable(key, 120) + "'");
+  }
+  // Rows by the values of the `by` keys, in the order each combination first appears.
+  std::vector<ScalingSeries> out;
+  std::vector<ResultsFile> parts;
+  for (const SweepRow& row : kept.rows) {
+    std::vector<std::pair<std::string, std::string>> values;
+    for (const std::string& key : by) values.emplace_back(key, raw_value(row, key).value_or("-"));
+    size_t i = 0;
+    while (i < out.size() && out[i].by != values) ++i;
+    if (i == out.size()) {
+      std::string label;
+      for (const auto& [k, v] : values) label += (label.empty() ? "" : ", ") + k + "=" + v;
+      out.push_back(ScalingSeries{values, label, {}, ""});
+      parts.push_back(kept);
+      parts.back().rows.clear();
+    }
+    parts[i].rows.push_back(row);
+  }
+  size_t analysed = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const auto ok = std::count_if(parts[i].rows.begin(), parts[i].rows.end(),
+                                  [](const SweepRow& r) { return r.ok(); });
+    if (ok == 0 && out.size() > 1) {
+      size_t not_fitting = 0;
+      for (const SweepRow& r : parts[i].rows) {
+        out[i].analysis.skipped.push_back({r.config, r.status, r.exit_code, r.error});
+        not_fitting += r.status == kDoesNotFit;
+      }
+      out[i].analysis.file = file;
+      out[i].analysis.x_key = x_key;
+      out[i].unanalysed = "none of its " + std::to_string(parts[i].rows.size()) + " rows is ok (" +
+                          std::to_string(not_fitting) +
+                          " do not fit in the GPU's memory, the others failed)";
+      continue;
+    }
+    ++analysed;
+    try {
+      out[i].analysis = analyze_results(parts[i], x_key);
+    } catch (const InputError& e) {
+      const Diagnostic& d = e.diagnostics().front();
+      throw bad_input(file, d.key_path,
+                      "series " + printable(out[i].label, 200) + ": " + d.message);
+    }
+  }
+  if (analysed == 0)
+    throw bad_input(file, "",
+                    "no series has an ok row: " + printable(out.front().label, 200) + " " +
+                        out.front().unanalysed);
+  return out;
 }
 
 std::string render_analysis(const ScalingAnalysis& a) {
@@ -498,6 +635,15 @@ std::string render_analysis(const ScalingAnalysis& a) {
         << "most " << fmt("%.0f samples/s", *limit * base.point.samples_per_s) << "\n";
   else
     out << "  no speedup limit: the fitted f is not positive (scaling at or above ideal)\n";
+  if (a.batch_ceiling) {
+    out << "  batch ceiling " << fmt("%.4gx", *a.batch_ceiling) << ": " << a.batch_ceiling_evidence
+        << "\n";
+    const double limit = *a.speedup_limit();
+    out << "  the limit is therefore " << fmt("%.4gx", limit) << " ("
+        << (limit == *a.batch_ceiling ? "the batch ceiling" : "Amdahl's 1/f")
+        << ", the smaller): at most " << fmt("%.0f samples/s", limit * base.point.samples_per_s)
+        << "\n";
+  }
   out << "\nGustafson's law (Gustafson 1988), S(n) = n - f (n - 1)"
       << (amdahl_first ? ":" : ", the model of weak scaling:") << "\n";
   fit_lines(a.gustafson);
@@ -588,6 +734,7 @@ json analysis_to_json(const ScalingAnalysis& a) {
   json amdahl = fit_json(a.amdahl);
   const auto limit = amdahl_limit(a.amdahl.serial_fraction);
   amdahl["speedup_limit"] = limit ? json(*limit) : json();
+  const auto offered = a.speedup_limit();
   return {{"file", a.file},
           {"x_key", a.x_key},
           {"scaling", scaling_kind_name(a.kind)},
@@ -596,6 +743,10 @@ json analysis_to_json(const ScalingAnalysis& a) {
           {"points", points},
           {"amdahl", amdahl},
           {"gustafson", fit_json(a.gustafson)},
+          {"batch_ceiling", a.batch_ceiling ? json{{"scale", *a.batch_ceiling},
+                                                   {"evidence", a.batch_ceiling_evidence}}
+                                            : json()},
+          {"speedup_limit", offered ? json(*offered) : json()},
           {"failures_modelled", a.failures_modelled},
           {"skipped", skipped},
           {"dropped_partial_lines", a.dropped_partial_lines}};

@@ -21,6 +21,9 @@
 //   (cost_k(x) - cost_k(x0)) / cost(x); the five causes sum to 1 - E exactly. A negative loss
 //   means that cause is cheaper per sample than at the baseline. Failures come on top:
 //   E_with_failures = E * goodput(x) / goodput(x0), and their loss is E - E_with_failures.
+// - Batch ceiling: under strong scaling whose data parallelism grows with x, the global batch B
+//   holds at most B replicas (one sample each), so n <= B / dp(x0); the limit offered is the
+//   smaller of that and Amdahl's 1/f.
 // - Only rows with status ok count; the others are listed as skipped. Bad input throws
 //   InputError naming the file (and the row): an unknown or non-numeric x key, a non-positive
 //   or repeated x, a row without throughput, and fewer than kMinimumPoints ok rows.
@@ -46,6 +49,7 @@ struct ScalingPoint {
   double x = 0;                             // the value of the x key
   double gpus = 0;                          // config.gpus (0 when absent)
   std::optional<double> global_batch_size;  // config.global_batch_size, samples
+  std::optional<double> data_parallel;      // config.dp, replicas
   double samples_per_s = 0;                 // throughput.samples_per_s
   double step_time_s = 0;
   double compute_s = 0, exposed_communication_s = 0, pipeline_bubble_s = 0, straggler_wait_s = 0,
@@ -121,6 +125,14 @@ struct ScalingAnalysis {
   int dropped_partial_lines = 0;
   bool failures_modelled = false;  // some point's goodput is below 1
   SerialFractionFit amdahl, gustafson;
+  // Strong scaling that grows data parallelism: a global batch of B samples holds at most B
+  // replicas of one sample each, so the scale (and the speedup, S <= n) cannot pass B / dp of
+  // the baseline however many GPUs are added. nullopt where that does not bind the series.
+  std::optional<double> batch_ceiling;
+  std::string batch_ceiling_evidence;
+  // What the analysis offers as the limit: the smaller of Amdahl's 1/f and the batch ceiling;
+  // nullopt when neither applies.
+  std::optional<double> speedup_limit() const;
 };
 
 // The analysis of ok points (any order). InputError (naming `file` when given) for fewer than
@@ -131,6 +143,27 @@ ScalingAnalysis analyze_points(std::vector<ScalingPoint> points, const std::stri
 // The analysis of a results file read by read_results(): ok rows become points along `x_key`
 // (a varied key or a result key such as config.gpus), the others are listed as skipped.
 ScalingAnalysis analyze_results(const ResultsFile& results, const std::string& x_key);
+
+// One scaling series of a results file that varies more than x: the rows that share the values
+// of the `by` keys, as a plotting tool's hue groups them.
+struct ScalingSeries {
+  std::vector<std::pair<std::string, std::string>> by;  // key, value: what the rows share
+  std::string label;                                    // "training.recompute=full"
+  ScalingAnalysis analysis;  // empty (no points) when `unanalysed` says why
+  // Why a series of a split has no analysis: none of its rows is ok (every configuration
+  // failed or does not fit); its rows are in analysis.skipped. Empty for an analysed series.
+  std::string unanalysed;
+};
+
+// The series of a results file along `x_key`. `by` names the keys that split the rows; empty
+// means: every varied key, other than x, whose values change among rows of one x (a key tied
+// to x, such as cluster.nodes along config.gpus, does not split). With no such key the file is
+// one series, as analyze_results() gives it. `where` (KEY=VALUE each) keeps only matching rows
+// first. A series none of whose rows is ok is listed unanalysed; InputError, naming the file and
+// the series, for a key that no row has, a series with too few ok rows, or no series analysed.
+std::vector<ScalingSeries> analyze_series(const ResultsFile& results, const std::string& x_key,
+                                          std::vector<std::string> by = {},
+                                          const std::vector<std::string>& where = {});
 
 // "GPUs" for config.gpus, else the key itself: the x axis's name in reports and plots.
 std::string x_axis_name(const std::string& x_key);

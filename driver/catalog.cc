@@ -1,5 +1,6 @@
 #include "driver/catalog.h"
 
+#include <cmath>
 #include <stdexcept>
 
 #include "core/config/engine_choices.h"
@@ -86,10 +87,25 @@ const std::vector<Field<NetworkSpec>>& network_fields() {
   return fields;
 }
 
+// Whole values as integers (memory_bytes 85899345920, not 85899345920.0), as simulate's and
+// collective's JSON write them; fractions and non-whole figures stay floats.
+void whole_numbers_as_integers(json& j) {
+  if (j.is_structured()) {
+    for (auto& v : j) whole_numbers_as_integers(v);
+    return;
+  }
+  if (!j.is_number_float()) return;
+  const double v = j.get<double>();
+  constexpr double kLargestExactInteger = 9007199254740992.0;  // 2^53
+  if (std::isfinite(v) && std::floor(v) == v && std::fabs(v) <= kLargestExactInteger)
+    j = static_cast<int64_t>(v);
+}
+
 template <class Spec>
 json render(const std::vector<Field<Spec>>& fields, const Spec& spec) {
   json entry = json::object();
   for (const auto& f : fields) entry[f.json_key] = f.get(spec);
+  whole_numbers_as_integers(entry);
   return entry;
 }
 
@@ -251,6 +267,7 @@ json model_catalog_json() {
     m["activation"] = models::to_string(spec.activation);
     m["parameters"] = models::build_model(spec, models::BuildOptions{}).parameters();
     m["source"] = spec.source;
+    whole_numbers_as_integers(m);
     entries.push_back(m);
   }
   return entries;

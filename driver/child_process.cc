@@ -1,5 +1,8 @@
 #include "driver/child_process.h"
 
+#include <algorithm>
+#include <csignal>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -272,8 +275,18 @@ void kill_all_children_from_signal_handler() {
 namespace {
 constexpr int kInterruptSignals[3] = {SIGINT, SIGTERM, SIGHUP};
 
+// The farewell, double-buffered so that the handler never reads a half-written one: the
+// writer fills the buffer not in use, then publishes it.
+constexpr size_t kFarewellBytes = 1024;
+char g_farewell[2][kFarewellBytes];
+size_t g_farewell_size[2];
+volatile std::sig_atomic_t g_farewell_index = -1;
+
 void on_interrupt(int signal_number) {
   kill_all_children_from_signal_handler();
+  if (const int i = g_farewell_index; i >= 0) {
+    [[maybe_unused]] const ssize_t w = ::write(2, g_farewell[i], g_farewell_size[i]);
+  }
   ::signal(signal_number, SIG_DFL);
   ::raise(signal_number);
 }
@@ -290,7 +303,16 @@ KillChildrenOnInterrupt::KillChildrenOnInterrupt() : saved_(new Saved{}) {
   for (int i = 0; i < 3; ++i) sigaction(kInterruptSignals[i], &action, &saved_->previous[i]);
 }
 
+void KillChildrenOnInterrupt::set_farewell(const std::string& text) {
+  const int next = g_farewell_index == 0 ? 1 : 0;
+  const size_t n = std::min(text.size(), kFarewellBytes - 1);
+  std::memcpy(g_farewell[next], text.data(), n);
+  g_farewell_size[next] = n;
+  g_farewell_index = next;
+}
+
 KillChildrenOnInterrupt::~KillChildrenOnInterrupt() {
+  g_farewell_index = -1;
   for (int i = 0; i < 3; ++i) sigaction(kInterruptSignals[i], &saved_->previous[i], nullptr);
   delete saved_;
 }

@@ -89,6 +89,10 @@ class KillChildrenOnInterrupt {
   KillChildrenOnInterrupt(const KillChildrenOnInterrupt&) = delete;
   KillChildrenOnInterrupt& operator=(const KillChildrenOnInterrupt&) = delete;
 
+  // What the handler writes to stderr before the process ends (how far the work got, how to
+  // resume it), replaced as the work advances; cut to 1023 bytes. Set from one thread.
+  void set_farewell(const std::string& text);
+
  private:
   struct Saved;
   Saved* saved_;

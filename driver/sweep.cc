@@ -122,7 +122,13 @@ SweepRow row_of(const Overrides& config, const ChildOutcome& o, double timeout_s
   row.wall_s = o.wall_s;
   row.exit_code = o.exit_code;
   auto error_text = [&](std::string prefix) {
+    // One row is one line of the results file: the message's lines are joined with " | ".
     std::string err = trim(printable(child_message(o.err), 4000));
+    for (size_t at = err.find('\n'); at != std::string::npos; at = err.find('\n', at)) {
+      size_t end = at;
+      while (end < err.size() && (err[end] == '\n' || err[end] == '\r')) ++end;
+      err.replace(at, end - at, " | ");
+    }
     return err.empty() ? prefix : (prefix.empty() ? err : prefix + ": " + err);
   };
   switch (o.status) {
@@ -502,6 +508,16 @@ SweepSummary run_sweep(const SweepRequest& request) {
                        request.output + "; running the other " + std::to_string(pending.size()) +
                        "\n");
     ChildPool pool(request.jobs);
+    // Ctrl-C (or SIGTERM) ends the sweep at once: say what is kept and how to go on.
+    const auto farewell = [&] {
+      const int done_now = summary.skipped + summary.ran;
+      guard.set_farewell("\ndtsim sweep: interrupted; " + std::to_string(done_now) + " of " +
+                         std::to_string(summary.configurations) +
+                         " configurations have their rows in " + stream_path +
+                         ". Run the same command with --resume to run the other " +
+                         std::to_string(summary.configurations - done_now) + "\n");
+    };
+    farewell();
     size_t next = 0;
     while (next < pending.size() || pool.running() > 0) {
       while (next < pending.size() && pool.has_slot()) {
@@ -522,6 +538,7 @@ SweepSummary run_sweep(const SweepRequest& request) {
           ++summary.failed;
         progress.advance(static_cast<size_t>(summary.ran),
                          static_cast<size_t>(summary.failed + summary.timed_out), run_detail(row));
+        farewell();
       }
     }
   }

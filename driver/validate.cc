@@ -1,5 +1,6 @@
 #include "driver/validate.h"
 
+#include <cctype>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -61,6 +62,7 @@ void validate(const Plan& plan, std::ostream& out) {
       << format_number("%.0f Gb/s", c.network.nic_bandwidth.value() * 8 / 1e9) << " per node, "
       << format_duration(c.network.latency) << ", oversubscription " << c.network.oversubscription
       << ":1\n";
+  for (const auto& n : s.notes) out << "  note         " << printable(n, 400) << "\n";
   out << "  model        " << plan.model.name << ": " << format_count(plan.model.parameters())
       << " parameters, " << describe_layers(count_layers(plan.model)) << "\n";
   const auto& par = s.parallelism;
@@ -150,18 +152,30 @@ void validate(const Plan& plan, std::ostream& out) {
     const std::string cat(to_string(static_cast<MemoryCategory>(largest)));
     // What shrinks the category that overflows most.
     std::string remedy;
-    if (static_cast<MemoryCategory>(largest) == MemoryCategory::kActivations)
-      remedy = std::string(s.training.flash_attention ? "" : "Turn on training.flash_attention, ") +
-               (s.training.flash_attention ? "Use" : "use") +
-               " training.recompute: selective or full, a smaller training.micro_batch_size, or "
-               "more tensor (with sequence_parallel), context or pipeline parallelism";
-    else if (static_cast<MemoryCategory>(largest) == MemoryCategory::kBuffers)
+    if (static_cast<MemoryCategory>(largest) == MemoryCategory::kActivations) {
+      // Only what the scenario does not do already.
+      std::vector<std::string> steps;
+      if (!s.training.flash_attention) steps.push_back("turn on training.flash_attention");
+      if (s.training.recompute == Recompute::kNone)
+        steps.push_back("use training.recompute: selective or full");
+      else if (s.training.recompute == Recompute::kSelective)
+        steps.push_back("use training.recompute: full (selective is set)");
+      if (s.training.micro_batch_size.value > 1)
+        steps.push_back("a smaller training.micro_batch_size");
+      steps.push_back(std::string("more tensor") +
+                      (s.parallelism.sequence_parallel ? "" : " (with sequence_parallel)") +
+                      ", context or pipeline parallelism");
+      for (size_t i = 0; i < steps.size(); ++i)
+        remedy += (i == 0 ? "" : i + 1 == steps.size() ? ", or " : ", ") + steps[i];
+      remedy[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(remedy[0])));
+    } else if (static_cast<MemoryCategory>(largest) == MemoryCategory::kBuffers) {
       remedy = "Lower training.gradient_bucket or training.runtime_reserve";
-    else
+    } else {
       remedy =
           "Shard the model state: parallelism.zero_stage (1 optimizer, 2 + gradients, 3 + "
           "weights), or more tensor or pipeline parallelism; or choose a GPU with more "
           "memory";
+    }
     throw InputError(
         Diagnostic{c.gpu_where.known() ? c.gpu_where : SourceLocation{s.file, 0, 0}, "memory",
                    "the job needs " + format_bytes(Bytes(r.peak_bytes_per_gpu)) + " per GPU but " +

@@ -47,6 +47,7 @@ class InputError : public Error {
 
  private:
   std::vector<Diagnostic> diagnostics_;
+  std::vector<Diagnostic> notes_;
 };
 
 // A runtime failure that is not the input's fault (I/O, simulator, device): exit code 1.
@@ -62,13 +63,20 @@ class DiagnosticSink {
   void add(const SourceLocation& loc, std::string key_path, std::string message) {
     diagnostics_.push_back({loc, std::move(key_path), std::move(message)});
   }
+  // A remark, not an error: a setting the run accepts but sets aside, or a figure it assumed.
+  // Loaders pass notes on to the result (Scenario::notes), where every reader sees them.
+  void note(const SourceLocation& loc, std::string key_path, std::string message) {
+    notes_.push_back({loc, std::move(key_path), std::move(message)});
+  }
   bool empty() const { return diagnostics_.empty(); }
   const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
+  const std::vector<Diagnostic>& notes() const { return notes_; }
   // Throws InputError holding everything collected, if anything was.
   void throw_if_any() const;
 
  private:
   std::vector<Diagnostic> diagnostics_;
+  std::vector<Diagnostic> notes_;
 };
 
 }  // namespace dtsim

@@ -310,6 +310,9 @@ struct Scenario {
   StragglerConfig stragglers;
   ReliabilityConfig reliability;
   EntryMap entries;  // every validated key, for reports and for later features
+  // What the loader accepted but set aside, or assumed ("KEY: why"; DiagnosticSink::note): the
+  // result's notes list them, and validate prints them.
+  std::vector<std::string> notes;
 
   // Micro-batches per pipeline per step: B / (b * d) (Narayanan et al. 2021 notation m).
   int64_t micro_batches() const;

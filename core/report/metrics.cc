@@ -420,6 +420,23 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
   r.precision = std::string(to_string(sc.training.precision));
   r.grad_dtype = std::string(to_string(sc.training.grad_dtype));
   r.notes = trace.notes;
+  r.notes.insert(r.notes.end(), sc.notes.begin(), sc.notes.end());
+  const auto& intra = sc.cluster.intra_node;
+  r.intra_node = {with_overrides(intra.name, sc.cluster.intra_node_overridden),
+                  intra.per_gpu_bandwidth.value(),
+                  intra.latency.value(),
+                  0,
+                  "",
+                  "",
+                  1};
+  const auto& net = sc.cluster.network;
+  r.network = {with_overrides(net.preset, net.overridden),
+               net.nic_bandwidth.value(),
+               net.latency.value(),
+               net.nics_per_node,
+               std::string(to_string(net.kind)),
+               std::string(to_string(net.topology)),
+               net.oversubscription};
   note_background(sc.cluster, r);
   note_recompute_without_effect(sc.training, model, r);
   r.tp = sc.parallelism.tensor.value;

@@ -194,6 +194,16 @@ struct Results {
   int iterations = 1;
   std::string gpu;
   std::string profile;  // the hardware profile applied (cluster.profile); "" for the catalog's
+  // The fabrics as resolved (catalog, inline spec, --set and profile applied), for config.
+  struct Fabric {
+    std::string name;                  // catalog name or preset ("custom" for an inline spec)
+    double bandwidth_bytes_per_s = 0;  // per GPU (intra-node) or per NIC (network), one direction
+    double latency_s = 0;              // per hop (intra-node) or end to end (network)
+    int nics_per_node = 0;             // network only
+    std::string kind, topology;        // network only: ib, roce, ethernet; fat-tree, ...
+    double oversubscription = 1;       // network only
+  };
+  Fabric intra_node, network;
   std::string precision;
   std::string grad_dtype;  // gradients' accumulation and reduction precision, resolved
   // The approximations the engine made that change this answer (Trace::notes), for every reader.

@@ -212,6 +212,17 @@ nlohmann::json results_to_json(const Results& r) {
                  {"iterations", r.iterations}};
   // Only with a profile, so results of catalog hardware keep their shape.
   if (!r.profile.empty()) j["config"]["profile"] = r.profile;
+  // The fabrics as the run used them (catalog, inline fields, --set and profile applied).
+  j["config"]["intra_node"] = {{"name", r.intra_node.name},
+                               {"bandwidth_bytes_per_s", r.intra_node.bandwidth_bytes_per_s},
+                               {"latency_s", r.intra_node.latency_s}};
+  j["config"]["network"] = {{"name", r.network.name},
+                            {"kind", r.network.kind},
+                            {"topology", r.network.topology},
+                            {"nics_per_node", r.network.nics_per_node},
+                            {"nic_bandwidth_bytes_per_s", r.network.bandwidth_bytes_per_s},
+                            {"latency_s", r.network.latency_s},
+                            {"oversubscription", r.network.oversubscription}};
   j["time_by_kind_s"] = r.time_by_kind_s;
   tidy(j["time_by_kind_s"], r.step_time_s);
   if (r.background)
@@ -483,7 +494,8 @@ std::string render_summary(const Results& r) {
                     " per step; shared: " + format_number("%.3f", b.this_job_slowdown) + "x");
   }
   if (!r.notes.empty()) {
-    out += "\n  notes (approximations of the " + r.engine + " engine)\n";
+    out += "\n  notes (approximations of the " + r.engine +
+           " engine, settings set aside, figures assumed)\n";
     for (const auto& n : r.notes) out += "    - " + n + "\n";
   }
   return out;

@@ -103,6 +103,23 @@ GpuSpec resolve_gpu(const Reader& r, const std::string& file, std::vector<std::s
   override_field<int64_t>(r, path, "sm_count", spec.sm_count, set);
   if (!from_catalog) {
     spec.source = "inline spec in " + file;
+    // The figures an inline GPU did not set come from the schema's defaults: say which, and what.
+    const GpuSpec assumed;
+    std::vector<std::string> taken;
+    auto assume = [&](const char* field, const std::string& value) {
+      if (std::ranges::find(set, field) == set.end())
+        taken.push_back(std::string(field) + " " + value);
+    };
+    assume("gemm_efficiency", format_number("%g", assumed.gemm_efficiency));
+    assume("attention_efficiency", format_number("%g", assumed.attention_efficiency));
+    assume("memory_efficiency", format_number("%g", assumed.memory_efficiency));
+    assume("kernel_launch_overhead", format_duration(assumed.kernel_launch_overhead));
+    if (!taken.empty()) {
+      std::string msg = "the inline GPU takes assumed figures for what it does not set: ";
+      for (size_t i = 0; i < taken.size(); ++i) msg += (i ? ", " : "") + taken[i];
+      sink.note(r.where(path), path,
+                msg + " (set them from a measurement, or start from base: CATALOG-NAME)");
+    }
     std::vector<std::string> missing;
     if (spec.peak.empty()) missing.push_back("peak (e.g. peak: {bf16: 312TFLOPS})");
     if (spec.memory.value() <= 0) missing.push_back("memory");
@@ -364,20 +381,19 @@ void resolve_dragonfly(const Reader& r, ClusterConfig& c, bool applies, Diagnost
   }
 }
 
-// A --set override of hardware the cluster never uses would change nothing: say so instead.
-// (Keys in the file are left alone: a file is often swept over node counts.)
-void reject_overrides_without_effect(const Reader& r, const ClusterConfig& c,
-                                     DiagnosticSink& sink) {
-  auto reject = [&](const std::string& prefix, const std::string& why) {
+// A --set override of hardware the cluster never uses changes nothing: accepted, so that a sweep
+// over node counts keeps its one-node baseline, and said in the result's notes. (Keys in the
+// file are left alone: a file is often swept over node counts.)
+void note_overrides_without_effect(const Reader& r, const ClusterConfig& c, DiagnosticSink& sink) {
+  auto note = [&](const std::string& prefix, const std::string& why) {
     for (const auto& [path, entry] : r.under(prefix))
-      if (entry->where.file == "--set") sink.add(entry->where, path, "has no effect: " + why);
+      if (entry->where.file == "--set") sink.note(entry->where, path, "has no effect: " + why);
   };
   if (c.nodes == 1)
-    reject("cluster.network.",
-           "the cluster is one node, so no traffic crosses the network (set cluster.nodes too)");
+    note("cluster.network.", "the cluster is one node, so no traffic crosses the network");
   if (c.gpus_per_node == 1)
-    reject("cluster.intra_node.",
-           "each node holds one GPU, so no traffic crosses the intra-node fabric");
+    note("cluster.intra_node.",
+         "each node holds one GPU, so no traffic crosses the intra-node fabric");
 }
 
 // cluster.profile: the measured profile replaces the catalog's (and the scenario's) figures of the
@@ -449,7 +465,7 @@ void bind_cluster(const Reader& r, const std::string& file, ClusterConfig& c,
   for (const auto& [topology, resolve] : kTopologyKeys)
     resolve(r, c, c.network.topology == topology, sink);
   apply_cluster_profile(r, file, c, sink);
-  reject_overrides_without_effect(r, c, sink);
+  note_overrides_without_effect(r, c, sink);
 }
 
 }  // namespace dtsim::scenario_binding

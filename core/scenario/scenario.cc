@@ -219,6 +219,8 @@ Scenario load_from_bytes(const std::string& bytes, const std::string& file,
     }
   }
   sink.throw_if_any();
+  for (const auto& n : sink.notes())
+    s.notes.push_back((n.key_path.empty() ? "" : n.key_path + ": ") + n.message);
   return s;
 }
 

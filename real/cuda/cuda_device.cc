@@ -51,7 +51,11 @@ int visible_devices(const std::string& host, std::string& why) {
 int select_device(const LaunchInfo& launch, const Site& site) {
   std::string why;
   const int count = visible_devices(launch.host, why);
-  if (count == 0) throw RuntimeError(site.who + ": the GPU back end has no device: " + why);
+  if (count == 0)
+    throw RuntimeError(site.who + ": the GPU back end has no device: " + why +
+                       ". Run on a node with an NVIDIA GPU, or use the CPU back end instead: "
+                       "--cpu, with a scenario whose cluster.gpu is CPU-core (scenarios/real/"
+                       "cpu-data-parallel.yaml; dtsim calibrate --cpu for its profile)");
   if (launch.local_rank >= count)
     throw RuntimeError(site.who + ": local rank " + std::to_string(launch.local_rank) +
                        " needs GPU " + std::to_string(launch.local_rank) + ", but only " +

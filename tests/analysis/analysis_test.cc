@@ -152,6 +152,28 @@ TEST(AnalyzePoints, StrongScalingSpeedupIsTheStepTimeRatio) {
   EXPECT_NEAR(a.amdahl.serial_fraction, 0.1, 1e-9);
 }
 
+// Strong scaling by data parallelism: a batch of 512 over a baseline of 32 replicas can grow 16x
+// at most, which caps the offered limit below Amdahl's 1/f = 100x; scaling that holds the
+// replicas still (or weak scaling) has no ceiling.
+TEST(AnalyzePoints, TheGlobalBatchCapsTheSpeedupLimit) {
+  std::vector<ScalingPoint> points;
+  for (double n : {1.0, 2.0, 4.0}) {
+    points.push_back(point(n, amdahl(n, 0.01), 512));
+    points.back().data_parallel = 32 * n;
+  }
+  const ScalingAnalysis a = analyze_points(points, "config.gpus");
+  ASSERT_TRUE(a.batch_ceiling.has_value());
+  EXPECT_DOUBLE_EQ(*a.batch_ceiling, 16);
+  EXPECT_NEAR(*amdahl_limit(a.amdahl.serial_fraction), 100, 1e-6);
+  EXPECT_DOUBLE_EQ(*a.speedup_limit(), 16);
+  const std::string text = render_analysis(a);
+  EXPECT_NE(text.find("batch ceiling 16x"), std::string::npos) << text;
+  EXPECT_NE(text.find("the limit is therefore 16x (the batch ceiling"), std::string::npos) << text;
+  EXPECT_EQ(analysis_to_json(a)["speedup_limit"], 16);
+  for (auto& p : points) p.data_parallel = 32;
+  EXPECT_FALSE(analyze_points(points, "config.gpus").batch_ceiling.has_value());
+}
+
 TEST(AnalyzePoints, BatchGrowingWithTheScaleIsWeakScaling) {
   std::vector<ScalingPoint> points;
   for (double n : {1.0, 2.0, 4.0}) points.push_back(point(n, n - 0.05 * (n - 1), 64 * n));

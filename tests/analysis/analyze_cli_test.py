@@ -168,12 +168,45 @@ def checks(dtsim, plotting, work):
         j = json.loads(p.stdout)
         check([pt["gpus"] for pt in j["points"]] == [8, 16, 32],
               f"analyze of a sweep's file: GPUs {[pt['gpus'] for pt in j['points']]}")
-    # Two keys varied at once: several rows share a GPU count, which is refused by name.
+        # Strong scaling by data parallelism: the batch of 512 caps it at 512 / 8 = 64x.
+        check(j["batch_ceiling"] is not None and j["batch_ceiling"]["scale"] == 64,
+              f"analyze of a sweep's file: batch ceiling {j.get('batch_ceiling')}")
+        check(j["speedup_limit"] <= 64, f"the limit offered is at most the batch's: {j['speedup_limit']}")
+    p = run(dtsim, ["analyze", swept])
+    check("batch ceiling 64x" in p.stdout and "the limit is therefore" in p.stdout,
+          f"the report names the batch ceiling: {p.stdout[:2000]}")
+    # Two keys varied at once: the rows split into one series per micro-batch size (the key
+    # that changes among rows of one GPU count), each analysed; --where keeps one; --by a key tied
+    # to x leaves series of one row, refused by name; --plot draws one series only.
     grid = os.path.join(work, "grid.jsonl")
     p = run(dtsim, ["sweep", "scenarios/default.yaml", "--vary", "cluster.nodes=1,2,4",
                     "--vary", "training.micro_batch_size=1,2", "--engine", "analytic", "-o", grid])
     check(p.returncode == 0, f"dtsim sweep of a grid: exit {p.returncode}: {p.stderr}")
-    expect_bad_input(dtsim, "repeated x", [grid], "both have config.gpus = 8")
+    p = run(dtsim, ["analyze", grid])
+    check(p.returncode == 0 and "2 series along config.gpus, split by training.micro_batch_size"
+          in p.stdout and "=== series training.micro_batch_size=2 ===" in p.stdout,
+          f"a grid splits into series: {p.returncode} {p.stdout[:600]} {p.stderr}")
+    p = run(dtsim, ["analyze", grid, "--json"])
+    if p.returncode == 0:
+        j = json.loads(p.stdout)
+        check(j["by"] == ["training.micro_batch_size"] and len(j["series"]) == 2 and
+              all(len(s["analysis"]["points"]) == 3 for s in j["series"]),
+              f"--json of a grid: {p.stdout[:600]}")
+    else:
+        check(False, f"--json of a grid: exit {p.returncode}: {p.stderr}")
+    p = run(dtsim, ["analyze", grid, "--where", "training.micro_batch_size=2", "--json"])
+    check(p.returncode == 0 and "series" not in json.loads(p.stdout or "{}") and
+          len(json.loads(p.stdout)["points"]) == 3,
+          f"--where keeps one series: {p.returncode} {p.stderr}")
+    expect_bad_input(dtsim, "--by a key tied to x", [grid, "--by", "cluster.nodes"],
+                     "series cluster.nodes=1", "at least 3 ok rows")
+    expect_bad_input(dtsim, "--where on no key", [grid, "--where", "training.nope=1"],
+                     "--where", "no row has the key 'training.nope'")
+    expect_bad_input(dtsim, "--where without =", [grid, "--where", "training.micro_batch_size"],
+                     "expected KEY=VALUE")
+    if plotting == "plot":
+        expect_bad_input(dtsim, "--plot of several series",
+                         [grid, "--plot", os.path.join(work, "g.svg")], "2 series", "--where")
 
     # Weak scaling: the global batch grows with the node count.
     weak_rows = [row([("cluster.nodes", str(n)), ("training.global_batch_size", str(512 * n))],

@@ -129,6 +129,22 @@ TEST(CatalogJson, QuantitiesNameTheirUnitsAndEntriesTheirSource) {
   EXPECT_TRUE(network_catalog_json().at(0).contains("port_bandwidth_Bps"));
 }
 
+// Whole counts are integers in the JSON, as in simulate's and collective's: a GPU's bytes, a
+// model's parameters and layers; fractions stay floats.
+TEST(CatalogJson, WholeCountsAreIntegers) {
+  for (const json& gpu : gpu_catalog_json()) {
+    EXPECT_TRUE(gpu.at("memory_bytes").is_number_integer()) << gpu.at("name");
+    EXPECT_TRUE(gpu.at("gemm_efficiency").is_number()) << gpu.at("name");
+  }
+  for (const json& model : model_catalog_json()) {
+    EXPECT_TRUE(model.at("parameters").is_number_integer()) << model.at("name");
+    if (model.contains("num_layers")) {
+      EXPECT_TRUE(model.at("num_layers").is_number_integer()) << model.at("name");
+    }
+  }
+  EXPECT_TRUE(gpu_catalog_json().at(0).at("kernel_launch_overhead_s").is_number_float());
+}
+
 // The `model` subtree comes from models/, with the bounds check_spec() applies.
 TEST(CatalogJson, KeysCarryTheSchemaTreeWithTheModelBounds) {
   const json keys = json::parse(scenario_keys_json().dump()).at("keys");

@@ -311,18 +311,11 @@ TEST(HardwareOverrides, TheResultNamesWhatWasSet) {
 
 // Overrides that cannot apply are errors that name the key, not silent no-ops.
 TEST(HardwareOverrides, AnOverrideThatCannotApplyIsAnError) {
-  const std::string one_node = write_temp(R"(
-cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}
-model: {preset: gpt3-1.3b}
-training: {global_batch_size: 8, micro_batch_size: 1}
-)");
   const std::string file = write_temp(kFatTree);
   struct Bad {
     std::string file, set, key, words;
   };
   for (const Bad& b : std::vector<Bad>{
-           {one_node, "cluster.network.nic_bandwidth=100Gbps", "cluster.network.nic_bandwidth",
-            "has no effect"},
            {file, "cluster.gpu.base=A100-SXM-80GB", "cluster.gpu.base", "already names"},
            {file, "cluster.intra_node.base=pcie", "cluster.intra_node.base", "already names"},
        }) {
@@ -336,7 +329,67 @@ training: {global_batch_size: 8, micro_batch_size: 1}
           << e.diagnostics()[0].message;
     }
   }
+  std::filesystem::remove(file);
+}
+
+// On one node the network carries nothing: a --set network key is accepted (a sweep over node
+// counts keeps its one-node baseline) and the result's notes say that it had no effect; the
+// network's resolved figures are in config either way.
+TEST(HardwareOverrides, ANetworkOverrideOnOneNodeIsANote) {
+  const std::string one_node = write_temp(R"(
+cluster: {gpu: H100-SXM, nodes: 1, gpus_per_node: 8}
+model: {preset: gpt3-1.3b}
+training: {global_batch_size: 8, micro_batch_size: 1}
+simulate: {engine: analytic}
+)");
+  const auto j = simulate_json(one_node, {"cluster.network.nic_bandwidth=100Gbps"});
+  bool noted = false;
+  for (const auto& n : j["notes"])
+    noted = noted || n.get<std::string>().find("cluster.network.nic_bandwidth: has no effect") !=
+                         std::string::npos;
+  EXPECT_TRUE(noted) << j["notes"].dump();
+  EXPECT_EQ(j["config"]["network"]["nic_bandwidth_bytes_per_s"].get<double>(), 12.5e9);
+  EXPECT_EQ(j["config"]["network"]["name"], "ib-ndr with nic_bandwidth set");
+  EXPECT_GT(j["config"]["network"]["latency_s"].get<double>(), 0);
+  EXPECT_GT(j["config"]["intra_node"]["bandwidth_bytes_per_s"].get<double>(), 0);
+  std::ostringstream out;
+  cli::ValidateOptions v;
+  v.scenario = one_node;
+  v.overrides = {"cluster.network.nic_bandwidth=100Gbps"};
+  cli::run_validate(v, out);
+  EXPECT_NE(out.str().find("note         cluster.network.nic_bandwidth: has no effect"),
+            std::string::npos)
+      << out.str();
   std::filesystem::remove(one_node);
+}
+
+// An inline GPU without base: takes the schema's figures for what it does not set; validate and
+// the result's notes name each, with its value.
+TEST(HardwareOverrides, AnInlineGpuNamesTheFiguresItAssumed) {
+  const std::string file = write_temp(R"(
+cluster:
+  gpu: {name: my-gpu, peak: {bf16: 400TFLOPS}, memory: 80GiB, memory_bandwidth: 2TBps,
+        gemm_efficiency: 0.8}
+  nodes: 1
+  gpus_per_node: 8
+  intra_node: nvswitch-nvlink4
+model: {preset: gpt3-1.3b}
+training: {global_batch_size: 8, micro_batch_size: 1}
+simulate: {engine: analytic}
+)");
+  const Scenario s = driver::load(file);
+  ASSERT_EQ(s.notes.size(), 1u);
+  const std::string& n = s.notes[0];
+  EXPECT_EQ(n.find("cluster.gpu: the inline GPU takes assumed figures"), 0u) << n;
+  EXPECT_NE(n.find("attention_efficiency 0.5"), std::string::npos) << n;
+  EXPECT_NE(n.find("memory_efficiency 0.85"), std::string::npos) << n;
+  EXPECT_NE(n.find("kernel_launch_overhead"), std::string::npos) << n;
+  EXPECT_EQ(n.find("gemm_efficiency"), std::string::npos) << "set, so not assumed: " << n;
+  const auto j = simulate_json(file, {});
+  bool noted = false;
+  for (const auto& note : j["notes"]) noted = noted || note.get<std::string>() == n;
+  EXPECT_TRUE(noted) << j["notes"].dump();
+  EXPECT_TRUE(driver::load(file, {"cluster.gpu.base=H100-SXM"}).notes.empty());
   std::filesystem::remove(file);
 }
 

@@ -184,14 +184,15 @@ TEST(Results, SelectiveRecomputeThatDoesNothingIsNoted) {
       n += note.get<std::string>().find("selective recomputes nothing") != std::string::npos;
     return n;
   };
-  const auto flash = simulate_json({"training.recompute=selective",
-                                    "training.flash_attention=true", "simulate.engine=analytic"});
+  const auto flash = simulate_json({"training.recompute=selective", "training.flash_attention=true",
+                                    "simulate.engine=analytic"});
   EXPECT_EQ(notes_about(flash), 1) << flash.at("notes").dump();
-  const auto none = simulate_json({"training.recompute=none", "training.flash_attention=true",
-                                   "simulate.engine=analytic"});
+  const auto none = simulate_json(
+      {"training.recompute=none", "training.flash_attention=true", "simulate.engine=analytic"});
   EXPECT_DOUBLE_EQ(flash.at("step_time_s").get<double>(), none.at("step_time_s").get<double>());
-  const auto unfused = simulate_json({"training.recompute=selective",
-                                      "training.flash_attention=false", "simulate.engine=analytic"});
+  const auto unfused =
+      simulate_json({"training.recompute=selective", "training.flash_attention=false",
+                     "simulate.engine=analytic"});
   EXPECT_EQ(notes_about(unfused), 0) << unfused.at("notes").dump();
 }
 
@@ -533,7 +534,11 @@ TEST(Results, EngineNotesReachTheJsonAndTheSummary) {
   Scenario sc =
       driver::load(file, {"simulate.engine=analytic", "cluster.network.oversubscription=8"});
   const std::string text = render_summary(driver::predict(std::move(sc)).results);
-  EXPECT_NE(text.find("notes (approximations of the analytic engine)"), std::string::npos) << text;
+  EXPECT_NE(
+      text.find(
+          "notes (approximations of the analytic engine, settings set aside, figures assumed)"),
+      std::string::npos)
+      << text;
   EXPECT_NE(text.find("8:1 oversubscription"), std::string::npos);
 }
 

@@ -15,6 +15,7 @@ Usage: sweep_test.py DTSIM REPO_ROOT [MPIEXEC]
 import csv
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -78,8 +79,10 @@ def expected_configs():
 
 def interrupted_then_resumed(tmp, sig, name):
     out = os.path.join(tmp, name + ".csv")
+    err_path = os.path.join(tmp, name + ".stderr")
+    err = open(err_path, "w")
     p = subprocess.Popen([DTSIM, "sweep", SCENARIO, "--engine", "analytic", *VARY_200, "-j", "2",
-                          "-o", out], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                          "-o", out], stdout=subprocess.DEVNULL, stderr=err)
     # Wait for about half of the rows, then send the signal.
     deadline = time.time() + 300
     while time.time() < deadline:
@@ -93,7 +96,19 @@ def interrupted_then_resumed(tmp, sig, name):
     running = children_of(p.pid)
     p.send_signal(sig)
     p.wait(timeout=60)
+    err.close()
+    with open(err_path) as f:
+        stderr = f.read()
     before = rows(out)
+    if sig != signal.SIGKILL:
+        # The last words say how far it got and how to go on (the count may trail the file by
+        # the rows finished as the signal arrived).
+        m = re.search(r"interrupted; (\d+) of 200 configurations have their rows in .*"
+                      r"Run the same command with --resume to run the other (\d+)", stderr)
+        check(m is not None and int(m.group(1)) + int(m.group(2)) == 200 and
+              int(m.group(1)) <= len(before),
+              f"{name}: the stopped sweep says how many rows are done and how to resume "
+              f"({stderr.strip()[-300:]})")
     check(0 < len(before) < 200, f"{name}: the sweep was stopped part-way ({len(before)} rows)")
     # A stopped sweep's children end with it (PR_SET_PDEATHSIG, or its handler).
     time.sleep(1.0)
@@ -153,6 +168,16 @@ def main():
               "does not divide" in by["16"]["error"], "the failed run's row has its error")
         check(by["2"]["status"] == "ok" and by["4"]["status"] == "ok" and
               by["4"]["result"]["config"]["tp"] == 4, "the other runs succeeded")
+
+        # An error of several lines is one CSV row on one line, its lines joined with " | ".
+        out = os.path.join(tmp, "multiline.csv")
+        r = sweep("--vary", "parallelism.tensor=1,3", "-o", out)
+        with open(out) as f:
+            text = f.read()
+        three = [row for row in rows(out) if row["config"] == "parallelism.tensor=3"]
+        check(r.returncode == 0 and text.count("\n") == 3 and len(three) == 1 and
+              " | parallelism.tensor:" in three[0]["error"],
+              f"a row with a multi-line error is one line ({text.count(chr(10))} lines)")
 
         # A configuration that does not fit in memory: simulate exits 2 and still writes its
         # result; the sweep row is does-not-fit with the result; analyze leaves it out and says

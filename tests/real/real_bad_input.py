@@ -58,12 +58,13 @@ def checks(tmp):
               + p.stderr.strip().replace("\n", "\n     "))
         failures += not ok
     # The GPU back end on a machine without an NVIDIA driver: a runtime failure (exit 1) with a
-    # clear message, never a crash. Skipped where a GPU is present (the gpu tests cover that).
+    # clear message that says what to do instead (--cpu, or a GPU node), never a crash. Skipped where a GPU is present (the gpu tests cover that).
     if not os.path.exists("/dev/nvidiactl"):
         gpu = os.path.join(os.path.dirname(os.path.abspath(scenario)), "gpu-compute-bound.yaml")
         for cmd in ([dtsim, "real", gpu, "--gpu"], [dtsim, "calibrate", "--gpu"]):
             p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
-            ok = p.returncode == 1 and "no NVIDIA driver" in p.stderr
+            ok = (p.returncode == 1 and "no NVIDIA driver" in p.stderr and "--cpu" in p.stderr
+                  and "node with an NVIDIA GPU" in p.stderr)
             print(("ok  " if ok else "FAIL") + f" exit {p.returncode}: {' '.join(cmd[1:])}\n     "
                   + p.stderr.strip().replace("\n", "\n     "))
             failures += not ok
