@@ -17,6 +17,11 @@ block, and apply to the next command:
     # doc-test: expect "TEXT"     TEXT must appear in its output (stdout and stderr together);
                                   runs of whitespace count as one space on both sides
     # doc-test: timeout S         allow S seconds instead of --timeout
+    # doc-test: output            the next fenced block that is not shell code is this command's
+                                  output as the doc quotes it: each of its lines, but for "..."
+                                  lines (elisions), must appear in the output in that order
+                                  (whitespace runs count as one space), so a figure the doc quotes
+                                  that the command no longer prints fails the test
 
 A skip without a reason, an unknown marker, a marker with no command after it in its block, and a
 `build/cli/dtsim` command inside a block not marked as shell are failures too, so nothing is
@@ -51,6 +56,9 @@ class Command:
         self.exit_code = 0
         self.expect = []
         self.timeout = None
+        self.wants_output = False  # '# doc-test: output'
+        self.output = None  # the quoted output's lines, once its block is read
+        self.output_line = 0  # where that block starts
 
     def where(self):
         return f"{self.path}:{self.line}"
@@ -72,6 +80,8 @@ def parse(path, rel, errors):
     in_block = False
     shell = False
     pending = None  # markers waiting for their command: (line, Command template)
+    awaiting = None  # the command whose quoted output is the next non-shell block
+    quoted = None  # lines of that block while it is read
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -81,7 +91,17 @@ def parse(path, rel, errors):
             if not in_block:
                 in_block, shell = True, language in SHELL_FENCES
                 pending = None
+                if awaiting is not None and not shell:
+                    quoted = []
+                    awaiting.output_line = number
+                elif awaiting is not None and shell:
+                    errors.append(f"{rel}:{awaiting.line}: '# doc-test: output' with no quoted "
+                                  "output block before the next shell block")
+                    awaiting = None
             else:
+                if quoted is not None:
+                    awaiting.output = quoted
+                    awaiting, quoted = None, None
                 if pending is not None:
                     errors.append(f"{rel}:{pending[0]}: a doc-test marker with no command after "
                                   "it in its block")
@@ -92,6 +112,10 @@ def parse(path, rel, errors):
             i += 1
             continue
         stripped = line.strip()
+        if quoted is not None:
+            quoted.append(line)
+            i += 1
+            continue
         if not shell:
             if DTSIM.match(stripped) or stripped.startswith("$ build/cli/dtsim"):
                 errors.append(f"{rel}:{number}: a dtsim command in a block not marked as shell "
@@ -121,8 +145,13 @@ def parse(path, rel, errors):
         command = pending[1] if pending else Command(rel, 0, "")
         command.path, command.line, command.text = rel, start, text.strip()
         commands.append(command)
+        if command.wants_output:
+            awaiting = command
         pending = None
         i += 1
+    if awaiting is not None:
+        errors.append(f"{rel}:{awaiting.line}: '# doc-test: output' with no quoted output block "
+                      "after it")
     return commands
 
 
@@ -145,6 +174,8 @@ def apply_marker(command, verb, arg, rel, number, errors):
             errors.append(f"{where}: '# doc-test: expect' needs quoted text, found '{arg}'")
         else:
             command.expect.append(m.group(1))
+    elif verb == "output":
+        command.wants_output = True
     elif verb == "timeout":
         try:
             command.timeout = float(arg)
@@ -152,11 +183,31 @@ def apply_marker(command, verb, arg, rel, number, errors):
             errors.append(f"{where}: '# doc-test: timeout' needs seconds, found '{arg}'")
     else:
         errors.append(f"{where}: unknown doc-test marker '{verb}' "
-                      "(known: skip, exit, expect, timeout)")
+                      "(known: skip, exit, expect, timeout, output)")
 
 
 def squash(text):
     return " ".join(text.split())
+
+
+def quoted_output_problems(command, text):
+    """The quoted lines the output lacks, in order: each must match a later output line."""
+    actual = [squash(l) for l in text.split("\n")]
+    problems = []
+    at = 0
+    for offset, line in enumerate(command.output):
+        want = squash(line)
+        if not want or want == "...":
+            continue
+        found = next((k for k in range(at, len(actual)) if actual[k] == want), None)
+        if found is None:
+            near = next((a for a in actual if a.split(" ")[:2] == want.split(" ")[:2] and a), None)
+            problems.append(f"{command.path}:{command.output_line + 1 + offset}: the quoted "
+                            f'output line "{want}" is not in the output'
+                            + (f' (it prints "{near}")' if near else ""))
+        else:
+            at = found + 1
+    return problems
 
 
 def make_sandbox(root):
@@ -199,6 +250,8 @@ def run(command, dtsim, sandbox, default_timeout):
     for want in command.expect:
         if squash(want) not in squashed:
             problems.append(f'output lacks the text the doc expects: "{want}"')
+    if command.output is not None:
+        problems += quoted_output_problems(command, text)
     if not problems:
         return True, seconds, ""
     tail = "\n".join("      | " + l for l in text.rstrip("\n").split("\n")[-25:])
