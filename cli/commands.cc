@@ -405,7 +405,8 @@ int run_compare(const CompareOptions& o, std::ostream& out) {
                         {"measured_source", c.measured_source},
                         {"metrics", rows(c.metrics)},
                         {"by_kind", rows(c.by_kind)},
-                        {"worst_metric_error_fraction", c.worst_metric_error()}};
+                        {"worst_metric_error_fraction", c.worst_metric_error()},
+                        {"warnings", c.warnings}};
     if (gated) {
       j["max_error_fraction"] = o.max_error_percent / 100;
       j["within_limit"] = !beyond;
@@ -421,7 +422,10 @@ int run_compare(const CompareOptions& o, std::ostream& out) {
   out << "dtsim compare: " << describe(c.predicted_file, c.predicted_source, c.predicted_engine)
       << " against " << describe(c.measured_file, c.measured_source, c.measured_engine) << "\n";
   out << "  error = (predicted - measured) / measured; positive: the prediction is slower or "
-         "larger\n\n";
+         "larger\n";
+  for (const auto& w : c.warnings)
+    out << "  warning: the two results are of different jobs: " << printable(w, 300) << "\n";
+  out << "\n";
   char buf[256];
   const auto table = [&](const char* title, const std::vector<driver::ComparedValue>& vs) {
     std::snprintf(buf, sizeof buf, "  %-30s %14s %14s %10s\n", title, "predicted", "measured",

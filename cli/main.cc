@@ -1,11 +1,14 @@
 // dtsim: the command-line interface (docs/design.md section 6).
-// Exit codes: 0 success; 2 bad input (scenario, flags, infeasible configuration); 1 runtime
-// failure. Errors go to stderr as "error: FILE:LINE:COL: key.path: message".
+// Exit codes (docs/user-guide.md's table is the contract): 0 success; 2 bad input (scenario,
+// flags, infeasible configuration, one that does not fit); 1 runtime failure; 128 + N for a
+// signal. Errors go to stderr as "error: FILE:LINE:COL: key.path: message".
 #include <malloc.h>
-#include <CLI/CLI.hpp>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -28,6 +31,18 @@
 namespace {
 
 using namespace dtsim::cli;
+
+// A floating-point flag's value must be a finite number: CLI::Range lets NaN through (every
+// comparison with NaN is false), which would turn a gate or a scale off without a word.
+const CLI::Validator kFiniteNumber(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      if (end == text.c_str() || *end != '\0' || !std::isfinite(v))
+        return "expected a finite number, found '" + text + "'";
+      return "";
+    },
+    "NUMBER");
 
 constexpr int kExitOk = 0;
 constexpr int kExitRuntime = 1;
@@ -226,7 +241,7 @@ Verb add_compare(CLI::App& app) {
       ->add_option("--max-error", o->max_error_percent,
                    "exit 1 when a metric's |error| exceeds this many percent (op kinds are "
                    "shown, not gated)")
-      ->check(CLI::Range(0.0, 1e6));
+      ->check(kFiniteNumber & CLI::Range(0.0, 1e6));
   compare->add_flag("--json", o->json, "print the comparison as JSON");
 
   return {compare, [o](std::ostream& out) { return run_compare(*o, out); }};
@@ -264,7 +279,7 @@ Verb add_real(CLI::App& app) {
                    "CPU back end: run GEMMs at this fraction of their size, then wait out the "
                    "rest of their full-size time, so that large layers need a fraction of the "
                    "CPU work (default 1; stated in the result's notes)")
-      ->check(CLI::Range(1e-6, 1.0));
+      ->check(kFiniteNumber & CLI::Range(1e-6, 1.0));
   real->add_option("--inject-fault", o->inject_fault,
                    "testing: exit:RANK or hang:RANK makes that rank exit or hang mid-way "
                    "through its first timed step");

@@ -1,12 +1,12 @@
 #include "driver/compare.h"
 
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/base/error.h"
+#include "core/base/input_file.h"
 
 namespace dtsim::driver {
 namespace {
@@ -17,12 +17,13 @@ json read_result(const std::string& file) {
   const auto bad = [&](const std::string& why) {
     return InputError(Diagnostic{SourceLocation{file, 0, 0}, "", why});
   };
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw bad("cannot open the result file");
-  std::ostringstream text;
-  text << in.rdbuf();
+  // A regular file of bounded size (a device or a pipe would be read forever).
+  const std::string text = read_input_file(
+      file, InputFileRules{"result file", "; give the JSON file dtsim simulate --json -o wrote",
+                           "the JSON file dtsim simulate --json -o wrote",
+                           "a result is a few kilobytes to a few megabytes of JSON", 256u << 20});
   try {
-    json j = json::parse(text.str());
+    json j = json::parse(text);
     if (!j.is_object()) throw bad("expected a result object from dtsim simulate --json");
     return j;
   } catch (const json::parse_error& e) {
@@ -96,6 +97,33 @@ Comparison compare_results(const std::string& predicted_file, const std::string&
     c.metrics.push_back(compared(metric.name, metric.unit,
                                  number_at(p, metric.path, predicted_file),
                                  number_at(m, metric.path, measured_file)));
+  // A step time of zero or less measures nothing: every error against it would be meaningless.
+  for (const auto& [j, file] : {std::pair{&p, &predicted_file}, std::pair{&m, &measured_file}})
+    if (const double step = number_at(*j, "step_time_s", *file); !(step > 0))
+      throw InputError(Diagnostic{SourceLocation{*file, 0, 0}, "step_time_s",
+                                  "the step time is " + std::to_string(step) +
+                                      " s; a result's step time must be positive"});
+  // Results of different jobs compare, but not without a word.
+  for (const char* key :
+       {"scenario", "config.gpu", "config.gpus", "config.tp", "config.pp", "config.dp", "config.cp",
+        "config.ep", "config.micro_batch_size", "config.global_batch_size", "model.parameters"}) {
+    const auto at = [&](const json& j) -> const json* {
+      const json* v = &j;
+      std::string rest = key;
+      while (!rest.empty()) {
+        const auto dot = rest.find('.');
+        const std::string k = rest.substr(0, dot);
+        if (!v->is_object() || !v->contains(k)) return nullptr;
+        v = &(*v)[k];
+        rest = dot == std::string::npos ? "" : rest.substr(dot + 1);
+      }
+      return v;
+    };
+    const json *a = at(p), *b = at(m);
+    if (a && b && *a != *b)
+      c.warnings.push_back(std::string(key) + " differs: " + a->dump() + " in the prediction, " +
+                           b->dump() + " in the measurement");
+  }
   // Op kinds: the union of both files' kinds.
   std::map<std::string, std::pair<double, double>> kinds;
   for (const auto& [j, file, second] :

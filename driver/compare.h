@@ -32,6 +32,9 @@ struct Comparison {
   std::string predicted_engine, measured_engine;
   std::vector<ComparedValue> metrics;
   std::vector<ComparedValue> by_kind;
+  // What makes the comparison doubtful: the two results are of different configurations (the
+  // scenario's name, the GPU count or type, the parallel sizes, the batch), named key by key.
+  std::vector<std::string> warnings;
   // The largest |error| over the metrics (not the op kinds); 0 when none is defined.
   double worst_metric_error() const;
 };

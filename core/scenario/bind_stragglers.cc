@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -80,9 +81,19 @@ class StragglerReader {
       error(n, path, "expected a non-empty list of " + what + " numbers, found " + text(n));
       return out;
     }
+    // A GPU named twice in one entry would be slowed twice over (slowdown^k): refused.
+    std::map<int, size_t> first;
     for (size_t i = 0; i < n.size(); ++i) {
       const std::string p = path + "[" + std::to_string(i) + "]";
-      if (auto v = index(n[i], p, what, limit)) out.push_back(*v);
+      const auto v = index(n[i], p, what, limit);
+      if (!v) continue;
+      if (const auto [at, fresh] = first.emplace(*v, i); !fresh) {
+        error(n[i], p,
+              what + " " + std::to_string(*v) + " is already listed at " + path + "[" +
+                  std::to_string(at->second) + "]; name each " + what + " once per entry");
+        continue;
+      }
+      out.push_back(*v);
     }
     return out;
   }

@@ -67,6 +67,15 @@ std::vector<std::string> leaf_paths(const SchemaNode& node, const std::string& p
 void apply_override(const Override& ov, int index, EntryMap& entries, DiagnosticSink& sink,
                     const std::string& flag = "--set") {
   const SourceLocation loc{flag, index, 0};
+  // A command-line value is text like a file's: UTF-8, so that every output can echo it.
+  if (const auto bad = first_invalid_utf8(ov.text)) {
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(ov.text[*bad]));
+    sink.add(loc, "",
+             "the override is not UTF-8 text (byte " + std::string(byte) + " at offset " +
+                 std::to_string(*bad) + "); give keys and values as UTF-8");
+    return;
+  }
   auto eq = ov.text.find('=');
   if (eq == std::string::npos || eq == 0) {
     sink.add(loc, "",
@@ -185,7 +194,15 @@ Scenario load_from_bytes(const std::string& bytes, const std::string& file,
   check_text(bytes, file);
   YAML::Node root;
   try {
-    root = YAML::Load(bytes);
+    // One scenario is one YAML document: a second one (after ---) would be ignored silently.
+    const std::vector<YAML::Node> documents = YAML::LoadAll(bytes);
+    if (!documents.empty()) root = documents.front();
+    for (size_t d = 1; d < documents.size(); ++d)
+      if (documents[d].IsDefined() && !documents[d].IsNull())
+        throw InputError(Diagnostic{
+            SourceLocation{file, documents[d].Mark().line + 1, documents[d].Mark().column + 1}, "",
+            "a second YAML document (after ---); a scenario file holds one document, so merge "
+            "the two or keep each in its own file"});
   } catch (const YAML::Exception& e) {
     throw InputError(Diagnostic{SourceLocation{file, e.mark.line + 1, e.mark.column + 1}, "",
                                 "YAML syntax error: " + e.msg});

@@ -83,6 +83,23 @@ TEST(Compare, SignedErrorsPerMetricAndOpKind) {
   EXPECT_DOUBLE_EQ(j["metrics"][0]["error_fraction"].get<double>(), expected);
 }
 
+// Results of different jobs compare, with a warning naming each key that differs; results of
+// one job under different hardware figures compare without one.
+TEST(Compare, WarnsWhenTheResultsAreOfDifferentJobs) {
+  const std::string base = result_file("base", {});
+  const std::string tp2 = result_file("tp2", {"parallelism.tensor=2"});
+  const driver::Comparison c = driver::compare_results(tp2, base);
+  bool tp = false, dp = false;
+  for (const auto& w : c.warnings) {
+    tp = tp || w.rfind("config.tp differs: 2 in the prediction, 1 in the measurement", 0) == 0;
+    dp = dp || w.rfind("config.dp differs", 0) == 0;
+  }
+  EXPECT_TRUE(tp && dp) << ::testing::PrintToString(c.warnings);
+  const std::string slow = result_file("slow_gemm", {"cluster.gpu.gemm_efficiency=0.3"});
+  EXPECT_TRUE(driver::compare_results(slow, base).warnings.size() == 1)
+      << "only the GPU's name (with gemm_efficiency set) differs";
+}
+
 TEST(Compare, ErrorUndefinedWhereOnlyThePredictionHasTime) {
   const std::string a = result_file("a", {});
   nlohmann::json j = read(a);

@@ -200,6 +200,16 @@ TEST(Scenario, NumbersTakeAnSiSuffix) {
   }
 }
 
+// --set values are text as a file's are: UTF-8, refused by position otherwise (the JSON result
+// echoes the name, and JSON is UTF-8).
+TEST(Scenario, AnOverrideThatIsNotUtf8IsRefused) {
+  auto d = problems(kMinimal, {{"name=a\xff"}});
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_NE(d[0].message.find("not UTF-8 text (byte 0xFF at offset 6)"), std::string::npos)
+      << d[0].message;
+  EXPECT_EQ(load_scenario_text(kMinimal, "s.yaml", {{"name=caf\xc3\xa9"}}).name, "caf\xc3\xa9");
+}
+
 TEST(Scenario, DidYouMeanCompletesShortNames) {
   auto d = problems(kMinimal, {{"cluster.gpu=H100"}});
   ASSERT_EQ(d.size(), 1u);

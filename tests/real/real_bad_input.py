@@ -46,7 +46,24 @@ def checks(tmp):
     foreign = os.path.join(tmp, "foreign.json")
     with open(foreign, "w") as f:
         json.dump({"benchmark": "all_reduce_perf", "busbw": 180.2}, f)
+    # two results: the default scenario's, and one that differs in step time only by engine
+    result = os.path.join(tmp, "result.json")
+    subprocess.run([dtsim, "simulate", os.path.join(os.path.dirname(os.path.abspath(scenario)),
+                                                    "..", "default.yaml"),
+                    "--engine", "analytic", "-o", result], capture_output=True, check=True)
+    with open(result) as f:
+        stopped = json.load(f)
+    stopped["step_time_s"] = 0
+    zero = os.path.join(tmp, "zero.json")
+    with open(zero, "w") as f:
+        json.dump(stopped, f)
     cases += [
+        # a device is not a result (it would be read forever), nor a step time of 0
+        ([dtsim, "compare", result, "/dev/zero"], {}, "not a regular file"),
+        ([dtsim, "compare", result, zero], {}, "a result's step time must be positive"),
+        # NaN passes a range check (every comparison with it is false): refused by name
+        ([dtsim, "compare", result, result, "--max-error", "nan"], {}, "expected a finite number"),
+        ([dtsim, "real", scenario, "--compute-scale", "nan"], {}, "expected a finite number"),
         ([dtsim, "compare", scenario, foreign], {}, "not a JSON result"),
         ([dtsim, "compare", foreign, foreign], {}, "step_time_s"),
     ]
