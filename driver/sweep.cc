@@ -212,8 +212,19 @@ bool file_has_content(const std::string& path) {
 
 // The rows a stream file already holds (for --resume); drops a cut-off last line from the file.
 ResultsFile existing_rows(const std::string& path, const std::vector<std::string>& varied_keys,
-                          const std::string& flag) {
+                          const std::string& identity, const std::string& flag) {
   ResultsFile file = read_results(path);
+  // Rows of another scenario (or an edited one), other --set values, another engine or memory
+  // limit are not this sweep's, however their configuration ids read.
+  for (const SweepRow& row : file.rows)
+    if (row.sweep != identity)
+      throw flag_error(
+          flag, path + " holds rows of another sweep (" +
+                    (row.sweep.empty() ? std::string("rows without a sweep identity, written by "
+                                                     "an older dtsim")
+                                       : "sweep " + row.sweep + ", this one is " + identity) +
+                    "): the scenario file's content, the --set overrides, --engine or "
+                    "--max-memory differ. Resume with the same ones, or choose another file");
   const std::set<std::string> want(varied_keys.begin(), varied_keys.end());
   const std::set<std::string> have(file.varied_keys.begin(), file.varied_keys.end());
   if (!file.rows.empty() && want != have) {
@@ -469,6 +480,14 @@ SweepSummary run_sweep(const SweepRequest& request) {
   const std::string stream_path =
       parted ? request.output + ".rank-" + std::to_string(launch.rank) + ".part" : request.output;
 
+  // What the rows are rows of: --resume and --merge keep only rows of this identity.
+  std::string scenario_bytes;
+  {
+    std::ifstream in(request.scenario, std::ios::binary);
+    scenario_bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const std::string identity =
+      sweep_identity(scenario_bytes, request.overrides, request.engine, request.max_memory);
   // The rows' file is appended to: it may not be a file the scenario named (a profile).
   for (const std::string& path : {request.output, stream_path}) refuse_if_input(path, "--output");
   // Rows already written: refuse to mix sweeps unless --resume.
@@ -479,7 +498,7 @@ SweepSummary run_sweep(const SweepRequest& request) {
       throw flag_error("--output", path +
                                        " already holds results; add --resume to continue that "
                                        "sweep, or choose another file");
-    for (const auto& row : existing_rows(path, varied_keys, "--resume").rows)
+    for (const auto& row : existing_rows(path, varied_keys, identity, "--resume").rows)
       done.insert(row.config);
   }
   std::vector<Overrides> pending;
@@ -525,7 +544,8 @@ SweepSummary run_sweep(const SweepRequest& request) {
         ++next;
       }
       for (auto& [id, outcome] : pool.wait(0.5)) {
-        const SweepRow row = row_of(pending[id], outcome, request.timeout_s);
+        SweepRow row = row_of(pending[id], outcome, request.timeout_s);
+        row.sweep = identity;
         write_line(fd, stream_path, format_line(format, varied_keys, row));
         ++summary.ran;
         if (row.ok())
@@ -584,6 +604,23 @@ MergeSummary merge_results(const std::vector<std::string>& inputs, const std::st
   OutputFile out(output, "--output", inputs, {});
   std::vector<ResultsFile> files;
   for (const auto& path : inputs) files.push_back(read_results(path));
+  // Shards of one sweep share its identity; files of different sweeps do not merge.
+  const SweepRow* first = nullptr;
+  const std::string* first_path = nullptr;
+  for (size_t f = 0; f < files.size(); ++f)
+    for (const SweepRow& row : files[f].rows) {
+      if (!first) {
+        first = &row;
+        first_path = &inputs[f];
+      } else if (row.sweep != first->sweep) {
+        throw flag_error("--merge",
+                         inputs[f] + " holds rows of another sweep than " + *first_path + " (" +
+                             (row.sweep.empty() ? "no identity" : row.sweep) + " against " +
+                             (first->sweep.empty() ? "no identity" : first->sweep) +
+                             "): a different scenario file, --set, --engine or --max-memory. "
+                             "Merge the shards of one sweep");
+      }
+    }
   MergeSummary summary;
   summary.files = static_cast<int>(files.size());
   std::vector<std::string> keys;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -17,6 +18,7 @@ namespace {
 // The fixed columns before the varied keys and after them; the result's columns follow.
 constexpr const char* kConfigColumn = "config";
 const std::vector<std::string> kRunColumns = {"status", "exit_code", "wall_s", "error"};
+constexpr const char* kSweepColumn = "sweep";
 
 // Result keys kept as one JSON cell: lists, and maps whose keys vary from run to run.
 bool is_json_cell(const std::string& key) {
@@ -171,6 +173,7 @@ SweepRow row_from_json(const std::string& path, int line, const nlohmann::json& 
   row.exit_code = j.value("exit_code", 0);
   row.wall_s = j.value("wall_s", 0.0);
   row.error = j.value("error", std::string());
+  if (j.contains("sweep") && j["sweep"].is_string()) row.sweep = j["sweep"].get<std::string>();
   if (j.contains("result")) row.result = j["result"];
   if (row.ok() && !row.result.is_object())
     throw bad_file(path, line, "a row with status ok has no result object");
@@ -189,6 +192,27 @@ ResultsFormat results_format(const std::string& path, const std::string& flag) {
   throw InputError(
       Diagnostic{SourceLocation{}, flag,
                  "a results file ends in .csv or .jsonl, found '" + printable(path, 120) + "'"});
+}
+
+std::string sweep_identity(const std::string& scenario_bytes,
+                           const std::vector<std::string>& overrides, const std::string& engine,
+                           const std::string& max_memory) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a 64 offset basis
+  const auto add = [&](const std::string& part) {
+    for (const char ch : part) {
+      h ^= static_cast<unsigned char>(ch);
+      h *= 1099511628211ull;  // FNV prime
+    }
+    h ^= 0xff;  // a separator no UTF-8 text holds
+    h *= 1099511628211ull;
+  };
+  add(scenario_bytes);
+  for (const auto& o : overrides) add(o);
+  add("engine=" + engine);
+  add("max_memory=" + max_memory);
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
 }
 
 std::string config_id(const std::vector<std::pair<std::string, std::string>>& overrides) {
@@ -249,6 +273,7 @@ std::string header_line(ResultsFormat format, const std::vector<std::string>& va
   std::string line = kConfigColumn;
   for (const auto& k : varied_keys) line += "," + csv_quote(k);
   for (const auto& k : kRunColumns) line += "," + k;
+  line += "," + std::string(kSweepColumn);
   for (const auto& k : result_columns()) line += "," + csv_quote(k);
   return line + "\n";
 }
@@ -265,6 +290,7 @@ std::string format_line(ResultsFormat format, const std::vector<std::string>& va
     j["exit_code"] = row.exit_code;
     j["wall_s"] = row.wall_s;
     j["error"] = row.error;
+    j["sweep"] = row.sweep;
     j["result"] = row.result;
     // dump() escapes control characters, so a line never holds a raw newline.
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
@@ -280,7 +306,7 @@ std::string format_line(ResultsFormat format, const std::vector<std::string>& va
   wall.precision(6);
   wall << row.wall_s;
   line += "," + row.status + "," + std::to_string(row.exit_code) + "," + wall.str() + "," +
-          csv_quote(row.error);
+          csv_quote(row.error) + "," + csv_quote(row.sweep);
   std::vector<std::pair<std::string, nlohmann::json>> flat;
   if (row.result.is_object()) flatten(row.result, "", flat);
   std::map<std::string, const nlohmann::json*> by_key;
@@ -386,7 +412,10 @@ ResultsFile parse_results(const std::string& text, const std::string& path, Resu
                      "not a dtsim sweep results file: expected column '" + kRunColumns[k] +
                          "', found '" + printable(header[status_column + k], 40) + "'");
   file.varied_keys.assign(header.begin() + 1, header.begin() + static_cast<long>(status_column));
-  const size_t first_result = status_column + kRunColumns.size();
+  // The sweep's identity follows the run columns (files written before it have none).
+  const bool has_sweep = header.size() > status_column + kRunColumns.size() &&
+                         header[status_column + kRunColumns.size()] == kSweepColumn;
+  const size_t first_result = status_column + kRunColumns.size() + (has_sweep ? 1 : 0);
   std::vector<std::string> cells;
   for (size_t i = 1; i < lines.size(); ++i) {
     if (lines[i].empty()) continue;
@@ -408,6 +437,7 @@ ResultsFile parse_results(const std::string& text, const std::string& path, Resu
       throw bad_file(path, line_numbers[i], "exit_code and wall_s must be numbers");
     }
     j["error"] = cells[status_column + 3];
+    if (has_sweep) j["sweep"] = cells[status_column + kRunColumns.size()];
     if (cells[status_column] == "ok" || cells[status_column] == kDoesNotFit) {
       nlohmann::json result = nlohmann::json::object();
       for (size_t c = first_result; c < header.size(); ++c) {

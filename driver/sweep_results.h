@@ -51,6 +51,9 @@ struct SweepRow {
   int exit_code = 0;
   double wall_s = 0;
   std::string error;
+  // The identity of the sweep that wrote the row (sweep_identity()); "" in files written before
+  // rows carried one. --resume and --merge join only rows of one identity.
+  std::string sweep;
   // The nested result object; null unless status is ok or does-not-fit (a whole result whose
   // peak memory is over the GPU's: the configuration cannot run, and analyze leaves it out).
   nlohmann::json result;
@@ -64,6 +67,13 @@ inline constexpr const char* kDoesNotFit = "does-not-fit";
 // Whether `result` (dtsim simulate --json, which exits 2 for it) is a whole result whose peak
 // memory is over the GPU's: the one test sweep, plan and the GUI apply to a child's exit 2.
 bool result_does_not_fit(const nlohmann::json& result);
+
+// What makes two sweeps' rows comparable: the scenario file's bytes, the --set overrides in
+// order, the engine and the memory limit, hashed (FNV-1a, 64 bits, 16 hex digits). The varied
+// values are not part of it: a resumed sweep may add configurations.
+std::string sweep_identity(const std::string& scenario_bytes,
+                           const std::vector<std::string>& overrides, const std::string& engine,
+                           const std::string& max_memory);
 
 // The id of a configuration: "key=value;key=value".
 std::string config_id(const std::vector<std::pair<std::string, std::string>>& overrides);

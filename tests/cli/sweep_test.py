@@ -242,6 +242,36 @@ def main():
         check(r.returncode == 0 and len(rows(merged)) == 20 and "duplicate" in r.stdout,
               "--merge joins the shards into 20 rows and drops duplicates")
 
+        # --resume keeps only rows of this very sweep: another --set, engine or an edited
+        # scenario file is refused by name, and so is --merge of different sweeps.
+        own = os.path.join(tmp, "own.yaml")
+        shutil.copy(SCENARIO, own)
+        first = os.path.join(tmp, "first.csv")
+        base = [DTSIM, "sweep", own, "--vary", "cluster.nodes=1,2", "-o", first]
+        r = subprocess.run(base + ["--engine", "analytic"], capture_output=True, text=True)
+        check(r.returncode == 0 and all(row["sweep"] for row in rows(first)),
+              "every row carries its sweep's identity")
+        for extra, what in ((["--engine", "analytic", "--set", "training.micro_batch_size=2"],
+                             "other --set values"),
+                            (["--engine", "simgrid"], "another engine")):
+            r = subprocess.run(base + extra + ["--resume"], capture_output=True, text=True)
+            check(r.returncode == 2 and "holds rows of another sweep" in r.stderr,
+                  f"--resume with {what} is refused ({r.stderr.strip()[-200:]})")
+        with open(own, "a") as f:
+            f.write("# edited\n")
+        r = subprocess.run(base + ["--engine", "analytic", "--resume"], capture_output=True,
+                           text=True)
+        check(r.returncode == 2 and "holds rows of another sweep" in r.stderr,
+              f"--resume after the scenario file changed is refused ({r.stderr.strip()[-200:]})")
+        other = os.path.join(tmp, "other.csv")
+        subprocess.run([DTSIM, "sweep", os.path.join(ROOT, "scenarios/gpt3-2.7b-dp64-h100.yaml"),
+                        "--engine", "analytic", "--vary", "cluster.nodes=8,16", "-o", other],
+                       capture_output=True, text=True)
+        r = subprocess.run([DTSIM, "sweep", "--merge", first, other, "-o",
+                            os.path.join(tmp, "joined.csv")], capture_output=True, text=True)
+        check(r.returncode == 2 and "holds rows of another sweep than" in r.stderr,
+              f"--merge of two scenarios' sweeps is refused ({r.stderr.strip()[-200:]})")
+
         # mpirun -np 2 gives the same rows as the serial sweep.
         serial = os.path.join(tmp, "serial.csv")
         sweep("--vary", "cluster.nodes=1,2,3,4,5", "--vary", "parallelism.tensor=2,16",
