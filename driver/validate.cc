@@ -28,6 +28,37 @@ std::string rank_list(const std::vector<Rank>& ranks) {
          std::to_string(ranks.back()) + "] (" + std::to_string(ranks.size()) + " ranks)";
 }
 
+// What shrinks the memory category that overflows most, leaving out what the scenario does
+// already.
+std::string memory_remedy(const Scenario& s, size_t largest) {
+  std::string remedy;
+  if (static_cast<MemoryCategory>(largest) == MemoryCategory::kActivations) {
+    // Only what the scenario does not do already.
+    std::vector<std::string> steps;
+    if (!s.training.flash_attention) steps.push_back("turn on training.flash_attention");
+    if (s.training.recompute == Recompute::kNone)
+      steps.push_back("use training.recompute: selective or full");
+    else if (s.training.recompute == Recompute::kSelective)
+      steps.push_back("use training.recompute: full (selective is set)");
+    if (s.training.micro_batch_size.value > 1)
+      steps.push_back("a smaller training.micro_batch_size");
+    steps.push_back(std::string("more tensor") +
+                    (s.parallelism.sequence_parallel ? "" : " (with sequence_parallel)") +
+                    ", context or pipeline parallelism");
+    for (size_t i = 0; i < steps.size(); ++i)
+      remedy += (i == 0 ? "" : i + 1 == steps.size() ? ", or " : ", ") + steps[i];
+    remedy[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(remedy[0])));
+  } else if (static_cast<MemoryCategory>(largest) == MemoryCategory::kBuffers) {
+    remedy = "Lower training.gradient_bucket or training.runtime_reserve";
+  } else {
+    remedy =
+        "Shard the model state: parallelism.zero_stage (1 optimizer, 2 + gradients, 3 + "
+        "weights), or more tensor or pipeline parallelism; or choose a GPU with more "
+        "memory";
+  }
+  return remedy;
+}
+
 }  // namespace
 
 void validate(const Plan& plan, std::ostream& out) {
@@ -150,32 +181,7 @@ void validate(const Plan& plan, std::ostream& out) {
       << format_bytes(Bytes(r.capacity_bytes)) << (r.fits ? " (fits)" : " (does not fit)") << "\n";
   if (!r.fits) {
     const std::string cat(to_string(static_cast<MemoryCategory>(largest)));
-    // What shrinks the category that overflows most.
-    std::string remedy;
-    if (static_cast<MemoryCategory>(largest) == MemoryCategory::kActivations) {
-      // Only what the scenario does not do already.
-      std::vector<std::string> steps;
-      if (!s.training.flash_attention) steps.push_back("turn on training.flash_attention");
-      if (s.training.recompute == Recompute::kNone)
-        steps.push_back("use training.recompute: selective or full");
-      else if (s.training.recompute == Recompute::kSelective)
-        steps.push_back("use training.recompute: full (selective is set)");
-      if (s.training.micro_batch_size.value > 1)
-        steps.push_back("a smaller training.micro_batch_size");
-      steps.push_back(std::string("more tensor") +
-                      (s.parallelism.sequence_parallel ? "" : " (with sequence_parallel)") +
-                      ", context or pipeline parallelism");
-      for (size_t i = 0; i < steps.size(); ++i)
-        remedy += (i == 0 ? "" : i + 1 == steps.size() ? ", or " : ", ") + steps[i];
-      remedy[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(remedy[0])));
-    } else if (static_cast<MemoryCategory>(largest) == MemoryCategory::kBuffers) {
-      remedy = "Lower training.gradient_bucket or training.runtime_reserve";
-    } else {
-      remedy =
-          "Shard the model state: parallelism.zero_stage (1 optimizer, 2 + gradients, 3 + "
-          "weights), or more tensor or pipeline parallelism; or choose a GPU with more "
-          "memory";
-    }
+    const std::string remedy = memory_remedy(s, largest);
     throw InputError(
         Diagnostic{c.gpu_where.known() ? c.gpu_where : SourceLocation{s.file, 0, 0}, "memory",
                    "the job needs " + format_bytes(Bytes(r.peak_bytes_per_gpu)) + " per GPU but " +

@@ -120,6 +120,48 @@ double without_noise(double value, double scale) {
   return std::fabs(value) <= kNoiseTolerance * scale ? 0.0 : value;
 }
 
+// config: every resolved setting, the fabrics as the run used them.
+nlohmann::json config_json(const Results& r) {
+  nlohmann::json c = {{"gpus", r.gpus},
+                      {"gpu", r.gpu},
+                      {"precision", r.precision},
+                      {"grad_dtype", r.grad_dtype},
+                      {"tp", r.tp},
+                      {"pp", r.pp},
+                      {"dp", r.data_parallel},
+                      {"cp", r.cp},
+                      {"ep", r.ep},
+                      {"sequence_parallel", r.sequence_parallel},
+                      {"zero_stage", r.zero_stage},
+                      {"schedule", r.schedule},
+                      {"virtual_stages", r.virtual_stages},
+                      {"micro_batch_size", r.micro_batch_size},
+                      {"seq_length", r.seq_length},
+                      {"recompute", r.recompute},
+                      {"optimizer", r.optimizer},
+                      {"framework", r.framework},
+                      {"engine", r.engine},
+                      {"fidelity", r.fidelity},
+                      {"data_parallel", r.data_parallel},
+                      {"micro_batches", r.micro_batches},
+                      {"global_batch_size", r.global_batch_size},
+                      {"iterations", r.iterations}};
+  // Only with a profile, so results of catalog hardware keep their shape.
+  if (!r.profile.empty()) c["profile"] = r.profile;
+  // The fabrics as the run used them (catalog, inline fields, --set and profile applied).
+  c["intra_node"] = {{"name", r.intra_node.name},
+                     {"bandwidth_bytes_per_s", r.intra_node.bandwidth_bytes_per_s},
+                     {"latency_s", r.intra_node.latency_s}};
+  c["network"] = {{"name", r.network.name},
+                  {"kind", r.network.kind},
+                  {"topology", r.network.topology},
+                  {"nics_per_node", r.network.nics_per_node},
+                  {"nic_bandwidth_bytes_per_s", r.network.bandwidth_bytes_per_s},
+                  {"latency_s", r.network.latency_s},
+                  {"oversubscription", r.network.oversubscription}};
+  return c;
+}
+
 nlohmann::json results_to_json(const Results& r) {
   using nlohmann::json;
   json j;
@@ -186,43 +228,7 @@ nlohmann::json results_to_json(const Results& r) {
                         {"size_bytes", r.communication_size_bytes},
                         {"bus_bytes", r.communication_bus_bytes}};
   j["reliability"] = reliability_json(r.reliability);
-  j["config"] = {{"gpus", r.gpus},
-                 {"gpu", r.gpu},
-                 {"precision", r.precision},
-                 {"grad_dtype", r.grad_dtype},
-                 {"tp", r.tp},
-                 {"pp", r.pp},
-                 {"dp", r.data_parallel},
-                 {"cp", r.cp},
-                 {"ep", r.ep},
-                 {"sequence_parallel", r.sequence_parallel},
-                 {"zero_stage", r.zero_stage},
-                 {"schedule", r.schedule},
-                 {"virtual_stages", r.virtual_stages},
-                 {"micro_batch_size", r.micro_batch_size},
-                 {"seq_length", r.seq_length},
-                 {"recompute", r.recompute},
-                 {"optimizer", r.optimizer},
-                 {"framework", r.framework},
-                 {"engine", r.engine},
-                 {"fidelity", r.fidelity},
-                 {"data_parallel", r.data_parallel},
-                 {"micro_batches", r.micro_batches},
-                 {"global_batch_size", r.global_batch_size},
-                 {"iterations", r.iterations}};
-  // Only with a profile, so results of catalog hardware keep their shape.
-  if (!r.profile.empty()) j["config"]["profile"] = r.profile;
-  // The fabrics as the run used them (catalog, inline fields, --set and profile applied).
-  j["config"]["intra_node"] = {{"name", r.intra_node.name},
-                               {"bandwidth_bytes_per_s", r.intra_node.bandwidth_bytes_per_s},
-                               {"latency_s", r.intra_node.latency_s}};
-  j["config"]["network"] = {{"name", r.network.name},
-                            {"kind", r.network.kind},
-                            {"topology", r.network.topology},
-                            {"nics_per_node", r.network.nics_per_node},
-                            {"nic_bandwidth_bytes_per_s", r.network.bandwidth_bytes_per_s},
-                            {"latency_s", r.network.latency_s},
-                            {"oversubscription", r.network.oversubscription}};
+  j["config"] = config_json(r);
   j["time_by_kind_s"] = r.time_by_kind_s;
   tidy(j["time_by_kind_s"], r.step_time_s);
   if (r.background)
