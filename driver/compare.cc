@@ -32,21 +32,27 @@ json read_result(const std::string& file) {
   }
 }
 
-// The number at a dotted path, or an InputError naming the file and the key.
-double number_at(const json& j, const std::string& path, const std::string& file) {
+// The value at a dotted path ("breakdown_s.compute"), or nullptr where a key is missing.
+const json* at_path(const json& j, const std::string& path) {
   const json* at = &j;
   std::string rest = path;
   while (!rest.empty()) {
     const auto dot = rest.find('.');
     const std::string key = rest.substr(0, dot);
-    if (!at->is_object() || !at->contains(key)) {
-      throw InputError(Diagnostic{
-          SourceLocation{file, 0, 0}, path,
-          "the result has no '" + path + "'; compare reads results of dtsim simulate --json"});
-    }
+    if (!at->is_object() || !at->contains(key)) return nullptr;
     at = &(*at)[key];
     rest = dot == std::string::npos ? "" : rest.substr(dot + 1);
   }
+  return at;
+}
+
+// The number at a dotted path, or an InputError naming the file and the key.
+double number_at(const json& j, const std::string& path, const std::string& file) {
+  const json* at = at_path(j, path);
+  if (!at)
+    throw InputError(Diagnostic{
+        SourceLocation{file, 0, 0}, path,
+        "the result has no '" + path + "'; compare reads results of dtsim simulate --json"});
   if (!at->is_number())
     throw InputError(Diagnostic{SourceLocation{file, 0, 0}, path, "expected a number"});
   return at->get<double>();
@@ -107,19 +113,7 @@ Comparison compare_results(const std::string& predicted_file, const std::string&
   for (const char* key :
        {"scenario", "config.gpu", "config.gpus", "config.tp", "config.pp", "config.dp", "config.cp",
         "config.ep", "config.micro_batch_size", "config.global_batch_size", "model.parameters"}) {
-    const auto at = [&](const json& j) -> const json* {
-      const json* v = &j;
-      std::string rest = key;
-      while (!rest.empty()) {
-        const auto dot = rest.find('.');
-        const std::string k = rest.substr(0, dot);
-        if (!v->is_object() || !v->contains(k)) return nullptr;
-        v = &(*v)[k];
-        rest = dot == std::string::npos ? "" : rest.substr(dot + 1);
-      }
-      return v;
-    };
-    const json *a = at(p), *b = at(m);
+    const json *a = at_path(p, key), *b = at_path(m, key);
     if (a && b && *a != *b)
       c.warnings.push_back(std::string(key) + " differs: " + a->dump() + " in the prediction, " +
                            b->dump() + " in the measurement");

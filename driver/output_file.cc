@@ -88,14 +88,16 @@ std::optional<std::string> read_by_this_run(const fs::path& target) {
 }
 
 std::string destroys_input(const std::string& in) {
-  return "it is '" + in + "', which this run reads; writing there would destroy it. Give another path";
+  return "it is '" + in +
+         "', which this run reads; writing there would destroy it. Give another path";
 }
 
 }  // namespace
 
 void refuse_if_input(const std::string& path, const std::string& flag) {
   if (const auto in = read_by_this_run(resolved(path)))
-    throw InputError(Diagnostic{SourceLocation{}, flag, "cannot write '" + path + "': " + destroys_input(*in)});
+    throw InputError(
+        Diagnostic{SourceLocation{}, flag, "cannot write '" + path + "': " + destroys_input(*in)});
 }
 
 OutputFile::OutputFile(const std::string& path, const std::string& flag,
@@ -149,8 +151,8 @@ void OutputFile::commit(std::string_view content) {
   // Files read after the constructor's check (a profile or background scenario loaded with the
   // scenario's binding) are checked again before the target is touched.
   if (const auto in = read_by_this_run(fs::path(target_)))
-    throw InputError(
-        Diagnostic{SourceLocation{}, flag_, "cannot write '" + path_ + "': " + destroys_input(*in)});
+    throw InputError(Diagnostic{SourceLocation{}, flag_,
+                                "cannot write '" + path_ + "': " + destroys_input(*in)});
   const char* p = content.data();
   size_t left = content.size();
   while (left > 0) {

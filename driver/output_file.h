@@ -4,9 +4,9 @@
 // - The constructor checks the path before any work is done, so a bad path costs nothing: it
 //   refuses (InputError, naming the flag) a path that is one of the inputs, a file this process
 //   has read (core/base/input_file.h's files_read(): a profile or background scenario the
-//   scenario names), or another output (also through a symbolic link), an existing path that is not a regular file (a FIFO, a
-//   device, a directory), and a directory that a file cannot be created in, with the operating
-//   system's reason ("Permission denied").
+//   scenario names), or another output (also through a symbolic link), an existing path that is not
+//   a regular file (a FIFO, a device, a directory), and a directory that a file cannot be created
+//   in, with the operating system's reason ("Permission denied").
 // - commit() checks files_read() again before writing (inputs read after the constructor), and
 //   refuses with the same InputError, the target untouched.
 // - The content goes to a temporary file beside the target (".NAME.dtsim-XXXXXX"), which
