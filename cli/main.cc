@@ -166,7 +166,8 @@ Verb add_collective(CLI::App& app, const std::vector<std::string>& engines) {
       ->check(CLI::IsMember(std::vector<std::string>{"auto", "LL", "LL128", "Simple", "none"}));
   collective->add_option("-d,--dtype", o->request.dtype,
                          "element type: " + alternatives(dtsim::kDTypeNames.names()) +
-                             ", or nccl-tests' float | half | bfloat16 | f8e4m3");
+                             ", or nccl-tests' float | half | bfloat16 | f8e4m3; default fp32, "
+                             "nccl-tests' float");
   auto* ranks_flag = collective
                          ->add_option("--ranks", o->request.ranks,
                                       "ranks taking part (the first N GPUs; default all)")

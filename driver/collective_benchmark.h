@@ -32,8 +32,9 @@ struct CollectiveRequest {
   std::string factor;          // empty: 2; only for sweeps
   std::string algorithm = "auto";
   std::string protocol = "auto";
-  std::string dtype = "bf16";  // dtsim's names (bf16) or nccl-tests' (bfloat16)
-  int ranks = 0;               // 0: every GPU of the cluster
+  // nccl-tests' default, float; dtsim's names (bf16) or nccl-tests' (bfloat16)
+  std::string dtype = "fp32";
+  int ranks = 0;  // 0: every GPU of the cluster
   // nccl-tests' -o: the reduction (sum, prod, min, max, avg); the redop column. NCCL runs each
   // in the same kernels at the same bytes, so the time does not depend on it.
   std::string redop = "sum";

@@ -1,4 +1,5 @@
 #include "models/scenario_model.h"
+
 #include "core/base/checked.h"
 
 #include "models/model_builder.h"
@@ -86,7 +87,18 @@ ModelSpec spec_from_scenario(const Scenario& sc) {
   if (auto it = sc.model.entries.find("model.mlp_widths"); it != sc.model.entries.end())
     if (const auto* v = std::get_if<std::vector<int64_t>>(&it->second.value)) {
       spec.mlp_widths.clear();
-      for (auto w : *v) spec.mlp_widths.push_back(narrow<int>(w, "model.mlp_widths"));
+      for (size_t i = 0; i < v->size(); ++i) {
+        const int64_t w = (*v)[i];
+        // Refused here, before the int it is held in: 2^31 would not fit it.
+        if (w < 1 || w > kMaxMlpWidth) {
+          sink.add(where(sc, "model.mlp_widths"), "model.mlp_widths",
+                   "entry " + std::to_string(i) + " must be between 1 and " +
+                       std::to_string(kMaxMlpWidth) + ", found " + std::to_string(w));
+          continue;
+        }
+        spec.mlp_widths.push_back(static_cast<int>(w));
+      }
+      sink.throw_if_any();
     }
   spec = resolve_spec(spec);
   for (const auto& problem : check_spec(spec))

@@ -107,6 +107,6 @@ if [[ ${DTSIM_SKIP_SANITIZE:-0} != 1 ]]; then
   # The fuzzers on a fixed budget under the sanitizers: mutated YAML, and boundary values on
   # every numeric key (tests/fuzz/; longer runs are recorded in bench/results/property-fuzz.md).
   echo "setup: fuzzing the sanitizer build (fixed seeds)"
-  python3 tests/fuzz/mutate_scenarios.py "$san/cli/dtsim" 41 100
-  python3 tests/fuzz/property_test.py "$san/cli/dtsim" 43 100
+  python3 tests/fuzz/mutate_scenarios.py "$san/cli/dtsim" 41 60
+  python3 tests/fuzz/property_test.py "$san/cli/dtsim" 43 60
 fi

@@ -127,8 +127,8 @@ class StragglerReader {
     return s;
   }
 
-  // Beyond this a "straggler" is a stopped GPU, which is a failure (issue 14's failures:), not a
-  // slowdown.
+  // Beyond this a "straggler" is a stopped GPU, which is a failure (the failures: section), not
+  // a slowdown.
   static constexpr double kMaxSlowdown = 1000;
 
  private:
@@ -227,10 +227,14 @@ void bind_entry(StragglerReader& rd, const YAML::Node& n, const std::string& pat
     } else if (!uplink)
       rd.error(m, p, "name the link: nic: I (a NIC of the node) or uplink: true");
     if (auto v =
-            rd.number(n, "fraction", path, "the fraction of the link's rate left, in (0, 1]")) {
-      if (*v <= 0 || *v > 1)
+            rd.number(n, "fraction", path, "the fraction of the link's rate left, in [0.001, 1]")) {
+      // At least a thousandth, the slowest a straggler may be (kMaxSlowdown): below it the link
+      // is down, which is a failure, not a slow link.
+      if (*v < 1 / StragglerReader::kMaxSlowdown || *v > 1)
         rd.error(n["fraction"], path + ".fraction",
-                 "a link keeps a fraction of its rate in (0, 1], found " + rd.text(n["fraction"]));
+                 "a link keeps a fraction of its rate from 0.001 to 1 (a link at less is down: "
+                 "a failure), found " +
+                     rd.text(n["fraction"]));
       else
         e.fraction = *v;
     }

@@ -1,5 +1,6 @@
 #include "core/scenario/scenario.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "core/base/input_file.h"
 #include "core/base/text.h"
 #include "core/scenario/internal/binders.h"
+#include "core/scenario/scenario_file.h"
 
 namespace dtsim {
 
@@ -186,31 +188,93 @@ Scenario build(const std::string& file, EntryMap entries, LoadScope scope, Diagn
   return s;
 }
 
+// Counts what one YAML document holds, so a second document can be found without building it.
+class DocumentProbe : public YAML::EventHandler {
+ public:
+  bool has_content() const { return content_; }
+  const YAML::Mark& first_mark() const { return first_; }
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { saw(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    saw(m);
+  }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    saw(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    saw(m);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void saw(const YAML::Mark& m) {
+    if (!content_) first_ = m;
+    content_ = true;
+  }
+  bool content_ = false;
+  YAML::Mark first_;
+};
+
+// The first line that is neither blank nor a comment (1-based), or 0 when there is none.
+int first_content_line(const std::string& bytes) {
+  int line = 1;
+  for (size_t at = 0; at < bytes.size(); ++line) {
+    size_t end = bytes.find('\n', at);
+    if (end == std::string::npos) end = bytes.size();
+    const size_t first = bytes.find_first_not_of(" \t\r", at);
+    if (first < end && bytes[first] != '#') return line;
+    at = end + 1;
+  }
+  return 0;
+}
+
+// One scenario is one YAML document: a second one (after ---) would be ignored silently, so it
+// is an error. The documents are walked one at a time, never all at once: on some malformed
+// text yaml-cpp 0.7 yields empty documents without advancing, and a loop over all of them
+// would never end.
+YAML::Node parse_one_document(const std::string& bytes, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(bytes);
+    std::istringstream in(bytes);
+    YAML::Parser parser(in);
+    DocumentProbe first, second;
+    if (parser.HandleNextDocument(first) && parser.HandleNextDocument(second) &&
+        second.has_content())
+      throw InputError(Diagnostic{
+          SourceLocation{file, second.first_mark().line + 1, second.first_mark().column + 1}, "",
+          "a second YAML document (after ---); a scenario file holds one document, so merge "
+          "the two or keep each in its own file"});
+  } catch (const YAML::Exception& e) {
+    throw InputError(Diagnostic{SourceLocation{file, e.mark.line + 1, e.mark.column + 1}, "",
+                                "YAML syntax error: " + e.msg});
+  }
+  if (root.IsNull() || !root.IsDefined()) {
+    // Text that YAML reads as nothing is a syntax error at its first line, not an empty file.
+    if (const int line = first_content_line(bytes))
+      throw InputError(Diagnostic{SourceLocation{file, line, 1}, "",
+                                  "YAML syntax error: no scenario could be read from this line "
+                                  "on (a plain value cannot start with , [ ] { } or similar)"});
+    throw InputError(Diagnostic{SourceLocation{file, 0, 0}, "",
+                                "the scenario is empty; it needs at least a model section "
+                                "(see scenarios/default.yaml)"});
+  }
+  return root;
+}
+
 Scenario load_from_bytes(const std::string& bytes, const std::string& file,
                          const std::vector<Override>& overrides, const CrossCheck& check,
                          LoadScope scope) {
   DiagnosticSink sink;
   const SourceLocation whole{file, 0, 0};
   check_text(bytes, file);
-  YAML::Node root;
-  try {
-    // One scenario is one YAML document: a second one (after ---) would be ignored silently.
-    const std::vector<YAML::Node> documents = YAML::LoadAll(bytes);
-    if (!documents.empty()) root = documents.front();
-    for (size_t d = 1; d < documents.size(); ++d)
-      if (documents[d].IsDefined() && !documents[d].IsNull())
-        throw InputError(Diagnostic{
-            SourceLocation{file, documents[d].Mark().line + 1, documents[d].Mark().column + 1}, "",
-            "a second YAML document (after ---); a scenario file holds one document, so merge "
-            "the two or keep each in its own file"});
-  } catch (const YAML::Exception& e) {
-    throw InputError(Diagnostic{SourceLocation{file, e.mark.line + 1, e.mark.column + 1}, "",
-                                "YAML syntax error: " + e.msg});
-  }
-  if (root.IsNull() || !root.IsDefined())
-    throw InputError(Diagnostic{whole, "",
-                                "the scenario is empty; it needs at least a model section "
-                                "(see scenarios/default.yaml)"});
+  const YAML::Node root = parse_one_document(bytes, file);
   if (!root.IsMap())
     throw InputError(
         Diagnostic{SourceLocation{file, root.Mark().line + 1, root.Mark().column + 1}, "",
@@ -243,14 +307,17 @@ Scenario load_from_bytes(const std::string& bytes, const std::string& file,
 
 }  // namespace
 
-Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides,
-                       const CrossCheck& check, LoadScope scope) {
-  const std::string bytes = read_input_file(
+std::string read_scenario_file(const std::string& path) {
+  return read_input_file(
       path, InputFileRules{"scenario file",
                            " (try " + path + (path.ends_with("/") ? "" : "/") + "default.yaml)",
                            "a scenario file", "a scenario is a few kilobytes of YAML",
                            kMaxScenarioBytes});
-  return load_from_bytes(bytes, path, overrides, check, scope);
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides,
+                       const CrossCheck& check, LoadScope scope) {
+  return load_from_bytes(read_scenario_file(path), path, overrides, check, scope);
 }
 
 Scenario load_scenario_text(const std::string& yaml_text, const std::string& name,

@@ -585,12 +585,13 @@ SchemaNode build_schema() {
              "after");
   SchemaNode background = section(
       "background", "other jobs' traffic on the same cluster's network",
-      {below(leaf("link_fraction", ValueType::kNumber,
-                  "the share of every network link's usable rate (NICs, leaf, rail and pod "
-                  "uplinks, torus cables) that other jobs' traffic holds, in [0, 1): this job "
-                  "sees (1 - link_fraction) of each; links inside a node are not shared",
-                  "0"),
-             1),
+      {at_most(leaf("link_fraction", ValueType::kNumber,
+                    "the share of every network link's usable rate (NICs, leaf, rail and pod "
+                    "uplinks, torus cables) that other jobs' traffic holds, in [0, 0.999]: this "
+                    "job sees (1 - link_fraction) of each, at least a thousandth, as a straggler "
+                    "link keeps; links inside a node are not shared",
+                    "0"),
+               0.999),
        background_scenario, background_placement});
 
   auto engine = choice("engine", {},

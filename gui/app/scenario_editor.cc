@@ -1,6 +1,5 @@
 #include "gui/app/scenario_editor.h"
 
-#include <QFile>
 #include <QFileInfo>
 #include <QFontDatabase>
 #include <QLabel>
@@ -13,6 +12,8 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include "core/base/error.h"
+#include "core/scenario/scenario_file.h"
 #include "driver/predict.h"
 #include "gui/app/scenario_form.h"
 #include "gui/app/yaml_edit.h"
@@ -20,7 +21,6 @@
 namespace dtsim::gui {
 namespace {
 
-constexpr qint64 kMaxScenarioBytes = 16 << 20;  // as the loader's own limit
 constexpr int kMaxRecentFiles = 8;
 const char* const kRecentKey = "recent_files";
 
@@ -101,17 +101,15 @@ void ScenarioEditor::set_text(const QString& text) {
 }
 
 bool ScenarioEditor::open(const QString& path, QString* error) {
-  QFile file(path);
-  if (!file.open(QIODevice::ReadOnly)) {
-    *error = path + ": cannot read the scenario: " + file.errorString();
+  // The loader's own checks (a regular file, bounded in size, UTF-8), so that a device such as
+  // /dev/zero or a pipe is refused instead of read without end.
+  QString text;
+  try {
+    text = QString::fromStdString(read_scenario_file(path.toStdString()));
+  } catch (const InputError& e) {
+    *error = QString::fromStdString(e.what());
     return false;
   }
-  if (file.size() > kMaxScenarioBytes) {
-    *error = path + ": is " + QString::number(file.size() >> 20) +
-             " MiB; a scenario is a few kilobytes of YAML";
-    return false;
-  }
-  const QString text = QString::fromUtf8(file.readAll());
   path_ = path;
   yaml_->setPlainText(text);
   yaml_->document()->setModified(false);

@@ -116,7 +116,8 @@ def main():
         check(f"note: {flag}:" in p.stderr, f"{flag} is noted on stderr")
 
     # The same sweep on the SimGrid engine, and one node (NVLS at large sizes).
-    text = run(dtsim, [scenario, "--op", "all-reduce", "-b", "128K", "-e", "16M", "-g", "8"])
+    text = run(dtsim, [scenario, "--op", "all-reduce", "-b", "128K", "-e", "16M", "-g", "8", "-d",
+                       "bfloat16"])
     rows = check_table("H100 one node simgrid", text, 8, 2 * 7 / 8, 2, "bfloat16")
     # NVLS pays NCCL's 25 us: never under 25 us, whatever the size.
     for r in rows:
@@ -127,14 +128,14 @@ def main():
     for engine in ("analytic", "simgrid"):
         text = run(dtsim, [scenario] + a100 + ["--op", "all-reduce", "--min-bytes", "1MiB",
                                                "--max-bytes", "256MiB", "--engine", engine])
-        check_table(f"A100 HDR {engine}", text, 32, 2 * 31 / 32, 2, "bfloat16")
+        check_table(f"A100 HDR {engine}", text, 32, 2 * 31 / 32, 4, "float")
 
     # The textbook tree's busbw dips where its chunk count changes (analytic, 16 nodes): the row
     # says so. (Run as NCCL's, under its protocols and size-corrected caps, it does not dip here.)
     text = run(dtsim, [scenario, "--set", "cluster.nodes=16", "--op", "all-reduce", "--algorithm",
                        "tree", "--protocol", "none", "-b", "64K", "-e", "64M", "-f", "1.5",
                        "--engine", "analytic"])
-    rows = check_table("tree dips", text, 128, 2 * 127 / 128, 2, "bfloat16")
+    rows = check_table("tree dips", text, 128, 2 * 127 / 128, 4, "float")
     check(any("chunk count" in " ".join(r["extra"][2:]) for r in rows),
           "tree dips: expected a dip explained by the tree's chunking")
 
@@ -148,7 +149,8 @@ def main():
 
     # Collectives without a reduction, and a barrier without a size.
     text = run(dtsim, [scenario, "--op", "broadcast", "--bytes", "1MiB", "--engine", "analytic"])
-    check_table("broadcast", text, 16, 1.0, 2, "bfloat16", redop="none", root=0)
+    # Without -d, nccl-tests' default type: float.
+    check_table("broadcast", text, 16, 1.0, 4, "float", redop="none", root=0)
     text = run(dtsim, [scenario, "--op", "barrier", "--engine", "analytic"])
     rows, _ = parse_nccl_tests(text)
     check(len(rows) == 1 and rows[0]["size"] == 0 and rows[0]["out"]["time"] > 0,

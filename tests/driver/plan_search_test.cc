@@ -54,7 +54,7 @@ std::string op_text(const Op& op) {
 
 // Jobs larger than this (ops over all simulated ranks, expanded) are left out of the checks over
 // every scenario: building them op by op takes seconds each (the 405B and 1T runs).
-constexpr double kMaxCheckedOps = 1.5e6;
+constexpr double kMaxCheckedOps = 3e5;
 
 double expanded_ops(const Job& job) {
   double n = 0;
