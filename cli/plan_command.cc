@@ -14,6 +14,7 @@
 #include "core/base/error.h"
 #include "core/base/text.h"
 #include "core/base/units.h"
+#include "core/report/json_numbers.h"
 #include "core/report/report.h"
 #include "driver/child_process.h"
 #include "driver/plan_search.h"
@@ -90,32 +91,37 @@ nlohmann::json report_json(const driver::PlanReport& rep) {
                       {"peak_bytes_per_gpu", r.peak_bytes},
                       {"capacity_bytes", r.capacity_bytes},
                       {"over_bytes", r.peak_bytes - r.capacity_bytes}});
-  return {{"scenario", rep.scenario_name},
-          {"model", rep.model},
-          {"gpus", rep.gpus},
-          {"gpu", rep.gpu},
-          {"global_batch_size", rep.global_batch_size},
-          {"capacity_bytes", rep.capacity_bytes},
-          {"search",
-           {{"enumerated", rep.enumerated},
-            {"invalid", rep.invalid},
-            {"invalid_by_key", rep.invalid_by_key},
-            {"do_not_fit", rep.do_not_fit},
-            {"do_not_fit_by_largest_category", rep.do_not_fit_by_category},
-            {"fit", rep.fits},
-            {"step_level_evaluations", rep.step_level_evaluations},
-            {"engine_evaluations", rep.engine_evaluations},
-            {"not_evaluated", rep.not_evaluated},
-            {"analytic_wall_s", rep.analytic_wall_s},
-            {"analytic_cpu_s", rep.analytic_cpu_s},
-            {"step_level_cpu_s", rep.step_level_cpu_s},
-            {"configs_per_s", rep.analytic_wall_s > 0
-                                  ? static_cast<double>(rep.enumerated) / rep.analytic_wall_s
-                                  : 0.0}}},
-          {"closest_misses", misses},
-          {"warnings", rep.warnings},
-          {"rank_by", std::string(driver::kRankByNames.to_string(rep.rank_by))},
-          {"ranked", ranked}};
+  nlohmann::json j = {
+      {"scenario", rep.scenario_name},
+      {"model", rep.model},
+      {"gpus", rep.gpus},
+      {"gpu", rep.gpu},
+      {"global_batch_size", rep.global_batch_size},
+      {"capacity_bytes", rep.capacity_bytes},
+      {"search",
+       {{"enumerated", rep.enumerated},
+        {"invalid", rep.invalid},
+        {"invalid_by_key", rep.invalid_by_key},
+        {"do_not_fit", rep.do_not_fit},
+        {"do_not_fit_by_largest_category", rep.do_not_fit_by_category},
+        {"fit", rep.fits},
+        {"step_level_evaluations", rep.step_level_evaluations},
+        {"engine_evaluations", rep.engine_evaluations},
+        {"engine_ops", rep.engine_ops},
+        {"engine_budget_ops", rep.engine_budget_ops},
+        {"not_evaluated", rep.not_evaluated},
+        {"analytic_wall_s", rep.analytic_wall_s},
+        {"analytic_cpu_s", rep.analytic_cpu_s},
+        {"step_level_cpu_s", rep.step_level_cpu_s},
+        {"configs_per_s", rep.analytic_wall_s > 0
+                              ? static_cast<double>(rep.enumerated) / rep.analytic_wall_s
+                              : 0.0}}},
+      {"closest_misses", misses},
+      {"warnings", rep.warnings},
+      {"rank_by", std::string(driver::kRankByNames.to_string(rep.rank_by))},
+      {"ranked", ranked}};
+  whole_numbers_as_integers(j);
+  return j;
 }
 
 void render(const driver::PlanReport& rep, const std::string& scenario,
@@ -150,8 +156,10 @@ void render(const driver::PlanReport& rep, const std::string& scenario,
   }
   if (rep.not_evaluated > 0)
     out << "\n  skipped      " << rep.not_evaluated
-        << " (ZeRO-3 configurations, built op by op, left when the analytic engine's time "
-           "budget ran out; pin them with --constraint parallelism.zero_stage=3 to rank them)";
+        << " (ZeRO-3 configurations, built op by op, left when the analytic engine's budget of "
+        << format_number("%.3g", rep.engine_budget_ops)
+        << " ops ran out, the same on every run; pin them with --constraint "
+           "parallelism.zero_stage=3 to rank them)";
   out << "\n  fit          " << rep.fits << ", ranked by the analytic step time"
       << (rep.rank_by == driver::RankBy::kHigh ? "'s 80 % interval's upper end (--rank-by high)"
                                                : "")

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "core/config/engine_choices.h"
+#include "core/report/json_numbers.h"
 #include "core/scenario/scenario.h"
 #include "models/model_builder.h"
 #include "models/model_spec.h"
@@ -85,20 +86,6 @@ const std::vector<Field<NetworkSpec>>& network_fields() {
       {"source", nullptr, "", [](const N& n) { return json(n.source); }},
   };
   return fields;
-}
-
-// Whole values as integers (memory_bytes 85899345920, not 85899345920.0), as simulate's and
-// collective's JSON write them; fractions and non-whole figures stay floats.
-void whole_numbers_as_integers(json& j) {
-  if (j.is_structured()) {
-    for (auto& v : j) whole_numbers_as_integers(v);
-    return;
-  }
-  if (!j.is_number_float()) return;
-  const double v = j.get<double>();
-  constexpr double kLargestExactInteger = 9007199254740992.0;  // 2^53
-  if (std::isfinite(v) && std::floor(v) == v && std::fabs(v) <= kLargestExactInteger)
-    j = static_cast<int64_t>(v);
 }
 
 template <class Spec>

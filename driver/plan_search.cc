@@ -225,6 +225,7 @@ StepEvaluator::~StepEvaluator() = default;
 AnalyticEstimate StepEvaluator::evaluate(const Scenario& sc, double capacity_bytes) {
   const Step step = build_step(sc, impl_->shard(sc), kDefaultMaxMemoryBytes, true);
   AnalyticEstimate out;
+  for (const auto& program : step.job.programs) out.ops += static_cast<double>(program.op_count());
   if (const auto memory = peak_in_program_order(step.job);
       memory && memory->bytes > capacity_bytes && sc.stragglers.entries.empty()) {
     out.step_time_s = std::numeric_limits<double>::quiet_NaN();
@@ -409,7 +410,7 @@ struct Evaluated {
 };
 
 // Loads each shape once (the loader decides validity) and evaluates each candidate with the step
-// builder and the analytic engine; ZeRO-3 candidates come last, within the engine budget.
+// builder and the analytic engine; ZeRO-3 candidates come last, within the engine's op budget.
 Evaluated evaluate_candidates(const PlanRequest& req, const std::string& text,
                               const std::vector<std::vector<Shape>>& by_zero_group,
                               PlanReport& rep) {
@@ -468,7 +469,7 @@ Evaluated evaluate_candidates(const PlanRequest& req, const std::string& text,
         c.config.recompute = r;
         // ZeRO-3 gathers each layer's weights on a stream of its own, so its pipeline units do
         // not form segments and its Job is built and lowered op by op (0.05 to 1 s each for the
-        // large models): those come after the others, within the engine budget.
+        // large models): those come after the others, within the engine's op budget.
         if (sc.parallelism.zero_stage == 3) {
           deferred.emplace_back(std::move(sc), c.config);
           continue;
@@ -488,11 +489,10 @@ Evaluated evaluate_candidates(const PlanRequest& req, const std::string& text,
       if (req.progress) req.progress->advance(done);
     }
   }
-  const auto engine_start = std::chrono::steady_clock::now();
+  double& engine_ops = rep.engine_ops;
   for (auto& [sc, config] : deferred) {
     ++done;
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - engine_start).count() >
-        req.engine_budget_s) {
+    if (engine_ops > req.engine_budget_ops) {
       ++rep.not_evaluated;
       continue;
     }
@@ -500,6 +500,7 @@ Evaluated evaluate_candidates(const PlanRequest& req, const std::string& text,
     c.config = config;
     try {
       c.estimate = evaluator.evaluate(sc, rep.capacity_bytes);
+      engine_ops += c.estimate.ops;
       ++rep.engine_evaluations;
     } catch (const InputError& e) {
       refuse(e, 1);
@@ -641,6 +642,7 @@ PlanReport plan_search(const PlanRequest& req) {
   rep.global_batch_size = base.training.global_batch_size.value;
   rep.gpu = base.cluster.gpu.name;
   rep.capacity_bytes = base.cluster.gpu.memory.value();
+  rep.engine_budget_ops = req.engine_budget_ops;
 
   const auto by_zero_group =
       enumerate_shapes(req, models::spec_from_scenario(base), base.cluster.gpus_per_node, rep);

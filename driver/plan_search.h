@@ -17,7 +17,7 @@
 //   --engine analytic` gives them. The search builds each Job with segments and times it without
 //   a Trace (StepEvaluator below), which changes the number of graph nodes, not the answer
 //   (tests/driver/plan_search_test.cc checks both against the engine's run()). ZeRO-3
-//   configurations, whose Jobs do not form segments, come last, within an engine budget.
+//   configurations, whose Jobs do not form segments, come last, within a budget of ops.
 // - Configurations whose peak exceeds the GPU's memory are dropped, counted by the memory
 //   category largest at the peak, and the closest misses are kept for the report.
 // - The fastest `top` by analytic step time are simulated again with SimGrid, each in its own
@@ -78,6 +78,7 @@ struct AnalyticEstimate {
   double step_time_s = 0;
   double peak_bytes = 0;  // per GPU, the worst simulated rank
   std::array<double, kMemoryCategories> at_peak{};
+  double ops = 0;  // ops of the Job's Programs as built (a segment counts as its ops once)
 };
 
 // The analytic engine's step time and peak memory for the configurations of one search: the
@@ -132,9 +133,12 @@ struct PlanRequest {
   std::string dtsim;           // the dtsim binary the children run
   int jobs = 2;                // children at once
   double child_timeout_s = 0;  // 0: none
-  // Wall time for the ZeRO-3 configurations, whose Jobs are built and lowered op by op; those
-  // left when it runs out are counted, not ranked.
-  double engine_budget_s = 5;
+  // Ops (summed over the Jobs' Programs) for the ZeRO-3 configurations, whose Jobs are built and
+  // lowered op by op; those left when it runs out are counted, not ranked. A count of work, not
+  // a wall time, so that a search ranks the same configurations on every run and machine: 8e6
+  // ops are about 5 s on the 2-core development VM (2e7 took 12.4 s of CPU, 287 ZeRO-3
+  // configurations of GPT-3 1.3B on 16 H100; bench/results/plan-speed.md).
+  double engine_budget_ops = 8e6;
   PlanProgress* progress = nullptr;
 };
 
@@ -172,9 +176,11 @@ struct PlanReport {
   std::map<std::string, std::size_t> do_not_fit_by_category;  // largest category at the peak
   std::vector<PlanRow> closest_misses;                        // smallest peaks that do not fit
   std::size_t fits = 0;
-  // Evaluated in the first pass, and the ZeRO-3 ones within PlanRequest::engine_budget_s.
+  // Evaluated in the first pass, and the ZeRO-3 ones within PlanRequest::engine_budget_ops.
   std::size_t step_level_evaluations = 0, engine_evaluations = 0;
-  std::size_t not_evaluated = 0;                   // beyond PlanRequest::engine_budget_s
+  std::size_t not_evaluated = 0;                   // beyond PlanRequest::engine_budget_ops
+  double engine_budget_ops = 0;                    // the request's, for the report
+  double engine_ops = 0;                           // spent of it
   double analytic_wall_s = 0, analytic_cpu_s = 0;  // load + analytic evaluation of every candidate
   double step_level_cpu_s = 0;                     // of which in the first pass's evaluations
   std::vector<PlanRow> ranked;                     // the simulated top, best first

@@ -6,6 +6,7 @@
 
 #include "core/base/text.h"
 #include "core/hardware/cluster.h"
+#include "core/report/json_numbers.h"
 
 namespace dtsim {
 
@@ -15,11 +16,11 @@ namespace {
 // to nothing) comes out as 8.9e-16 where it is 0. One rule cleans it, here and nowhere else: a
 // value whose magnitude is at most kNoiseTolerance times the section's scale (the step time for
 // breakdown_s, else the largest magnitude in the section) is written as 0. Doubles that hold a
-// whole number exactly (byte and parameter counts) are written as integers. Sections of counts
-// (model, communication, config) hold sums of whole numbers, not differences, and get scale 0:
-// their small entries (a 4-byte flag all-reduce next to 10 GB of gradients) are real.
+// whole number exactly (byte and parameter counts) are written as integers (json_numbers.h).
+// Sections of counts (model, communication, config) hold sums of whole numbers, not differences,
+// and get scale 0: their small entries (a 4-byte flag all-reduce next to 10 GB of gradients) are
+// real.
 constexpr double kNoiseTolerance = 1e-9;
-constexpr double kLargestExactInteger = 9007199254740992.0;  // 2^53
 
 double largest_magnitude(const nlohmann::json& j) {
   double m = 0;
@@ -34,13 +35,7 @@ void tidy(nlohmann::json& j, double scale) {
     for (auto& v : j) tidy(v, scale);
     return;
   }
-  if (!j.is_number_float()) return;
-  double v = j.get<double>();
-  v = without_noise(v, scale);
-  if (std::isfinite(v) && std::floor(v) == v && std::fabs(v) <= kLargestExactInteger)
-    j = static_cast<int64_t>(v);
-  else
-    j = v;
+  if (j.is_number_float()) j = as_json_number(without_noise(j.get<double>(), scale));
 }
 
 // The reliability section (docs/design.md section 5): the whole run's figures, when one was run.

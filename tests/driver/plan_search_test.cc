@@ -392,6 +392,28 @@ TEST(PlanSearch, PicksTheTrueBestOnASmallCase) {
   EXPECT_GT(all.invalid, 0u) << "the loader refuses some candidates";
 }
 
+// The ZeRO-3 configurations are ranked within a budget of work, not of wall time: a budget that
+// runs out part way leaves the same configurations ranked on every run.
+TEST(PlanSearch, ABudgetThatRunsOutRanksTheSameConfigurationsEveryRun) {
+  PlanRequest req = small_request(100000);
+  req.constraints.clear();
+  req.simulate = false;
+  req.engine_budget_ops = 1;  // the first ZeRO-3 configuration spends it
+  auto ranked = [](const PlanReport& rep) {
+    std::vector<std::string> out;
+    for (const PlanRow& row : rep.ranked)
+      out.push_back(row.config.describe() + " " + std::to_string(row.step_time_s));
+    return out;
+  };
+  const PlanReport first = plan_search(req);
+  const PlanReport second = plan_search(req);
+  EXPECT_EQ(first.engine_evaluations, 1u);
+  EXPECT_GT(first.not_evaluated, 0u) << "the small case should have ZeRO-3 configurations";
+  EXPECT_EQ(first.not_evaluated, second.not_evaluated);
+  EXPECT_EQ(first.engine_ops, second.engine_ops);
+  EXPECT_EQ(ranked(first), ranked(second));
+}
+
 // Every configuration the search ranks has the step time and peak memory `dtsim simulate
 // --engine analytic` gives it (here without the constraints: every ZeRO stage, recompute mode,
 // schedule and micro-batch size of the small case).
