@@ -8,6 +8,7 @@
 #include "core/base/error.h"
 #include "core/base/module_loader.h"
 #include "core/base/text.h"
+#include "core/report/json_numbers.h"
 #include "driver/analysis.h"
 #include "driver/output_file.h"
 #include "driver/sweep_results.h"
@@ -138,12 +139,9 @@ int run_analyze(const AnalyzeOptions& o, std::ostream& out) {
       }
       nlohmann::json by_keys = nlohmann::json::array();
       for (const auto& [k, v] : series.front().by) by_keys.push_back(k);
-      out << nlohmann::json{{"file", o.results},
-                            {"x_key", o.x_key},
-                            {"by", by_keys},
-                            {"series", list}}
-                 .dump(2)
-          << "\n";
+      nlohmann::json j{{"file", o.results}, {"x_key", o.x_key}, {"by", by_keys}, {"series", list}};
+      whole_numbers_as_integers(j);
+      out << j.dump(2) << "\n";
       return 0;
     }
     out << "dtsim analyze: " << printable(o.results, 200) << ": " << series.size()
@@ -176,6 +174,7 @@ int run_analyze(const AnalyzeOptions& o, std::ostream& out) {
   if (o.json) {
     nlohmann::json j = driver::analysis_to_json(analysis);
     j["plot_file"] = plot_file ? nlohmann::json(o.plot) : nlohmann::json();
+    whole_numbers_as_integers(j);
     out << j.dump(2) << "\n";
     return 0;
   }
