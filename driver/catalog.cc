@@ -165,7 +165,7 @@ json schema_node_json(const SchemaNode& node, const std::string& path) {
   }
   if (node.positive) out["positive"] = true;
   if (const char* unit = unit_of(node.type)) out["unit"] = unit;
-  if (node.unsupported) out["some_values_not_supported_yet"] = true;
+  if (node.unsupported) out["some_values_refused"] = true;
   if (!node.aliases.empty()) out["aliases"] = node.aliases;
   if (!node.children.empty()) {
     json children = json::array();
@@ -270,6 +270,7 @@ json engine_catalog_json() {
 json scenario_keys_json() {
   json keys = json::array();
   for (const auto& c : scenario_schema().children) keys.push_back(schema_node_json(c, c.key));
+  whole_numbers_as_integers(keys);  // bounds: min 1000000000, not 1000000000.0
   return {{"keys", keys}};
 }
 

@@ -12,8 +12,11 @@ namespace dtsim {
 
 std::vector<std::string> SchemaNode::all_choices() const {
   std::vector<std::string> names = choices;
+  // A catalog name that is also a fixed choice (an intra-node kind that names a fabric too) is
+  // listed once.
   if (catalog)
-    for (auto& c : catalog()) names.push_back(std::move(c));
+    for (auto& c : catalog())
+      if (std::find(names.begin(), names.end(), c) == names.end()) names.push_back(std::move(c));
   return names;
 }
 
