@@ -10,6 +10,7 @@
 #include "core/collectives/cost_model.h"
 #include "core/exec/engine_registry.h"
 #include "core/hardware/network_topology.h"
+#include "driver/predict.h"
 
 namespace dtsim::driver {
 namespace {
@@ -332,6 +333,20 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
              Label{std::string(to_string(kind)) + "." + std::to_string(i), -1, -1, Phase::kOther});
   job.programs.push_back(std::move(p));
   auto executor = make_engine(sc.simulate.engine, engine_settings(sc));
+  // The memory a run would hold, before it holds it, as simulate's estimate counts it
+  // (driver/predict.h): an engine that turns a collective into flows holds its cost per member
+  // per size, and an all-to-all's member sends to every other member.
+  const double flows_per_member = kind == CollectiveKind::kAllToAll ? ranks - 1.0 : 1.0;
+  const double run_bytes = kBaseRunBytes + static_cast<double>(sizes.size()) * ranks *
+                                               flows_per_member *
+                                               executor->bytes_per_collective_member();
+  if (run_bytes > kDefaultMaxMemoryBytes)
+    throw bad(q.ranks > 0 ? "--ranks/-g" : "cluster",
+              std::string(to_string(kind)) + " over " + std::to_string(ranks) + " ranks, " +
+                  std::to_string(sizes.size()) + " size(s), on the " + sc.simulate.engine +
+                  " engine would need about " + format_bytes(Bytes(run_bytes)) +
+                  " of memory, more than " + format_bytes(Bytes(kDefaultMaxMemoryBytes)) +
+                  "; use --engine analytic (no flows), fewer ranks (--ranks) or fewer sizes");
   Trace t = executor->run(job, c, RunOptions{});
   std::vector<double> times(sizes.size(), 0);
   for (const auto& span : t.spans) times[span.op_index] = (span.end - span.start).value();
