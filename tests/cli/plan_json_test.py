@@ -9,30 +9,18 @@ module is a failure, not a skip.
 
 Usage: plan_json_test.py DTSIM SOURCE_DIR
 """
-import json
 import os
 import subprocess
 import sys
 
-try:
-    import jsonschema
-except ImportError:
-    sys.exit("FAIL: Python's jsonschema module is missing; install python3-jsonschema "
-             "(scripts/setup.sh) to run this test")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from strict_schema import closest, strict_loads, validator  # noqa: E402
 
-
-def strict_integer(checker, instance):
-    return isinstance(instance, int) and not isinstance(instance, bool)
 
 
 def main():
     dtsim, source = sys.argv[1], sys.argv[2]
-    with open(os.path.join(source, "docs", "schemas", "plan-result.schema.json")) as f:
-        schema = json.load(f)
-    base = jsonschema.validators.validator_for(schema)
-    base.check_schema(schema)
-    validator = jsonschema.validators.extend(
-        base, type_checker=base.TYPE_CHECKER.redefine("integer", strict_integer))(schema)
+    schema = validator(source, "plan-result.schema.json")
     scenario = os.path.join(source, "scenarios", "default.yaml")
     cases = {
         "simulated top 1": [scenario, "--set", "model.preset=gpt3-125m", "--constraint",
@@ -49,10 +37,10 @@ def main():
             print(f"FAIL {name}: exit {p.returncode}: {p.stderr[-800:]}")
             failures += 1
             continue
-        result = json.loads(p.stdout, parse_constant=lambda c: sys.exit(f"FAIL {name}: {c}"))
-        errors = sorted(validator.iter_errors(result), key=lambda e: list(e.path))
-        for e in errors:
-            print(f"FAIL {name}: at {'/'.join(map(str, e.path)) or '(top)'}: {e.message}")
+        result = strict_loads(p.stdout)
+        errors = sorted(schema.iter_errors(result), key=lambda e: list(e.path))
+        for e in map(closest, errors):
+            print(f"FAIL {name}: at {'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}")
         failures += len(errors)
         if not result["ranked"]:
             print(f"FAIL {name}: nothing ranked")

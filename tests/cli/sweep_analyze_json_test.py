@@ -10,36 +10,14 @@ jsonschema module is a failure, not a skip.
 
 Usage: sweep_analyze_json_test.py DTSIM SOURCE_DIR SCRATCH_DIR
 """
-import json
 import os
 import shutil
 import subprocess
 import sys
 
-try:
-    import jsonschema
-except ImportError:
-    sys.exit("FAIL: Python's jsonschema module is missing; install python3-jsonschema "
-             "(scripts/setup.sh) to run this test")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from strict_schema import closest, strict_loads, validator  # noqa: E402
 
-
-def strict_integer(checker, instance):
-    return isinstance(instance, int) and not isinstance(instance, bool)
-
-
-def validator(source, name):
-    with open(os.path.join(source, "docs", "schemas", name)) as f:
-        schema = json.load(f)
-    base = jsonschema.validators.validator_for(schema)
-    base.check_schema(schema)
-    return jsonschema.validators.extend(
-        base, type_checker=base.TYPE_CHECKER.redefine("integer", strict_integer))(schema)
-
-
-def strict_loads(text):
-    def refuse(c):
-        raise ValueError(f"non-finite number {c}")
-    return json.loads(text, parse_constant=refuse)
 
 
 failures = 0
@@ -48,8 +26,7 @@ failures = 0
 def check(v, obj, what):
     global failures
     for e in sorted(v.iter_errors(obj), key=lambda e: list(e.path)):
-        if e.context:  # oneOf / anyOf: the branch that came closest says what is wrong
-            e = jsonschema.exceptions.best_match(e.context)
+        e = closest(e)  # oneOf / anyOf: the branch that came closest says what is wrong
         print(f"FAIL {what}: at {'/'.join(map(str, e.absolute_path)) or '(top)'}: "
               f"{e.message[:300]}")
         failures += 1
