@@ -66,6 +66,13 @@ Measurement measure(const std::string& scenario_path, const std::vector<std::str
                                     std::to_string(launch.world) + " processes; " +
                                     launch_hint(world)});
   }
+  if (options.real.fault.kind != real::FaultInjection::Kind::kNone &&
+      options.real.fault.rank >= world)
+    throw InputError(Diagnostic{SourceLocation{}, "--inject-fault",
+                                "rank " + std::to_string(options.real.fault.rank) +
+                                    " is not in this run, whose ranks are 0 to " +
+                                    std::to_string(world - 1) +
+                                    "; name one of them, or the fault would be injected nowhere"});
   // Real mode measures the hardware as it is: an injected slowdown or a modelled failure would be
   // a prediction dressed as a measurement.
   const Scenario& sc = plan.scenario;

@@ -92,6 +92,22 @@ std::string format_number(double v) {
   return buf;
 }
 
+// What a number out of a key's range crossed, for a message whose description of the key does
+// not already state that bound (describe() leaves out bounds of 1e17 and beyond).
+std::string beyond_bounds(const SchemaNode& s, double v) {
+  const std::string said = describe(s);
+  auto unless_said = [&](const std::string& what, double bound) {
+    const std::string b = format_number(bound);
+    return said.find(b) == std::string::npos ? ", " + what + " " + b : std::string();
+  };
+  if (!std::isfinite(v)) return ", which is not a finite number";
+  if (s.positive && v <= 0) return ", which is not greater than 0";
+  if (v < s.min) return unless_said("below the smallest value accepted,", s.min);
+  if (v > s.max || (s.max_exclusive && v >= s.max))
+    return unless_said("beyond the largest value accepted,", s.max);
+  return {};
+}
+
 struct Validator {
   const std::string& file;
   const SourceLocation& fixed;
@@ -194,7 +210,7 @@ struct Validator {
         }
         if (!std::isfinite(v) || v < s.min || v > s.max || (s.max_exclusive && v >= s.max) ||
             (s.positive && v <= 0)) {
-          error(n, path, "expected " + describe(s) + ", found " + text);
+          error(n, path, "expected " + describe(s) + ", found " + text + beyond_bounds(s, v));
           return;
         }
         store(n, s, path, v);
@@ -277,7 +293,7 @@ struct Validator {
       return std::nullopt;
     }
     if (v < s.min || v > s.max) {
-      error(n, path, "expected " + describe(s) + ", found " + text);
+      error(n, path, "expected " + describe(s) + ", found " + text + beyond_bounds(s, v));
       return std::nullopt;
     }
     return static_cast<int64_t>(v);

@@ -38,6 +38,10 @@ def checks(tmp):
         ([dtsim, "real", scenario, "--set", "stragglers=[{ranks: [1], slowdown: 1.3}]"],
          {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"},
          "cannot slow it down"),
+        # a fault for a rank the run does not have would be injected nowhere
+        ([dtsim, "real", scenario, "--inject-fault", "exit:7"],
+         {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"},
+         "--inject-fault: rank 7 is not in this run, whose ranks are 0 to 1"),
         ([dtsim, "real", scenario, "--set", "failures.gpu_mtbf=1000h"],
          {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"},
          "not a whole run"),
