@@ -524,19 +524,21 @@ std::vector<ScalingSeries> analyze_series(const ResultsFile& results, const std:
   // Rows by the values of the `by` keys, in the order each combination first appears.
   std::vector<ScalingSeries> out;
   std::vector<ResultsFile> parts;
-  for (const SweepRow& row : kept.rows) {
+  // The file's description without its rows, which each part takes its own of.
+  std::vector<SweepRow> rows = std::move(kept.rows);
+  const ResultsFile shell = kept;
+  std::map<std::vector<std::pair<std::string, std::string>>, size_t> series_of;
+  for (SweepRow& row : rows) {
     std::vector<std::pair<std::string, std::string>> values;
     for (const std::string& key : by) values.emplace_back(key, raw_value(row, key).value_or("-"));
-    size_t i = 0;
-    while (i < out.size() && out[i].by != values) ++i;
-    if (i == out.size()) {
+    const auto [at, fresh] = series_of.emplace(values, out.size());
+    if (fresh) {
       std::string label;
       for (const auto& [k, v] : values) label += (label.empty() ? "" : ", ") + k + "=" + v;
       out.push_back(ScalingSeries{values, label, {}, ""});
-      parts.push_back(kept);
-      parts.back().rows.clear();
+      parts.push_back(shell);
     }
-    parts[i].rows.push_back(row);
+    parts[at->second].rows.push_back(std::move(row));
   }
   size_t analysed = 0;
   for (size_t i = 0; i < out.size(); ++i) {

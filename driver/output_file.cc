@@ -94,10 +94,19 @@ std::string destroys_input(const std::string& in) {
 
 }  // namespace
 
-void refuse_if_input(const std::string& path, const std::string& flag) {
-  if (const auto in = read_by_this_run(resolved(path)))
+void refuse_unsafe_output(const std::string& path, const std::string& flag) {
+  const fs::path target = resolved(path);
+  if (const auto in = read_by_this_run(target))
     throw InputError(
         Diagnostic{SourceLocation{}, flag, "cannot write '" + path + "': " + destroys_input(*in)});
+  std::error_code ec;
+  const auto status = fs::status(target, ec);
+  if (!ec && fs::exists(status) && !fs::is_regular_file(status))
+    throw InputError(Diagnostic{
+        SourceLocation{}, flag,
+        "cannot write '" + path + "': " +
+            (fs::is_directory(status) ? "it is a directory"
+                                      : "it is not a regular file (a pipe, device or socket)")});
 }
 
 OutputFile::OutputFile(const std::string& path, const std::string& flag,

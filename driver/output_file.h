@@ -26,9 +26,11 @@
 
 namespace dtsim::driver {
 
-// Throws InputError naming `flag` when `path` is a file this process has read as input
-// (files_read()), for outputs that are appended to rather than written whole (a sweep's rows).
-void refuse_if_input(const std::string& path, const std::string& flag);
+// For outputs that are appended to or written in place rather than through an OutputFile (a
+// sweep's rows, a screenshot): throws InputError naming `flag` when `path` is a file this process
+// has read as input (files_read()), or exists and is not a regular file (opening a FIFO would
+// block, a device would swallow the rows).
+void refuse_unsafe_output(const std::string& path, const std::string& flag);
 
 class OutputFile {
  public:

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "core/base/error.h"
+#include "core/base/input_file.h"
 #include "core/base/text.h"
 #include "core/scenario/scenario.h"
 #include "driver/child_process.h"
@@ -80,10 +81,11 @@ std::vector<std::string> range_values(const std::string& key, const std::string&
     throw InputError(
         Diagnostic{SourceLocation{"--vary", index, 0}, key,
                    "range(" + printable(args, 80) + ") is empty: from a, step never reaches b"});
-  if (count > 1e6)
+  if (count > static_cast<double>(kMaxSweepRows))
     throw InputError(Diagnostic{SourceLocation{"--vary", index, 0}, key,
                                 "range(" + printable(args, 80) + ") has " + number_text(count) +
-                                    " values; a sweep takes at most 1000000 per key"});
+                                    " values; a sweep takes at most " +
+                                    std::to_string(kMaxSweepRows) + " configurations"});
   std::vector<std::string> values;
   for (long long i = 0; i < static_cast<long long>(count); ++i)
     values.push_back(number_text(a + static_cast<double>(i) * step));
@@ -352,11 +354,14 @@ std::vector<Overrides> expand_axes(const std::vector<SweepAxis>& axes) {
 }
 
 std::vector<Overrides> read_grid(const std::string& path) {
+  // A regular file of bounded size: a pipe or a device would be read forever.
+  const std::string text = read_input_file(
+      path, InputFileRules{"grid file", "; give a YAML file listing the override sets",
+                           "a YAML file listing the override sets",
+                           "a grid is a few kilobytes of YAML", 16u << 20});
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw flag_error("--grid", "cannot read " + printable(path, 200));
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw InputError(Diagnostic{SourceLocation{path, e.mark.line + 1, e.mark.column + 1}, "",
                                 "not YAML: " + e.msg});
@@ -366,6 +371,11 @@ std::vector<Overrides> read_grid(const std::string& path) {
                                 "a grid file is a YAML list of override sets, e.g.\n"
                                 "- {parallelism.tensor: 8, parallelism.pipeline: 2}\n"
                                 "- {parallelism.tensor: 4, parallelism.pipeline: 4}"});
+  if (root.size() > kMaxSweepRows)
+    throw InputError(Diagnostic{SourceLocation{path, 1, 0}, "",
+                                "lists " + std::to_string(root.size()) +
+                                    " override sets; a sweep takes at most " +
+                                    std::to_string(kMaxSweepRows) + " configurations"});
   std::vector<Overrides> configs;
   DiagnosticSink sink;
   std::set<std::string> ids;
@@ -435,9 +445,11 @@ std::vector<Overrides> sweep_configurations(const SweepRequest& request,
     }
     double product = 1;
     for (const auto& a : axes) product *= static_cast<double>(a.values.size());
-    if (product > 1e6)
+    if (product > static_cast<double>(kMaxSweepRows))
       throw flag_error("--vary", "the product of the axes has " + number_text(product) +
-                                     " configurations; a sweep takes at most 1000000");
+                                     " configurations; a sweep takes at most " +
+                                     std::to_string(kMaxSweepRows) +
+                                     " (the rows analyze, --resume and --merge read back)");
     all = expand_axes(axes);
   }
   varied_keys = keys_of(all);
@@ -488,8 +500,9 @@ SweepSummary run_sweep(const SweepRequest& request) {
   }
   const std::string identity =
       sweep_identity(scenario_bytes, request.overrides, request.engine, request.max_memory);
-  // The rows' file is appended to: it may not be a file the scenario named (a profile).
-  for (const std::string& path : {request.output, stream_path}) refuse_if_input(path, "--output");
+  // The rows' file is appended to: it may not be a file the scenario named (a profile), nor a pipe.
+  for (const std::string& path : {request.output, stream_path})
+    refuse_unsafe_output(path, "--output");
   // Rows already written: refuse to mix sweeps unless --resume.
   std::set<std::string> done;
   for (const std::string& path : {request.output, stream_path}) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/base/error.h"
+#include "core/base/input_file.h"
 #include "core/base/text.h"
 #include "core/report/metrics.h"
 #include "core/report/report.h"
@@ -19,6 +20,9 @@ namespace {
 constexpr const char* kConfigColumn = "config";
 const std::vector<std::string> kRunColumns = {"status", "exit_code", "wall_s", "error"};
 constexpr const char* kSweepColumn = "sweep";
+
+// A row is 2 to 4 kB of text; the limit leaves room for long error messages.
+constexpr std::uintmax_t kMaxResultsFileBytes = kMaxSweepRows * (8u << 10);
 
 // Result keys kept as one JSON cell: lists, and maps whose keys vary from run to run.
 bool is_json_cell(const std::string& key) {
@@ -320,17 +324,25 @@ std::string format_line(ResultsFormat format, const std::vector<std::string>& va
 
 ResultsFile read_results(const std::string& path) {
   const ResultsFormat format = results_format(path, "results file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw InputError(
-        Diagnostic{SourceLocation{path, 0, 0}, "",
-                   "cannot read the results file: " + std::string(std::strerror(errno))});
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_results(buffer.str(), path, format);
+  // A regular file of bounded size: a pipe or a device would be read forever.
+  return parse_results(
+      read_input_file(path,
+                      InputFileRules{"results file", "; give the file dtsim sweep -o wrote",
+                                     "the .csv or .jsonl file dtsim sweep -o wrote",
+                                     "a sweep writes about 2 kB a row", kMaxResultsFileBytes}),
+      path, format);
 }
 
 ResultsFile parse_results(const std::string& text, const std::string& path, ResultsFormat format) {
+  // Counted before any row is parsed, so that a file too large to hold costs little.
+  if (const auto lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+      lines > kMaxSweepRows + 1)
+    throw InputError(Diagnostic{
+        SourceLocation{path, 0, 0}, "",
+        "holds " + std::to_string(lines) + " lines; dtsim reads results files of at most " +
+            std::to_string(kMaxSweepRows) +
+            " rows (about 35 kB of memory each): split the sweep with --shard and analyze "
+            "each part"});
   ResultsFile file;
   file.path = path;
   file.format = format;

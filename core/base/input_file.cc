@@ -1,5 +1,6 @@
 #include "core/base/input_file.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -51,20 +52,33 @@ std::string read_input_file(const std::string& path, const InputFileRules& rules
                                 "is not a regular file (a device, pipe or socket); give the path "
                                 "of " +
                                     rules.path_tip});
+  const auto too_large = [&] {
+    return InputError(Diagnostic{whole, "",
+                                 "the file is larger than " +
+                                     format_bytes(Bytes(static_cast<double>(rules.max_bytes))) +
+                                     "; " + rules.typical_size + " (is this the right file?)"});
+  };
+  // A regular file's size, known before reading it (the read below bounds one that grows).
+  if (const auto size = std::filesystem::file_size(path, ec); !ec && size > rules.max_bytes)
+    throw too_large();
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw InputError(Diagnostic{whole, "", "cannot open the " + rules.noun + ": " + os_reason()});
   note_read(path);
-  std::string bytes(rules.max_bytes + 1, '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  // In pieces, so that memory follows the file's size rather than the limit, up to one byte past
+  // the limit.
+  std::string bytes;
+  constexpr std::uintmax_t kPiece = 1u << 20;
+  while (in && bytes.size() <= rules.max_bytes) {
+    const size_t old = bytes.size();
+    const size_t want = static_cast<size_t>(std::min(kPiece, rules.max_bytes + 1 - old));
+    bytes.resize(old + want);
+    in.read(bytes.data() + old, static_cast<std::streamsize>(want));
+    bytes.resize(old + static_cast<size_t>(in.gcount()));
+  }
   if (in.bad())
     throw InputError(Diagnostic{whole, "", "cannot read the " + rules.noun + ": " + os_reason()});
-  bytes.resize(static_cast<size_t>(in.gcount()));
-  if (bytes.size() > rules.max_bytes)
-    throw InputError(Diagnostic{whole, "",
-                                "the file is larger than " +
-                                    format_bytes(Bytes(static_cast<double>(rules.max_bytes))) +
-                                    "; " + rules.typical_size + " (is this the right file?)"});
+  if (bytes.size() > rules.max_bytes) throw too_large();
   return bytes;
 }
 

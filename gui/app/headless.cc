@@ -159,7 +159,7 @@ int take_screenshot(const HeadlessRequest& request) {
   }
   try {
     // A file the scenario named (a profile) was read while the picture was prepared.
-    driver::refuse_if_input(request.output.toStdString(), "--screenshot");
+    driver::refuse_unsafe_output(request.output.toStdString(), "--screenshot");
     if (suffix == "png") {
       if (!window.grab().save(request.output, "PNG")) {
         error_line(request.output + ": cannot write the image");

@@ -52,6 +52,27 @@ with tempfile.TemporaryDirectory(prefix=f"dtsim-test-resource-limits-{os.getpid(
     run("a FIFO as the scenario", ["simulate", fifo], "is not a regular file")
     run("a FIFO as -o", ["simulate", DEFAULT, "--engine", "analytic", "-o", fifo],
         "not a regular file")
+    # Sweep files: a FIFO as the grid, the rows' file, a file to merge or to analyze.
+    fifo_csv = os.path.join(d, "fifo.csv")
+    os.mkfifo(fifo_csv)
+    run("a FIFO as --grid", ["sweep", DEFAULT, "--grid", fifo, "-o", os.path.join(d, "g.csv")],
+        "is not a regular file")
+    run("a FIFO as sweep -o", ["sweep", DEFAULT, "--vary", "cluster.nodes=1,2", "-o", fifo_csv],
+        "not a regular file")
+    run("a FIFO to --merge", ["sweep", "--merge", fifo_csv, "-o", os.path.join(d, "m.csv")],
+        "is not a regular file")
+    run("a FIFO to analyze", ["analyze", fifo_csv], "is not a regular file")
+    million = os.path.join(d, "million.csv")
+    with open(million, "w") as f:
+        f.write("config,cluster.nodes,status\n" + "cluster.nodes=1,1,ok\n" * 1_000_000)
+    run("a results file of a million rows", ["analyze", million], "rows (about 35 kB")
+    huge_csv = os.path.join(d, "huge.csv")
+    with open(huge_csv, "wb") as f:
+        f.truncate(2 << 30)  # 2 GiB, sparse
+    run("a 2 GiB results file", ["analyze", huge_csv], "is larger than")
+    run("a sweep of more configurations than a results file holds",
+        ["sweep", DEFAULT, "--vary", "cluster.nodes=range(1,100000,1)", "-o",
+         os.path.join(d, "r.csv")], "a sweep takes at most 25000 configurations")
     big = os.path.join(d, "big.yaml")
     with open(big, "wb") as f:
         f.truncate(2 << 30)  # 2 GiB, sparse

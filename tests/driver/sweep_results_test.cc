@@ -228,7 +228,9 @@ TEST(SweepResults, CorruptAndForeignFilesAreRefused) {
   EXPECT_NE(message_of([&] { read_results(jsonl); }).find("foreign.jsonl:1"), std::string::npos);
   write_file(jsonl, "not json\n");
   EXPECT_NE(message_of([&] { read_results(jsonl); }).find("not a JSON line"), std::string::npos);
-  EXPECT_NE(message_of([] { read_results(temp_path("missing.csv")); }).find("cannot read"),
+  EXPECT_NE(message_of([] {
+              read_results(temp_path("missing.csv"));
+            }).find("cannot open the results file"),
             std::string::npos);
   EXPECT_NE(message_of([] { read_results("results.txt"); }).find(".csv or .jsonl"),
             std::string::npos);
