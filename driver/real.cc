@@ -1,6 +1,8 @@
 #include "driver/real.h"
 
 #include "core/base/error.h"
+#include "core/base/units.h"
+#include "core/exec/analytic_executor.h"
 #include "driver/rank_program.h"
 
 namespace dtsim::driver {
@@ -94,6 +96,23 @@ Measurement measure(const std::string& scenario_path, const std::vector<std::str
             plan.scenario.cluster.gpu.name +
             "; set cluster.gpu: CPU-core (with cluster.profile from dtsim calibrate --cpu) to "
             "measure on CPUs, or run with --gpu on GPUs"});
+  // A configuration that does not fit cannot run (exit 2, as simulate and validate say): refused
+  // before any buffer is allocated, which on the host would otherwise end in an allocation
+  // failure.
+  if (const auto peak = peak_in_program_order(plan.job);
+      peak && peak->bytes > plan.scenario.cluster.gpu.memory.value()) {
+    size_t largest = 0;
+    for (size_t c = 1; c < peak->at_peak.size(); ++c)
+      if (peak->at_peak[c] > peak->at_peak[largest]) largest = c;
+    throw InputError(
+        Diagnostic{{scenario_path, 0, 0},
+                   "memory",
+                   "does not fit: the peak memory per device, " + format_bytes(Bytes(peak->bytes)) +
+                       ", exceeds the " + plan.scenario.cluster.gpu.name + "'s " +
+                       format_bytes(plan.scenario.cluster.gpu.memory) + " (largest at the peak: " +
+                       std::string(to_string(static_cast<MemoryCategory>(largest))) +
+                       "); dtsim validate shows where the memory goes and lists the fixes"});
+  }
   if (progress) progress->phase("building every rank's Program");
   Job job = unfolded_job(plan);
   if (progress)

@@ -38,6 +38,11 @@ def checks(tmp):
         ([dtsim, "real", scenario, "--set", "stragglers=[{ranks: [1], slowdown: 1.3}]"],
          {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"},
          "cannot slow it down"),
+        # a configuration that does not fit is refused before any buffer is allocated
+        ([dtsim, "real", scenario, "--set", "cluster.gpus_per_node=1", "--set",
+          "model.hidden_size=65536"], {}, "memory: does not fit: the peak memory per device"),
+        ([dtsim, "real", scenario, "--set", "cluster.gpus_per_node=1", "--set",
+          "model.vocab_size=100000000"], {}, "memory: does not fit: the peak memory per device"),
         # a fault for a rank the run does not have would be injected nowhere
         ([dtsim, "real", scenario, "--inject-fault", "exit:7"],
          {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"},
