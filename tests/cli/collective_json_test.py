@@ -2,21 +2,17 @@
 """Validates `dtsim collective --json` against docs/schemas/collective-result.schema.json.
 
 Runs the real dtsim binary for one size, a sweep and a barrier, and checks each object against the
-schema with Python's jsonschema module (Debian's python3-jsonschema; 4.10 or later has the draft
-2020-12 validator). A missing module is a failure, not a skip: the check must run in CI.
+schema with Python's jsonschema module (tests/support/strict_schema.py: "integer" strict, NaN
+refused). A missing module is a failure, not a skip: the check must run in CI.
 
 Usage: collective_json_test.py DTSIM SOURCE_DIR
 """
-import json
 import os
 import subprocess
 import sys
 
-try:
-    import jsonschema
-except ImportError:
-    sys.exit("FAIL: Python's jsonschema module is missing; install python3-jsonschema "
-             "(scripts/setup.sh) to run this test")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from strict_schema import strict_loads, validator as schema_validator  # noqa: E402
 
 
 def run(dtsim, args):
@@ -24,16 +20,12 @@ def run(dtsim, args):
                        timeout=300)
     if p.returncode != 0:
         sys.exit(f"FAIL: dtsim collective {' '.join(args)} exited {p.returncode}: {p.stderr}")
-    return json.loads(p.stdout)
+    return strict_loads(p.stdout)
 
 
 def main():
     dtsim, source = sys.argv[1], sys.argv[2]
-    with open(os.path.join(source, "docs", "schemas", "collective-result.schema.json")) as f:
-        schema = json.load(f)
-    validator_class = jsonschema.validators.validator_for(schema)
-    validator_class.check_schema(schema)
-    validator = validator_class(schema)
+    validator = schema_validator(source, "collective-result.schema.json")
     scenario = os.path.join(source, "scenarios", "default.yaml")
     cases = {
         "one size": [scenario, "--op", "all-reduce", "--bytes", "1GiB", "--engine", "analytic"],
