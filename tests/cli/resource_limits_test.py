@@ -73,6 +73,15 @@ with tempfile.TemporaryDirectory(prefix=f"dtsim-test-resource-limits-{os.getpid(
     run("a sweep of more configurations than a results file holds",
         ["sweep", DEFAULT, "--vary", "cluster.nodes=range(1,100000,1)", "-o",
          os.path.join(d, "r.csv")], "a sweep takes at most 25000 configurations")
+    # Seven million list items fit in 14 MB of YAML but would take the parser minutes and GBs.
+    with open(DEFAULT) as f:
+        default_text = f.read()
+    many = os.path.join(d, "many_items.yaml")
+    with open(many, "w") as f:
+        f.write(default_text + "stragglers:\n  - {ranks: [" + ",".join(["0"] * 7_000_000) +
+                "], slowdown: 1.3}\n")
+    run("a straggler list of 7 million ranks", ["validate", many],
+        "more than 100000 lines and list items by here")
     big = os.path.join(d, "big.yaml")
     with open(big, "wb") as f:
         f.truncate(2 << 30)  # 2 GiB, sparse
