@@ -1,6 +1,7 @@
 #include "driver/relaxed_sync.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <string>
 
@@ -69,19 +70,35 @@ void rewrite_step(Results& r, double step_s) {
 }
 
 // Compute-span seconds per step of each rank, and of each rank's stream named `stream`.
-double stream_seconds(const Job& job, const Trace& trace, Rank rank, const std::string& stream,
-                      SpanKind kind, double* bytes = nullptr) {
-  const Program* p = job.program_for(rank);
-  if (!p) return 0;
-  double seconds = 0;
-  for (const Span& s : trace.spans) {
-    if (s.rank != rank || s.kind != kind ||
-        p->streams.at(static_cast<size_t>(s.stream)).name != stream)
-      continue;
-    seconds += (s.end - s.start).value();
-    if (bytes) *bytes += s.moved.value();
+// Time (s) and bytes of the spans of `kind` on each named stream of each rank in `ranks`: one pass
+// over the trace, whatever the number of ranks (100,000 servers made a pass per server
+// quadratic).
+struct StreamUse {
+  double seconds = 0, bytes = 0;
+};
+std::vector<std::array<StreamUse, 3>> stream_uses(
+    const Job& job, const Trace& trace, const std::vector<Rank>& ranks,
+    const std::array<std::pair<const char*, SpanKind>, 3>& streams) {
+  std::vector<std::array<StreamUse, 3>> out(ranks.size());
+  // (rank, stream id) -> (index in ranks, which of `streams`)
+  std::map<std::pair<Rank, StreamId>, std::pair<size_t, size_t>> slot;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const Program* p = job.program_for(ranks[i]);
+    if (!p) continue;
+    for (size_t s = 0; s < p->streams.size(); ++s)
+      for (size_t k = 0; k < streams.size(); ++k)
+        if (p->streams[s].name == streams[k].first)
+          slot[{ranks[i], static_cast<StreamId>(s)}] = {i, k};
   }
-  return seconds;
+  for (const Span& span : trace.spans) {
+    const auto it = slot.find({span.rank, span.stream});
+    if (it == slot.end()) continue;
+    const auto [i, k] = it->second;
+    if (span.kind != streams[k].second) continue;
+    out[i][k].seconds += (span.end - span.start).value();
+    out[i][k].bytes += span.moved.value();
+  }
+  return out;
 }
 
 double first_transfer_bytes(const Program& p, const std::string& stream) {
@@ -203,19 +220,19 @@ ParameterServerResults parameter_server_results(const Scenario& sc, const Job& j
   ps.placement = pl.dedicated ? "dedicated" : "colocated";
   ps.updates = sc.training.parameter_server.async ? "async" : "sync";
   const double iterations = std::max(1, trace.iterations);
+  const auto uses = stream_uses(job, trace, pl.servers,
+                                {{{kServerPushStream, SpanKind::kRecv},
+                                  {kServerPullStream, SpanKind::kSend},
+                                  {kServerUpdateStream, SpanKind::kCompute}}});
   for (size_t j = 0; j < pl.servers.size(); ++j) {
     const Rank rank = pl.servers[j];
     ServerLoad l;
     l.server = static_cast<int>(j);
     l.rank = rank;
     l.node = cluster.node_of(rank);
-    double in_bytes = 0, out_bytes = 0;
-    const double in_s =
-        stream_seconds(job, trace, rank, kServerPushStream, SpanKind::kRecv, &in_bytes);
-    const double out_s =
-        stream_seconds(job, trace, rank, kServerPullStream, SpanKind::kSend, &out_bytes);
-    const double update_s =
-        stream_seconds(job, trace, rank, kServerUpdateStream, SpanKind::kCompute);
+    const double in_bytes = uses[j][0].bytes, out_bytes = uses[j][1].bytes;
+    const double in_s = uses[j][0].seconds, out_s = uses[j][1].seconds;
+    const double update_s = uses[j][2].seconds;
     l.bytes_in_per_step = in_bytes / iterations;
     l.bytes_out_per_step = out_bytes / iterations;
     if (step_s > 0) {

@@ -343,7 +343,8 @@ SchemaNode build_schema() {
       "parameter_server",
       "sync parameter-server and async: the sharded servers (each holds 1/servers of every "
       "gradient and parameter)",
-      {count("servers", "number of servers S (at least 1)", "1", 1, 1e5),
+      {count("servers", "number of servers S (at least 1; at most 10000, each a simulated rank)",
+             "1", 1, 1e4),
        choice("placement", {"dedicated", "colocated"},
               "dedicated: each server on a node of its own appended to the cluster (the "
               "cluster's node kind, one NIC); colocated: server j shares worker floor(j x "
