@@ -15,6 +15,11 @@
 namespace dtsim::driver {
 namespace {
 
+// Measured: dtsim collective --engine simgrid --op all-reduce --bytes 1GiB on 512 and 2048 nodes
+// of 8 GPUs peaks at 78 and 284 MiB, and three sizes on 2048 nodes at 297 MiB
+// (bench/results/large-inputs.md): about 17 kB a rank, rounded up.
+constexpr double kFlowPlatformBytesPerRank = 18e3;
+
 // A flag's word through its enum's name table (core/base/enum_table.h).
 template <class E, size_t N>
 E parse_flag(const EnumTable<E, N>& names, const std::string& flag, const std::string& text) {
@@ -336,10 +341,14 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
   // The memory a run would hold, before it holds it, as simulate's estimate counts it
   // (driver/predict.h): an engine that turns a collective into flows holds its cost per member
   // per size, and an all-to-all's member sends to every other member.
+  // An engine of flows also builds a platform of hosts and links for every rank: about 17 kB a
+  // rank on SimGrid, whatever the sizes (bench/results/large-inputs.md).
   const double flows_per_member = kind == CollectiveKind::kAllToAll ? ranks - 1.0 : 1.0;
-  const double run_bytes = kBaseRunBytes + static_cast<double>(sizes.size()) * ranks *
-                                               flows_per_member *
-                                               executor->bytes_per_collective_member();
+  const double platform_bytes =
+      executor->bytes_per_collective_member() > 0 ? kFlowPlatformBytesPerRank * ranks : 0.0;
+  const double run_bytes = kBaseRunBytes + platform_bytes +
+                           static_cast<double>(sizes.size()) * ranks * flows_per_member *
+                               executor->bytes_per_collective_member();
   if (run_bytes > kDefaultMaxMemoryBytes)
     throw bad(q.ranks > 0 ? "--ranks/-g" : "cluster",
               std::string(to_string(kind)) + " over " + std::to_string(ranks) + " ranks, " +
