@@ -23,8 +23,9 @@ constexpr int kExitOk = 0;
 constexpr int kExitRuntime = 1;
 constexpr int kExitBadInput = 2;
 
+// Messages from dtsim's own errors carry their "error: " already (Diagnostic::render).
 void error_line(const QString& text) {
-  std::cerr << "error: " << text.toStdString() << "\n";
+  std::cerr << (text.startsWith("error: ") ? "" : "error: ") << text.toStdString() << "\n";
 }
 
 // Runs one simulation in `window` and waits (in an event loop) until it is on screen. Returns

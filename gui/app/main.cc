@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
   if (!scenario.isEmpty()) {
     QString error;
     if (!window.open_scenario(scenario, &error)) {
-      std::cerr << "error: " << error.toStdString() << "\n";
+      std::cerr << (error.startsWith("error: ") ? "" : "error: ") << error.toStdString() << "\n";
       return kExitBadInput;
     }
   }
