@@ -7,6 +7,7 @@
 #include <QEventLoop>
 #include <QFileInfo>
 #include <QTimer>
+#include <algorithm>
 #include <iostream>
 
 #include "core/base/error.h"
@@ -30,7 +31,26 @@ void error_line(const QString& text) {
 
 // Runs one simulation in `window` and waits (in an event loop) until it is on screen. Returns
 // the finished record.
-RunRecord run_and_wait(MainWindow& window, const QString& engine) {
+// Runs `loop` until it quits or `timeout_s` passes; true when it timed out.
+bool exec_within(QEventLoop& loop, double timeout_s) {
+  bool timed_out = false;
+  QTimer timer;
+  timer.setSingleShot(true);
+  QObject::connect(&timer, &QTimer::timeout, &loop, [&] {
+    timed_out = true;
+    loop.quit();
+  });
+  timer.start(static_cast<int>(std::min(timeout_s * 1000, 2e9)));
+  loop.exec();
+  return timed_out;
+}
+
+QString timed_out_message(double timeout_s) {
+  return QString("the simulation did not finish within %1 s (--timeout) and was stopped")
+      .arg(timeout_s);
+}
+
+RunRecord run_and_wait(MainWindow& window, const QString& engine, double timeout_s) {
   window.engine_choice()->setCurrentIndex(std::max(0, window.engine_choice()->findData(engine)));
   RunRecord last;
   QEventLoop loop;
@@ -47,7 +67,11 @@ RunRecord run_and_wait(MainWindow& window, const QString& engine) {
     last.message = why;
     return last;
   }
-  if (!shown) loop.exec();
+  if (!shown && exec_within(loop, timeout_s)) {
+    window.cancel_simulation();
+    last.status = RunRecord::Status::kFailed;
+    last.message = timed_out_message(timeout_s);
+  }
   return last;
 }
 
@@ -90,7 +114,11 @@ int sweep_and_wait(MainWindow& window, const HeadlessRequest& request) {
     error_line(window.scaling()->error());
     return kExitBadInput;
   }
-  if (!ended) loop.exec();
+  if (!ended && exec_within(loop, request.timeout_s)) {
+    window.scaling()->cancel_sweep();
+    error_line(timed_out_message(request.timeout_s));
+    return kExitRuntime;
+  }
   if (!ok) {
     error_line(window.scaling()->error());
     return kExitRuntime;
@@ -135,12 +163,12 @@ int take_screenshot(const HeadlessRequest& request) {
   window.resize(request.size);
   window.show();
   if (tab_needs_run(request.tab)) {
-    const RunRecord first = run_and_wait(window, request.engine);
+    const RunRecord first = run_and_wait(window, request.engine, request.timeout_s);
     if (const int code = exit_code_of(first); code != kExitOk) return code;
     if (request.tab == "compare") {
       // The scenario against itself under the other engine: where contention matters.
       const QString other = first.engine == "analytic" ? "simgrid" : "analytic";
-      const RunRecord second = run_and_wait(window, other);
+      const RunRecord second = run_and_wait(window, other, request.timeout_s);
       if (const int code = exit_code_of(second); code != kExitOk) return code;
       window.compare_runs(first.id, second.id);
     }

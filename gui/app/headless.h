@@ -17,10 +17,11 @@ struct HeadlessRequest {
   QString scenario;
   QString output;  // .png (or .svg)
   QString tab = "summary";
-  QString engine;         // "" for the scenario's own
-  QString dtsim;          // the dtsim program
-  QSize size{1280, 800};  // the window's size, so images have a known size
-  QString vary;           // scaling tab: "KEY=V1,V2,..."; "" for nodes around the scenario's
+  QString engine;           // "" for the scenario's own
+  QString dtsim;            // the dtsim program
+  QSize size{1280, 800};    // the window's size, so images have a known size
+  QString vary;             // scaling tab: "KEY=V1,V2,..."; "" for nodes around the scenario's
+  double timeout_s = 3600;  // a simulation or sweep still running after this is stopped (exit 1)
 };
 
 int take_screenshot(const HeadlessRequest& request);

@@ -54,6 +54,8 @@ Options:
   --size WxH           window size in pixels for --screenshot (default 1280x800)
   --vary KEY=VALUES    the sweep of --tab scaling (default: cluster.nodes at the scenario's
                        count and three halvings, or 1,2,4,8), e.g. parallelism.tensor=1,2,4,8
+  --timeout SECONDS    for --screenshot: stop a simulation or sweep that has not finished after
+                       this long and exit 1 (default 3600)
   -h, --help           this help
   --version            the version
 
@@ -104,7 +106,8 @@ int main(int argc, char** argv) {
   const QCommandLineOption tab("tab", "tab", "NAME", "summary");
   const QCommandLineOption size("size", "size", "WxH", "1280x800");
   const QCommandLineOption vary("vary", "vary", "KEY=VALUES");
-  parser.addOptions({help, version, engine, dtsim, screenshot, tab, size, vary});
+  const QCommandLineOption timeout("timeout", "timeout", "SECONDS", "3600");
+  parser.addOptions({help, version, engine, dtsim, screenshot, tab, size, vary, timeout});
   parser.addPositionalArgument("scenario", "scenario");
   if (!parser.parse(args)) return bad_input(parser.errorText().toStdString());
   if (parser.isSet(help)) {
@@ -139,6 +142,11 @@ int main(int argc, char** argv) {
                      ": expected WIDTHxHEIGHT in pixels, from 320x240 to 8192x8192");
   const bool headless = parser.isSet(screenshot);
   if (headless && scenario.isEmpty()) return bad_input("--screenshot needs a SCENARIO to show");
+  bool timeout_ok = false;
+  const double timeout_s = parser.value(timeout).toDouble(&timeout_ok);
+  if (!timeout_ok || !(timeout_s > 0) || timeout_s > 1e6)
+    return bad_input("--timeout " + parser.value(timeout).toStdString() +
+                     ": expected seconds, more than 0 and at most 1000000");
   if (parser.isSet(vary) && !parser.value(vary).contains('='))
     return bad_input("--vary " + parser.value(vary).toStdString() +
                      ": expected KEY=VALUES, e.g. cluster.nodes=1,2,4,8");
@@ -178,6 +186,7 @@ int main(int argc, char** argv) {
     request.engine = engine_name;
     request.dtsim = program;
     request.size = window_size;
+    request.timeout_s = timeout_s;
     request.vary = parser.value(vary);
     return dtsim::gui::take_screenshot(request);
   }
