@@ -12,6 +12,7 @@
 #include "core/base/error.h"
 #include "core/base/text.h"
 #include "core/hardware/catalog_markdown.h"
+#include "core/report/memory_parts.h"
 #include "core/report/report.h"
 #include "core/scenario/reference.h"
 #include "driver/catalog.h"
@@ -100,11 +101,9 @@ namespace {
 
 // "activations 52.1 GiB": the memory category largest at the peak.
 std::string largest_category(const Results& r) {
-  size_t largest = 0;
-  for (size_t c = 1; c < r.per_category_bytes.size(); ++c)
-    if (r.per_category_bytes[c] > r.per_category_bytes[largest]) largest = c;
-  return std::string(to_string(static_cast<MemoryCategory>(largest))) + " " +
-         format_bytes(Bytes(r.per_category_bytes[largest]));
+  const MemoryCategory largest = dtsim::largest_category(r.per_category_bytes);
+  return std::string(to_string(largest)) + " " +
+         format_bytes(Bytes(r.per_category_bytes[static_cast<size_t>(largest)]));
 }
 
 }  // namespace

@@ -340,9 +340,8 @@ CollectiveBenchmark run_collective_benchmark(const Scenario& sc, const Collectiv
   auto executor = make_engine(sc.simulate.engine, engine_settings(sc));
   // The memory a run would hold, before it holds it, as simulate's estimate counts it
   // (driver/predict.h): an engine that turns a collective into flows holds its cost per member
-  // per size, and an all-to-all's member sends to every other member.
-  // An engine of flows also builds a platform of hosts and links for every rank: about 17 kB a
-  // rank on SimGrid, whatever the sizes (bench/results/large-inputs.md).
+  // per size (an all-to-all's member sends to every other member), and a platform of hosts and
+  // links for every rank whatever the sizes (kFlowPlatformBytesPerRank).
   const double flows_per_member = kind == CollectiveKind::kAllToAll ? ranks - 1.0 : 1.0;
   const double platform_bytes =
       executor->bytes_per_collective_member() > 0 ? kFlowPlatformBytesPerRank * ranks : 0.0;

@@ -14,6 +14,7 @@
 #include "core/base/error.h"
 #include "core/base/text.h"
 #include "core/exec/analytic_executor.h"
+#include "core/report/memory_parts.h"
 #include "driver/child_process.h"
 #include "driver/predict.h"
 #include "driver/prediction_interval.h"
@@ -317,10 +318,7 @@ struct Candidate {
 };
 
 std::string largest_category(const AnalyticEstimate& e) {
-  size_t largest = 0;
-  for (size_t c = 1; c < e.at_peak.size(); ++c)
-    if (e.at_peak[c] > e.at_peak[largest]) largest = c;
-  return std::string(to_string(static_cast<MemoryCategory>(largest)));
+  return std::string(to_string(dtsim::largest_category(e.at_peak)));
 }
 
 PlanRow row_of(const Candidate& c, double capacity) {
@@ -520,9 +518,7 @@ Evaluated evaluate_candidates(const PlanRequest& req, const std::string& text,
 std::string why_none_fits(const PlanReport& rep, const std::vector<Candidate>& misses) {
   if (!misses.empty()) {
     const Candidate& best = misses.front();
-    size_t largest = 0;
-    for (size_t c = 1; c < kMemoryCategories; ++c)
-      if (best.estimate.at_peak[c] > best.estimate.at_peak[largest]) largest = c;
+    const auto largest = static_cast<size_t>(dtsim::largest_category(best.estimate.at_peak));
     return "none of the " + std::to_string(rep.do_not_fit) +
            " valid configurations evaluated fits in memory: the smallest peak is " +
            format_bytes(Bytes(best.estimate.peak_bytes)) + " per GPU (" + best.config.describe() +

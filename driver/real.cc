@@ -3,6 +3,7 @@
 #include "core/base/error.h"
 #include "core/base/units.h"
 #include "core/exec/analytic_executor.h"
+#include "core/report/memory_parts.h"
 #include "driver/rank_program.h"
 
 namespace dtsim::driver {
@@ -101,17 +102,14 @@ Measurement measure(const std::string& scenario_path, const std::vector<std::str
   // failure.
   if (const auto peak = peak_in_program_order(plan.job);
       peak && peak->bytes > plan.scenario.cluster.gpu.memory.value()) {
-    size_t largest = 0;
-    for (size_t c = 1; c < peak->at_peak.size(); ++c)
-      if (peak->at_peak[c] > peak->at_peak[largest]) largest = c;
-    throw InputError(
-        Diagnostic{{scenario_path, 0, 0},
-                   "memory",
-                   "does not fit: the peak memory per device, " + format_bytes(Bytes(peak->bytes)) +
-                       ", exceeds the " + plan.scenario.cluster.gpu.name + "'s " +
-                       format_bytes(plan.scenario.cluster.gpu.memory) + " (largest at the peak: " +
-                       std::string(to_string(static_cast<MemoryCategory>(largest))) +
-                       "); dtsim validate shows where the memory goes and lists the fixes"});
+    throw InputError(Diagnostic{
+        {scenario_path, 0, 0},
+        "memory",
+        "does not fit: the peak memory per device, " + format_bytes(Bytes(peak->bytes)) +
+            ", exceeds the " + plan.scenario.cluster.gpu.name + "'s " +
+            format_bytes(plan.scenario.cluster.gpu.memory) +
+            " (largest at the peak: " + std::string(to_string(largest_category(peak->at_peak))) +
+            "); dtsim validate shows where the memory goes and lists the fixes"});
   }
   if (progress) progress->phase("building every rank's Program");
   Job job = unfolded_job(plan);

@@ -69,7 +69,6 @@ void rewrite_step(Results& r, double step_s) {
   }
 }
 
-// Compute-span seconds per step of each rank, and of each rank's stream named `stream`.
 // Time (s) and bytes of the spans of `kind` on each named stream of each rank in `ranks`: one pass
 // over the trace, whatever the number of ranks (100,000 servers made a pass per server
 // quadratic).

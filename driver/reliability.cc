@@ -5,6 +5,8 @@
 
 #include "core/base/error.h"
 #include "core/base/units.h"
+#include "core/scenario/scenario.h"
+#include "core/scenario/schema.h"
 #include "core/strategy/model_state.h"
 
 namespace dtsim::driver {
@@ -41,14 +43,15 @@ reliability::RunReport run_whole(const Scenario& scenario, const Cluster& cluste
     const double per_step =
         static_cast<double>(results.global_batch_size) * static_cast<double>(results.seq_length);
     const double steps = std::ceil(rel.tokens->value / per_step);
-    // The same bound as training.steps has (core/scenario/scenario_schema.cc).
-    constexpr double kMaxSteps = 1e12;
-    if (steps > kMaxSteps)
+    // The bound training.steps has in the schema.
+    const double max_steps = find_schema_node(scenario_schema(), "training.steps")->max;
+    if (steps > max_steps)
       throw InputError(Diagnostic{
           rel.tokens->where, "training.tokens",
           format_number("%g tokens", rel.tokens->value) + " at " + format_number("%.0f", per_step) +
               " a step (global_batch_size x seq_length) make " + format_number("%g", steps) +
-              " steps, more than the 1e12 a run may have (training.steps' bound); check the "
+              " steps, more than the " + format_number("%g", max_steps) +
+              " a run may have (training.steps' bound); check the "
               "tokens' suffix (300B, 15T)"});
     rep.steps = std::max<int64_t>(1, static_cast<int64_t>(steps));
   }
