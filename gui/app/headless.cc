@@ -14,7 +14,6 @@
 #include "gui/app/main_window.h"
 #include "gui/app/scenario_editor.h"
 #include "gui/app/scenario_form.h"
-#include "gui/app/yaml_edit.h"
 #include "gui/views/scaling_view.h"
 
 namespace dtsim::gui {
@@ -91,15 +90,7 @@ int sweep_and_wait(MainWindow& window, const HeadlessRequest& request) {
     key = request.vary.section('=', 0, 0);
     values = request.vary.section('=', 1);
   } else {
-    int nodes = 1;
-    try {
-      const auto entries = yaml_entries(window.editor()->text().toStdString());
-      if (auto it = entries.find("cluster.nodes"); it != entries.end())
-        nodes = std::stoi(it->second.text);
-    } catch (const std::exception&) {
-      nodes = 1;  // the loader accepted the file; a missing count is the default, 1
-    }
-    values = default_node_sweep(nodes);
+    values = suggested_node_sweep(request.scenario);
   }
   window.scaling()->set_scenario(request.scenario, {});
   QEventLoop loop;
@@ -127,11 +118,6 @@ int sweep_and_wait(MainWindow& window, const HeadlessRequest& request) {
 }
 
 }  // namespace
-
-QString default_node_sweep(int nodes) {
-  if (nodes < 8) return "1,2,4,8";
-  return QString("%1,%2,%3,%4").arg(nodes / 8).arg(nodes / 4).arg(nodes / 2).arg(nodes);
-}
 
 bool tab_needs_run(const QString& tab) {
   return tab == "summary" || tab == "timeline" || tab == "memory" || tab == "compare";

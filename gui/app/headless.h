@@ -29,8 +29,4 @@ int take_screenshot(const HeadlessRequest& request);
 // Which tabs need a simulation before they show anything.
 bool tab_needs_run(const QString& tab);
 
-// The node counts the scaling tab sweeps by default: the scenario's count and three halvings
-// (128 -> 16,32,64,128), or 1,2,4,8 for a scenario of fewer than 8 nodes.
-QString default_node_sweep(int nodes);
-
 }  // namespace dtsim::gui

@@ -31,16 +31,19 @@ Usage:
   dtsim-gui SCENARIO --screenshot OUT.png [--tab NAME] [--engine E] [--size WxH]
 
 The window has six tabs:
-  Editor    the scenario as a form (sections cluster, model, parallelism, training, stragglers
-            and failures, simulate) beside its YAML; both stay in step, and every change is
-            checked by the loader dtsim simulate uses, with problems shown at the field and line
-  Summary   step time, throughput, MFU, memory per GPU and where one step's time goes
+  Editor    the scenario as a form (sections cluster, model, parallelism, training, failures
+            (stragglers, failures, checkpoints), simulate) beside its YAML; both stay in step,
+            and every change is checked by the loader dtsim simulate uses, with problems shown
+            at the field and line
+  Summary   step time, throughput, MFU, memory per GPU and where one step's time goes; with a
+            failure model, goodput, time to train, interruptions and the checkpoint interval
   Timeline  every rank's kernels and collectives over the step (wheel zooms, drag pans)
   Memory    memory per GPU by category against the GPU's capacity
   Scaling   a sweep of the scenario over cluster sizes: speedup, efficiency, Amdahl's fit
   Compare   two runs from the history side by side
 Run (Ctrl+R) simulates the editor's scenario in a child `dtsim simulate` process; Cancel (Esc)
-stops it. File > Export view... writes the current tab as PNG or SVG.
+stops it. Untick "Trace for the Timeline" for a run whose trace would not fit in memory.
+File > Export view... writes the current tab as PNG or SVG.
 
 Options:
   SCENARIO             scenario YAML file to open (see docs/scenario-reference.md)
@@ -53,7 +56,8 @@ Options:
                        compare (default summary; compare runs the other engine beside E)
   --size WxH           window size in pixels for --screenshot (default 1280x800)
   --vary KEY=VALUES    the sweep of --tab scaling (default: cluster.nodes at the scenario's
-                       count and three halvings, or 1,2,4,8), e.g. parallelism.tensor=1,2,4,8
+                       count and up to three halvings its parallelism and batch accept),
+                       e.g. parallelism.tensor=1,2,4,8
   --timeout SECONDS    for --screenshot: stop a simulation or sweep that has not finished after
                        this long and exit 1 (default 3600)
   -h, --help           this help

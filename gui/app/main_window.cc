@@ -2,6 +2,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QCheckBox>
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDir>
@@ -17,6 +18,7 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSaveFile>
+#include <QScrollBar>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableWidget>
@@ -129,6 +131,12 @@ void MainWindow::build_run_panel() {
   controls->addWidget(run_button_);
   controls->addWidget(cancel_button_);
   layout->addLayout(controls);
+  trace_ = new QCheckBox("Trace for the Timeline", panel);
+  trace_->setChecked(true);
+  trace_->setToolTip(
+      "Write the run's trace (dtsim simulate --trace), which the Timeline and Compare tabs "
+      "show. Untick it for a run whose trace would not fit in memory: the other tabs need none.");
+  layout->addWidget(trace_);
   elapsed_ = new QLabel("No simulation running.", panel);
   phase_ = new QLabel(panel);
   phase_->setWordWrap(true);
@@ -141,7 +149,13 @@ void MainWindow::build_run_panel() {
   history_->setSelectionMode(QAbstractItemView::ExtendedSelection);
   history_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   history_->verticalHeader()->hide();
-  history_->horizontalHeader()->setStretchLastSection(true);
+  // A long scenario name is elided in its own column; the step time and the status, which
+  // are short, always keep their width in view.
+  history_->setWordWrap(false);
+  history_->setTextElideMode(Qt::ElideMiddle);
+  history_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  history_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  history_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   history_->setToolTip("Double-click a run to show it; select two and press Compare.");
   layout->addWidget(history_, 2);
   auto* compare_button = new QPushButton("Compare selected", panel);
@@ -300,6 +314,8 @@ void MainWindow::update_title() {
 
 void MainWindow::log(const QString& text) {
   log_->appendPlainText(text);
+  // The newest line stays in view, as a terminal's would.
+  log_->verticalScrollBar()->setValue(log_->verticalScrollBar()->maximum());
 }
 
 bool MainWindow::select_tab(const QString& name) {
@@ -332,6 +348,7 @@ bool MainWindow::run_simulation(QString* why) {
   request.engine = engine_->currentData().toString();
   request.run_dir = run_dir;
   request.label = editor_->scenario_name();
+  request.trace = trace_->isChecked();
   if (!editor_->file_path().isEmpty() && !editor_->modified()) {
     request.scenario_file = editor_->file_path();
   } else {
@@ -392,7 +409,11 @@ void MainWindow::on_run_finished(const RunRecord& record) {
                         .arg(status_text(record.status))
                         .arg(record.wall_s, 0, 'f', 1));
   phase_->clear();
-  if (!record.message.isEmpty()) log(record.message);
+  // The command line's advice names its flag; here the flag is the Trace box.
+  RunRecord shown = record;
+  if (shown.message.contains("leave out --trace"))
+    shown.message += "\n(In dtsim-gui: untick \"Trace for the Timeline\" in the Runs panel.)";
+  if (!shown.message.isEmpty()) log(shown.message);
   emit run_finished(record);
   if (record.has_result()) {
     show_run(record);
@@ -400,7 +421,7 @@ void MainWindow::on_run_finished(const RunRecord& record) {
     summary_->show_message(QString("Run %1 %2.\n\n%3")
                                .arg(record.id)
                                .arg(status_text(record.status))
-                               .arg(record.message));
+                               .arg(shown.message));
     if (record.status != RunRecord::Status::kCancelled) tabs_->setCurrentWidget(summary_);
     emit run_shown(record.id, false);
   }
@@ -415,13 +436,13 @@ void MainWindow::add_history_row(const RunRecord& r) {
                           r.started.toString("HH:mm:ss"), status_text(r.status)};
   for (int c = 0; c < cells.size(); ++c) {
     auto* item = new QTableWidgetItem(cells[c]);
-    item->setToolTip(QString("run %1: %2, %3 s wall-clock")
+    item->setToolTip(QString("run %1 (%2): %3, %4 s wall-clock")
                          .arg(r.id)
+                         .arg(cells[0])
                          .arg(r.scenario_file)
                          .arg(r.wall_s, 0, 'f', 1));
     history_->setItem(row, c, item);
   }
-  history_->resizeColumnsToContents();
 }
 
 void MainWindow::show_run(const RunRecord& record) {
@@ -431,9 +452,14 @@ void MainWindow::show_run(const RunRecord& record) {
       QString("%1 (run %2, %3 engine)").arg(record.label).arg(record.id).arg(record.engine));
   if (tabs_->currentWidget() == editor_) tabs_->setCurrentWidget(summary_);
   memory_->set_result(record.result);
+  const int id = record.id;
+  if (record.trace_file.isEmpty()) {
+    timeline_->set_trace(nullptr);
+    emit run_shown(id, false);
+    return;
+  }
   // A trace of a large run is tens of MB of JSON: read it off the UI thread.
   const QString trace_file = record.trace_file;
-  const int id = record.id;
   QThread* loader = QThread::create([this, trace_file, id] {
     std::shared_ptr<const TraceModel> model;
     QString error;

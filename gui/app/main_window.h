@@ -22,6 +22,7 @@
 
 #include "gui/app/simulation_run.h"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QMenu;
@@ -74,6 +75,12 @@ class MainWindow : public QMainWindow {
   ScalingView* scaling() const { return scaling_; }
   CompareView* compare() const { return compare_; }
   QComboBox* engine_choice() const { return engine_; }
+  QPlainTextEdit* run_log() const { return log_; }
+  // Whether runs write the trace the Timeline shows (a large run's trace may exceed the memory
+  // limit that the same run without one stays under).
+  QCheckBox* trace_choice() const { return trace_; }
+  // Adds a line to the run log, which keeps its newest line in view.
+  void log(const QString& text);
 
  signals:
   void run_finished(const dtsim::gui::RunRecord& record);
@@ -90,7 +97,6 @@ class MainWindow : public QMainWindow {
   void show_run(const RunRecord& record);
   void add_history_row(const RunRecord& record);
   void update_title();
-  void log(const QString& text);
   bool confirm_discard();
   void do_open();
   void do_save(bool as);
@@ -107,6 +113,7 @@ class MainWindow : public QMainWindow {
   CompareView* compare_ = nullptr;
   QTabWidget* tabs_ = nullptr;
   QComboBox* engine_ = nullptr;
+  QCheckBox* trace_ = nullptr;
   QPushButton* run_button_ = nullptr;
   QPushButton* cancel_button_ = nullptr;
   QLabel* elapsed_ = nullptr;

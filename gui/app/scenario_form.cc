@@ -32,7 +32,7 @@ QString section_of(const QString& key) {
   if (key == "parallelism") return "Parallelism";
   if (key == "training") return "Training";
   if (key == "stragglers" || key == "failures" || key == "checkpoint")
-    return "Stragglers and failures";
+    return "Failures";  // stragglers, failures and checkpoints (the tab's tooltip)
   if (key == "simulate") return "Simulate";
   return "Other";
 }
@@ -166,9 +166,8 @@ ScenarioForm::ScenarioForm(QWidget* parent) : QTabWidget(parent) {
   const nlohmann::json keys = driver::scenario_keys_json().at("keys");
   std::map<QString, QFormLayout*> tabs;
   std::map<QString, QScrollArea*> pages;
-  const QStringList order{"General",     "Cluster",  "Model",
-                          "Parallelism", "Training", "Stragglers and failures",
-                          "Simulate",    "Other"};
+  const QStringList order{"General",  "Cluster",  "Model",    "Parallelism",
+                          "Training", "Failures", "Simulate", "Other"};
   for (const auto& node : keys) {
     const QString section = section_of(str(node, "key"));
     if (!tabs.count(section)) {
@@ -183,7 +182,13 @@ ScenarioForm::ScenarioForm(QWidget* parent) : QTabWidget(parent) {
     }
   }
   for (const auto& name : order)
-    if (pages.count(name)) addTab(pages[name], name);
+    if (pages.count(name))
+      setTabToolTip(addTab(pages[name], name),
+                    name == "Failures" ? "Stragglers, failures and checkpoints" : name);
+  // Every section's tab stays in view at a laptop's width: names are elided to fit instead of
+  // some tabs hiding behind scroll arrows (the full name is the tab's tooltip).
+  setUsesScrollButtons(false);
+  setElideMode(Qt::ElideRight);
   for (const auto& node : keys) add_node(node, tabs[section_of(str(node, "key"))]);
 }
 

@@ -4,7 +4,7 @@
 //
 // Contract:
 // - Sections are tabs: General (name, description), Cluster, Model, Parallelism, Training,
-//   Stragglers and failures (with checkpoints), Simulate. Enums and booleans are pick-lists whose
+//   Failures (stragglers, failures and checkpoints), Simulate. Enums and booleans are pick-lists whose
 //   first entry is the default (the key left out); catalog names (GPUs, intra-node fabrics,
 //   networks, model presets) are editable pick-lists; everything else is a line of text, in the
 //   scenario's own syntax with units ("80GiB", "400Gbps"), so the loader checks it as it checks

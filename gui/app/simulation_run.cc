@@ -81,7 +81,7 @@ void SimulationRun::start(const RunRequest& request, int id) {
   record_.scenario_file = request.scenario_file;
   record_.engine = request.engine;
   record_.result_file = QDir(request.run_dir).filePath("result.json");
-  record_.trace_file = QDir(request.run_dir).filePath("trace.json");
+  record_.trace_file = request.trace ? QDir(request.run_dir).filePath("trace.json") : QString();
   record_.started = QDateTime::currentDateTime();
   cancelled_ = false;
   done_ = false;
@@ -91,8 +91,8 @@ void SimulationRun::start(const RunRequest& request, int id) {
 
   if (process_) process_->deleteLater();
   process_ = new QProcess(this);
-  QStringList args{"simulate", request.scenario_file, "--json", "-o", record_.result_file,
-                   "--trace",  record_.trace_file};
+  QStringList args{"simulate", request.scenario_file, "--json", "-o", record_.result_file};
+  if (request.trace) args << "--trace" << record_.trace_file;
   if (!request.engine.isEmpty()) args << "--engine" << request.engine;
   for (const QString& o : request.overrides) args << "--set" << o;
   process_->setProgram(request.dtsim);

@@ -1,4 +1,4 @@
-// One simulation as a child `dtsim simulate FILE --json -o RESULT --trace TRACE [--engine E]`
+// One simulation as a child `dtsim simulate FILE --json -o RESULT [--trace TRACE] [--engine E]`
 // process: SimGrid allows one simulation per process (docs/design.md section 5), and a crash or a
 // SimGrid abort ends the child, never the GUI.
 //
@@ -32,6 +32,7 @@ struct RunRequest {
   QString engine;         // "" for the scenario's simulate.engine
   QString run_dir;        // where the result and the trace go
   QStringList overrides;  // --set texts
+  bool trace = true;      // write the Chrome trace the Timeline shows (--trace)
 };
 
 struct RunRecord {
@@ -43,7 +44,7 @@ struct RunRecord {
   QString scenario_file;
   QString engine;  // as the result names it once known
   QString result_file;
-  QString trace_file;
+  QString trace_file;  // "" for a run made without a trace
   QDateTime started;
   double wall_s = 0;
   Status status = Status::kRunning;

@@ -4,6 +4,7 @@
 #include <QLabel>
 #include <QPainter>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "core/base/units.h"
 
@@ -33,6 +34,11 @@ QString scaled(double v, const QString& unit) {  // 1.21 M tokens/s
 }
 
 const QString kNotAvailable = "n/a";
+
+// "86.84 days (2084 h)": a run's wall-clock length.
+QString format_days(double s) {
+  return QString("%1 days (%2 h)").arg(s / 86400, 0, 'f', 2).arg(s / 3600, 0, 'f', 0);
+}
 
 }  // namespace
 
@@ -128,7 +134,10 @@ SummaryView::SummaryView(QWidget* parent) : QWidget(parent) {
                           "Fits in memory",
                           "Configuration",
                           "Engine",
-                          "Goodput"};
+                          "Goodput",
+                          "Time to train",
+                          "Interruptions",
+                          "Checkpoint interval"};
   int row = 0;
   for (const QString& name : names) {
     auto* key = new QLabel(name + ":", figures_);
@@ -137,9 +146,10 @@ SummaryView::SummaryView(QWidget* parent) : QWidget(parent) {
     QFont f = value->font();
     f.setBold(true);
     value->setFont(f);
+    value->setWordWrap(true);
     grid_->addWidget(key, row / 2, (row % 2) * 2);
     grid_->addWidget(value, row / 2, (row % 2) * 2 + 1);
-    values_.emplace_back(name, value);
+    values_.push_back({name, key, value});
     ++row;
   }
   grid_->setColumnStretch(1, 1);
@@ -161,10 +171,22 @@ void SummaryView::show_message(const QString& text) {
   bar_->set_parts({});
 }
 
+SummaryView::Figure* SummaryView::find_figure(const QString& name) {
+  for (auto& f : values_)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
 QString SummaryView::figure(const QString& name) const {
-  for (const auto& [n, label] : values_)
-    if (n == name) return label->text();
+  for (const auto& f : values_)
+    if (f.name == name) return f.value->text();
   return {};
+}
+
+bool SummaryView::figure_shown(const QString& name) const {
+  for (const auto& f : values_)
+    if (f.name == name) return !f.value->isHidden();
+  return false;
 }
 
 void SummaryView::set_result(const nlohmann::json& r, const QString& title) {
@@ -172,8 +194,7 @@ void SummaryView::set_result(const nlohmann::json& r, const QString& title) {
   message_->hide();
   figures_->show();
   auto set = [this](const QString& name, const QString& text) {
-    for (auto& [n, label] : values_)
-      if (n == name) label->setText(text.isEmpty() ? kNotAvailable : text);
+    if (Figure* f = find_figure(name)) f->value->setText(text.isEmpty() ? kNotAvailable : text);
   };
   auto fmt = [&](std::initializer_list<const char*> path, auto render) -> QString {
     const auto v = number(r, path);
@@ -196,8 +217,7 @@ void SummaryView::set_result(const nlohmann::json& r, const QString& title) {
       basis = QString::fromStdString((*i)["basis"].get<std::string>());
   }
   set("80 % interval", interval);
-  for (auto& [n, label] : values_)
-    if (n == "80 % interval") label->setToolTip(basis);
+  if (Figure* f = find_figure("80 % interval")) f->value->setToolTip(basis);
   set("Throughput",
       fmt({"throughput", "samples_per_s"}, [](double v) { return scaled(v, "samples/s"); }));
   set("Tokens",
@@ -228,6 +248,7 @@ void SummaryView::set_result(const nlohmann::json& r, const QString& title) {
                                               : QString());
   set("Goodput", fmt({"reliability", "goodput"},
                      [](double v) { return QString::number(100 * v, 'f', 1) + " %"; }));
+  show_reliability(r);
   std::vector<BreakdownBar::Part> parts;
   const std::vector<std::tuple<const char*, QString, QColor>> categories{
       {"compute", "Compute", QColor(0x1f, 0x77, 0xb4)},
@@ -238,6 +259,47 @@ void SummaryView::set_result(const nlohmann::json& r, const QString& title) {
   for (const auto& [key, name, color] : categories)
     parts.push_back({name, number(r, {"breakdown_s", key}).value_or(0.0), color});
   bar_->set_parts(parts);
+}
+
+// The failure model's figures (JSON `reliability`, when `modelled`): the time to train with
+// failures, the interruptions by cause, largest first, and the checkpoint interval with how it
+// was chosen. Hidden for a result without a failure model, where they do not apply.
+void SummaryView::show_reliability(const nlohmann::json& r) {
+  const nlohmann::json* rel = find_key(r, {"reliability"});
+  const nlohmann::json* modelled = rel ? find_key(*rel, {"modelled"}) : nullptr;
+  const bool shown = modelled && modelled->is_boolean() && modelled->get<bool>();
+  for (const char* name : {"Time to train", "Interruptions", "Checkpoint interval"}) {
+    Figure* f = find_figure(name);
+    f->key->setVisible(shown);
+    f->value->setVisible(shown);
+    f->value->setText(kNotAvailable);
+  }
+  if (!shown) return;
+  if (const auto t = number(*rel, {"time_to_train_s"}))
+    find_figure("Time to train")->value->setText(format_days(*t));
+  if (const auto n = number(*rel, {"interruptions"})) {
+    std::vector<std::pair<double, QString>> causes;
+    if (const auto* by = find_key(*rel, {"interruptions_by_cause"}); by && by->is_object())
+      for (const auto& [cause, count] : by->items())
+        if (count.is_number() && count.get<double>() > 0)
+          causes.emplace_back(count.get<double>(), QString::fromStdString(cause));
+    std::stable_sort(causes.begin(), causes.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    QStringList parts;
+    for (const auto& [count, cause] : causes) parts << cause + " " + QString::number(count);
+    find_figure("Interruptions")
+        ->value->setText(QString::number(*n) +
+                         (parts.isEmpty() ? QString() : " (" + parts.join(", ") + ")"));
+  }
+  if (const auto s = number(*rel, {"checkpoint_interval_s"})) {
+    QString text = format_seconds(*s);
+    if (const auto steps = number(*rel, {"checkpoint_interval_steps"}))
+      text = QString::number(*steps) + " steps, " + text;
+    if (const auto* source = find_key(*rel, {"checkpoint_interval_source"});
+        source && source->is_string())
+      text += " (" + QString::fromStdString(source->get<std::string>()) + ")";
+    find_figure("Checkpoint interval")->value->setText(text);
+  }
 }
 
 }  // namespace dtsim::gui

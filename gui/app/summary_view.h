@@ -48,6 +48,9 @@ class SummaryView : public QWidget {
   void show_message(const QString& text);
   // The figure shown for a key ("Step time", "MFU", ...), for tests.
   QString figure(const QString& name) const;
+  // Whether the figure is on screen: the failure model's figures (time to train, interruptions,
+  // checkpoint interval) show only for a result that modelled failures.
+  bool figure_shown(const QString& name) const;
   BreakdownBar* breakdown() const { return bar_; }
 
  private:
@@ -55,7 +58,14 @@ class SummaryView : public QWidget {
   QLabel* message_ = nullptr;
   QWidget* figures_ = nullptr;
   QGridLayout* grid_ = nullptr;
-  std::vector<std::pair<QString, QLabel*>> values_;
+  struct Figure {
+    QString name;
+    QLabel* key = nullptr;
+    QLabel* value = nullptr;
+  };
+  std::vector<Figure> values_;
+  Figure* find_figure(const QString& name);
+  void show_reliability(const nlohmann::json& result);
   BreakdownBar* bar_ = nullptr;
 };
 

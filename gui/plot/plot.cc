@@ -3,6 +3,7 @@
 #include <QBuffer>
 #include <QtCharts/QBarCategoryAxis>
 #include <QtCharts/QBarSet>
+#include <QtCharts/QCategoryAxis>
 #include <QtCharts/QLegend>
 #include <QtCharts/QLineSeries>
 #include <QtCharts/QLogValueAxis>
@@ -62,6 +63,21 @@ QAbstractAxis* linear_axis(double low, double high, bool from_low) {
   return axis;
 }
 
+// A linear axis like linear_axis(low, high, false) labelled at `ticks` only.
+QAbstractAxis* ticked_axis(double low, double high, const std::vector<double>& ticks) {
+  auto* axis = new QCategoryAxis();
+  const double margin = high > low ? 0.04 * (high - low) : 0.5;
+  axis->setRange(low - margin, high + margin);
+  axis->setLabelsPosition(QCategoryAxis::AxisLabelsPositionOnValue);
+  axis->setStartValue(low - margin);
+  for (double t : ticks) {
+    char label[32];
+    std::snprintf(label, sizeof label, "%g", t);
+    axis->append(label, t);
+  }
+  return axis;
+}
+
 QChart* line_chart(const LineChart& spec) {
   auto* chart = new QChart();
   chart->setTitle(qs(spec.title));
@@ -80,8 +96,9 @@ QChart* line_chart(const LineChart& spec) {
   for (const Series& s : spec.series)
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
       if (std::isfinite(s.y[i]) && s.y[i] > 0) y_low = std::min(y_low, s.y[i]);
-  QAbstractAxis* x_axis =
-      spec.log_x && x_min > 0 ? log_axis(x_min, x_max) : linear_axis(x_min, x_max, false);
+  QAbstractAxis* x_axis = spec.log_x && x_min > 0 ? log_axis(x_min, x_max)
+                          : spec.x_ticks.empty()  ? linear_axis(x_min, x_max, false)
+                                                  : ticked_axis(x_min, x_max, spec.x_ticks);
   QAbstractAxis* y_axis = spec.log_y && std::isfinite(y_low) ? log_axis(y_low, y_max)
                                                              : linear_axis(spec.y_min, y_max, true);
   x_axis->setTitleText(qs(spec.x_label));

@@ -40,6 +40,9 @@ struct LineChart {
   bool log_y = false;  // base-2 logarithmic y axis (ideal speedup is then a straight line)
   double y_min = 0;    // a linear y axis starts here (0 keeps ratios honest) and ends above the
                        // data; a logarithmic one spans the data
+  // A linear x axis labelled at these values only (the data's GPU counts) instead of evenly
+  // spaced round numbers; empty for the latter.
+  std::vector<double> x_ticks;
 };
 
 // One bar per category, split into layers stacked bottom to top.

@@ -52,17 +52,21 @@ std::vector<Chart> scaling_charts(const driver::ScalingAnalysis& a) {
     gustafson.y.push_back(driver::gustafson_speedup(n, a.gustafson.serial_fraction));
   }
   LineChart speedup_chart{
-      "Speedup (" + std::string(driver::scaling_kind_name(a.kind)) + " scaling)",
+      "Speedup over " + base + " (" + std::string(driver::scaling_kind_name(a.kind)) + " scaling)",
       axis,
-      "speedup (x the throughput at " + base + ")",
+      "speedup (x)",
       {ideal, amdahl, gustafson, measured},
       log_x,
       log_x,  // log-log: ideal scaling is the diagonal
-      0};
+      0,
+      {}};
 
   Series full{"ideal (100 %)", {x0, x_last}, {100, 100}, SeriesStyle::kDashedLine};
   LineChart efficiency_chart{
-      "Parallel efficiency", axis, "efficiency (%)", {full, efficiency}, log_x, false, 0};
+      "Parallel efficiency", axis, "efficiency (%)", {full, efficiency}, log_x, false, 0, {}};
+  // Under 8x the x axis is linear: label it at the points swept (16, 24, 32 GPUs), not at
+  // evenly spaced values between them (14.08, 27.04).
+  if (!log_x) speedup_chart.x_ticks = efficiency_chart.x_ticks = measured.x;
   if (a.failures_modelled) efficiency_chart.series.push_back(with_failures);
 
   StackedBarChart breakdown{"Where the step time goes", axis, "time per step (s)", {}, {}};

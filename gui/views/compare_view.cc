@@ -5,6 +5,7 @@
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 
 #include "core/base/error.h"
@@ -17,6 +18,8 @@ namespace {
 
 // Errors are coloured amber beyond 10 % and red beyond 25 %, so a reader finds the misses first.
 constexpr double kGoodError = 0.10, kPoorError = 0.25;
+// The compare table's rows that stay in view above the timelines.
+constexpr int kMinRowsShown = 6;
 
 QString message_of(const std::exception& e) {
   if (const auto* input = dynamic_cast<const InputError*>(&e)) {
@@ -53,6 +56,10 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   auto* splitter = new QSplitter(Qt::Vertical, this);
   splitter->addWidget(table_);
   splitter->addWidget(timelines_);
+  // The table keeps its rows in view however many lanes the timelines below it hold.
+  splitter->setCollapsible(0, false);
+  splitter->setStretchFactor(0, 1);
+  splitter->setStretchFactor(1, 2);
   layout->addWidget(header_);
   layout->addWidget(splitter, 1);
 }
@@ -143,6 +150,12 @@ void CompareView::fill_table() {
   add_rows(comparison_.metrics, "");
   add_rows(comparison_.by_kind, " (busy time per step)");
   table_->resizeColumnsToContents();
+  // At least kMinRowsShown rows (all of them when fewer) stay visible beside the timelines.
+  const int shown = std::min(table_->rowCount(), kMinRowsShown);
+  const int row_height = table_->rowCount() > 0 ? table_->rowHeight(0)
+                                                : table_->verticalHeader()->defaultSectionSize();
+  table_->setMinimumHeight(table_->horizontalHeader()->sizeHint().height() + shown * row_height +
+                           2 * table_->frameWidth() + 2);
 }
 
 }  // namespace dtsim::gui

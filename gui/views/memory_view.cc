@@ -61,6 +61,71 @@ class MemoryChart : public QWidget {
   }
   QSize sizeHint() const override { return {720, 380}; }
 
+  // Where things go at the widget's size: the plot area, the GiB scale and the bars' slots.
+  struct Layout {
+    QRect plot;
+    double top_gib = 1, step_gib = 1;
+    double slot = 0, bar_width = 0;
+    double y_of(double bytes) const {
+      return plot.bottom() - bytes / kGiB / top_gib * plot.height();
+    }
+    double bar_left(size_t i) const { return plot.left() + slot * (i + 0.5) - bar_width / 2; }
+  };
+
+  Layout layout() const {
+    const auto& bars = view_.bars();
+    Layout l;
+    const int legend_width = 150;
+    const int label_height = QFontMetrics(font()).height() + 8;  // one line of bar names
+    l.plot = QRect(64, 16, std::max(80, width() - 64 - legend_width - 16),
+                   std::max(60, height() - 16 - label_height - 8));
+    double top = view_.capacity_bytes();
+    for (const auto& b : bars) top = std::max(top, b.peak_bytes);
+    top = std::max(top * 1.1, kGiB) / kGiB;  // GiB
+    l.step_gib = nice_step(top, 5);
+    l.top_gib = std::ceil(top / l.step_gib) * l.step_gib;
+    l.slot = bars.empty() ? 0 : static_cast<double>(l.plot.width()) / bars.size();
+    l.bar_width = std::min(120.0, l.slot * 0.6);
+    return l;
+  }
+
+  std::vector<MemoryView::ChartLabel> labels() const {
+    const auto& bars = view_.bars();
+    const Layout l = layout();
+    const QFontMetricsF metrics(font());
+    std::vector<MemoryView::ChartLabel> out;
+    std::vector<QRectF> peaks;
+    for (size_t i = 0; i < bars.size(); ++i) {
+      const double centre = l.plot.left() + l.slot * (i + 0.5);
+      // The peak above the bar: with its unit when the slot allows, else the number alone.
+      QString peak = gib(bars[i].peak_bytes);
+      if (metrics.horizontalAdvance(peak) + 4 > l.slot)
+        peak = QString::number(bars[i].peak_bytes / kGiB, 'f', 1);
+      const double w = metrics.horizontalAdvance(peak) + 2;
+      const QRectF peak_rect(centre - w / 2, l.y_of(bars[i].peak_bytes) - metrics.height() - 2, w,
+                             metrics.height());
+      const bool clear = std::none_of(peaks.begin(), peaks.end(), [&](const QRectF& r) {
+        return r.adjusted(-2, 0, 2, 0).intersects(peak_rect);
+      });
+      if (clear) {
+        peaks.push_back(peak_rect);
+        out.push_back({peak_rect, peak, true});
+      }
+      // The name below: the longest form that fits the slot.
+      QString name = bars[i].label;
+      const QString without_rank = name.section(" (", 0, 0);
+      for (const QString& candidate : {name, without_rank, bars[i].short_label})
+        if (!candidate.isEmpty()) {
+          name = candidate;
+          if (metrics.horizontalAdvance(candidate) + 4 <= l.slot) break;
+        }
+      out.push_back(
+          {QRectF(l.plot.left() + l.slot * i, l.plot.bottom() + 4, l.slot, metrics.height()), name,
+           false});
+    }
+    return out;
+  }
+
  protected:
   void paintEvent(QPaintEvent*) override {
     QPainter p(this);
@@ -68,20 +133,12 @@ class MemoryChart : public QWidget {
     const auto& bars = view_.bars();
     if (bars.empty()) return;
     p.setRenderHint(QPainter::Antialiasing, false);
-    QFontMetrics metrics(font());
-    const int legend_width = 150;
-    const QRect plot(64, 16, std::max(80, width() - 64 - legend_width - 16),
-                     std::max(60, height() - 16 - 40));
-    double top = view_.capacity_bytes();
-    for (const auto& b : bars) top = std::max(top, b.peak_bytes);
-    top = std::max(top * 1.1, kGiB) / kGiB;  // GiB
-    const double step = nice_step(top, 5);
-    top = std::ceil(top / step) * step;
-    auto y_of = [&](double bytes) { return plot.bottom() - bytes / kGiB / top * plot.height(); };
+    const Layout l = layout();
+    const QRect& plot = l.plot;
 
     // Axis, ticks and grid in GiB.
-    for (double v = 0; v <= top + 1e-9; v += step) {
-      const int y = static_cast<int>(std::lround(y_of(v * kGiB)));
+    for (double v = 0; v <= l.top_gib + 1e-9; v += l.step_gib) {
+      const int y = static_cast<int>(std::lround(l.y_of(v * kGiB)));
       p.setPen(QColor(235, 235, 235));
       p.drawLine(plot.left(), y, plot.right(), y);
       p.setPen(Qt::black);
@@ -98,28 +155,24 @@ class MemoryChart : public QWidget {
     p.drawLine(plot.bottomLeft(), plot.topLeft());
 
     // Stacked bars.
-    const double slot = static_cast<double>(plot.width()) / bars.size();
-    const double bar_width = std::min(120.0, slot * 0.6);
     for (size_t i = 0; i < bars.size(); ++i) {
-      const double x = plot.left() + slot * (i + 0.5) - bar_width / 2;
+      const double x = l.bar_left(i);
       double base = 0;
       for (size_t c = 0; c < kCategoryColors.size(); ++c) {
         const double bytes = bars[i].bytes[c];
         if (bytes <= 0) continue;
-        const QRectF box(x, y_of(base + bytes), bar_width, y_of(base) - y_of(base + bytes));
+        const QRectF box(x, l.y_of(base + bytes), l.bar_width, l.y_of(base) - l.y_of(base + bytes));
         p.fillRect(box, QColor(kCategoryColors[c]));
         base += bytes;
       }
-      p.setPen(Qt::black);
-      p.drawText(QRectF(x - 20, y_of(bars[i].peak_bytes) - 18, bar_width + 40, 16), Qt::AlignCenter,
-                 gib(bars[i].peak_bytes));
-      p.drawText(QRectF(plot.left() + slot * i, plot.bottom() + 4, slot, 32),
-                 Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap, bars[i].label);
     }
+    p.setPen(Qt::black);
+    for (const auto& label : labels())
+      p.drawText(label.rect, Qt::AlignHCenter | Qt::AlignVCenter | Qt::TextSingleLine, label.text);
 
     // The capacity line.
     if (view_.capacity_bytes() > 0) {
-      const int y = static_cast<int>(std::lround(y_of(view_.capacity_bytes())));
+      const int y = static_cast<int>(std::lround(l.y_of(view_.capacity_bytes())));
       QPen pen(QColor(196, 78, 82), 2, Qt::DashLine);
       p.setPen(pen);
       p.drawLine(plot.left(), y, plot.right(), y);
@@ -164,6 +217,10 @@ MemoryView::MemoryView(QWidget* parent) : QWidget(parent) {
   layout->addWidget(table_);
 }
 
+std::vector<MemoryView::ChartLabel> MemoryView::chart_labels() const {
+  return chart_->labels();
+}
+
 QString MemoryView::verdict() const {
   return verdict_->text();
 }
@@ -191,6 +248,7 @@ void MemoryView::set_result(const nlohmann::json& result) {
   const nlohmann::json* per_category = member(*memory, "per_category_bytes");
   Bar overall;
   overall.label = "peak GPU";
+  overall.short_label = "peak";
   if (!capacity || !capacity->is_number() || !peak || !peak->is_number() || !per_category ||
       !read_categories(*per_category, overall.bytes)) {
     show_problem(
@@ -211,7 +269,9 @@ void MemoryView::set_result(const nlohmann::json& result) {
       bar.peak_bytes = stage_peak->get<double>();
       const nlohmann::json* stage = member(s, "stage");
       const nlohmann::json* rank = member(s, "rank");
-      bar.label = QString("stage %1").arg(stage && stage->is_number() ? stage->get<int>() : 0);
+      const int stage_number = stage && stage->is_number() ? stage->get<int>() : 0;
+      bar.label = QString("stage %1").arg(stage_number);
+      bar.short_label = QString::number(stage_number);
       if (rank && rank->is_number()) bar.label += QString(" (rank %1)").arg(rank->get<int>());
       bars_.push_back(bar);
     }

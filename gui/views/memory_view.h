@@ -14,6 +14,7 @@
 // - The table under the chart lists the same bytes per category and bar, in GiB.
 #pragma once
 
+#include <QRectF>
 #include <QString>
 #include <QStringList>
 #include <QWidget>
@@ -39,9 +40,21 @@ class MemoryView : public QWidget {
 
   struct Bar {
     QString label;                  // "peak GPU", "stage 0 (rank 0)"
+    QString short_label;            // "peak", "0": under a bar too narrow for the label
     std::array<double, 5> bytes{};  // by kCategories
     double peak_bytes = 0;
   };
+
+  // A text the chart draws: a bar's peak above it, or its name below it. Labels are shortened
+  // to fit their bar's slot ("70.9 GiB" -> "70.9", "stage 3 (rank 24)" -> "stage 3" -> "3"),
+  // and a peak label that would still overlap one already drawn is left out: the table lists
+  // every figure.
+  struct ChartLabel {
+    QRectF rect;
+    QString text;
+    bool peak = false;  // a peak label (else a bar's name)
+  };
+  std::vector<ChartLabel> chart_labels() const;
 
   explicit MemoryView(QWidget* parent = nullptr);
 

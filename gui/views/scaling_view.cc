@@ -24,6 +24,7 @@
 #include <set>
 
 #include "core/base/error.h"
+#include "driver/predict.h"
 #include "driver/sweep_results.h"
 #include "gui/plot/qt_chart.h"
 #include "gui/plot/scaling_plots.h"
@@ -80,7 +81,62 @@ std::string choose_x_key(const driver::ResultsFile& results) {
   return results.varied_keys.front();
 }
 
+// The charts share a panel at a laptop's size: smaller type for titles, axis titles and legends,
+// and thin margins, so that their text is drawn whole rather than elided.
+void fit_to_panel(QChart* chart) {
+  QFont small = chart->legend()->font();
+  small.setPointSizeF(small.pointSizeF() * 0.85);
+  chart->legend()->setFont(small);
+  chart->setMargins(QMargins(4, 4, 4, 4));
+  QFont title = chart->titleFont();
+  title.setPointSizeF(small.pointSizeF() * 1.1);
+  chart->setTitleFont(title);
+  for (QAbstractAxis* axis : chart->axes()) {
+    axis->setTitleFont(small);
+    axis->setLabelsFont(small);
+  }
+}
+
 }  // namespace
+
+QString suggested_node_sweep(const QString& scenario_file, const QStringList& overrides) {
+  const QString fallback = kCommonKeys[0].values;
+  std::vector<std::string> sets;
+  for (const QString& o : overrides) sets.push_back(o.toStdString());
+  const std::string file = scenario_file.toStdString();
+  int nodes = 0;
+  try {
+    nodes = driver::load(file, sets).cluster.nodes;
+  } catch (const std::exception&) {
+    return fallback;
+  }
+  auto loads = [&](int n) {
+    auto with = sets;
+    with.push_back("cluster.nodes=" + std::to_string(n));
+    try {
+      driver::load(file, with);
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  };
+  constexpr int kPoints = 4;
+  std::vector<int> counts{nodes};
+  for (int n = nodes; n % 2 == 0 && n > 1 && static_cast<int>(counts.size()) < kPoints;) {
+    n /= 2;
+    if (!loads(n)) break;  // a halving that does not fit its parallelism; smaller ones won't
+    counts.insert(counts.begin(), n);
+  }
+  // Too few below it (a small cluster, or halvings the parallelism refuses): doublings above.
+  for (int n = nodes; static_cast<int>(counts.size()) < kPoints && n <= (1 << 20) / 2;) {
+    n *= 2;
+    if (loads(n)) counts.push_back(n);
+    if (n >= nodes * 8) break;
+  }
+  QStringList text;
+  for (int n : counts) text << QString::number(n);
+  return text.join(',');
+}
 
 ScalingView::ScalingView(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
@@ -164,8 +220,18 @@ ScalingView::~ScalingView() {
 }
 
 void ScalingView::set_scenario(const QString& path, const QStringList& overrides) {
+  if (path == scenario_ && overrides == overrides_ && !node_values_.isEmpty()) return;
   scenario_ = path;
   overrides_ = overrides;
+  // Offer node counts this scenario accepts, unless the user has typed values of their own.
+  const QString offered = node_values_.isEmpty() ? QString(kCommonKeys[0].values) : node_values_;
+  node_values_ = suggested_node_sweep(path, overrides);
+  if (key_->currentText() == kCommonKeys[0].key && values_->text() == offered)
+    values_->setText(node_values_);
+}
+
+QString ScalingView::sweep_values() const {
+  return values_->text();
 }
 
 void ScalingView::set_dtsim(const QString& dtsim_program) {
@@ -175,6 +241,7 @@ void ScalingView::set_dtsim(const QString& dtsim_program) {
 void ScalingView::key_chosen(const QString& key) {
   for (const auto& k : kCommonKeys)
     if (key == k.key) values_->setText(k.values);
+  if (key == kCommonKeys[0].key && !node_values_.isEmpty()) values_->setText(node_values_);
 }
 
 void ScalingView::run_clicked() {
@@ -367,6 +434,7 @@ void ScalingView::load_results(const QString& results_file) {
   for (size_t i = 0; i < charts.size(); ++i) {
     QChart* chart = plot::make_qchart(charts[i]);
     chart->setAnimationOptions(QChart::NoAnimation);
+    fit_to_panel(chart);
     auto* view = new QChartView(chart);
     view->setRenderHint(QPainter::Antialiasing);
     view->setMinimumSize(320, 240);
@@ -388,10 +456,20 @@ QString ScalingView::fit_text() const {
                .arg(QString::fromStdString(driver::x_axis_name(a.x_key)));
   QString amdahl = fit_line("Amdahl", a.amdahl);
   if (const auto limit = driver::amdahl_limit(a.amdahl.serial_fraction))
-    amdahl += QString("; speedup limit 1/f = %1x the baseline").arg(*limit, 0, 'f', 1);
+    amdahl += QString("; 1/f = %1x the baseline").arg(*limit, 0, 'f', 1);
   else
-    amdahl += "; no speedup limit (f <= 0)";
+    amdahl += "; no limit from Amdahl (f <= 0)";
   lines << amdahl;
+  // The global batch caps data parallelism: the limit offered is the smaller of the two.
+  if (a.batch_ceiling)
+    lines << QString("Batch ceiling %1x: %2")
+                 .arg(*a.batch_ceiling, 0, 'g', 4)
+                 .arg(QString::fromStdString(a.batch_ceiling_evidence));
+  if (const auto limit = a.speedup_limit())
+    lines << QString("Speedup limit: %1x the baseline (%2)")
+                 .arg(*limit, 0, 'f', 1)
+                 .arg(a.batch_ceiling && *limit == *a.batch_ceiling ? "the batch ceiling"
+                                                                    : "Amdahl's 1/f");
   lines << fit_line("Gustafson", a.gustafson);
   const auto& last = a.points.back();
   lines << QString("At the largest point: speedup %1x, efficiency %2 %")

@@ -40,6 +40,13 @@ class QTemporaryDir;
 
 namespace dtsim::gui {
 
+// Node counts for a first strong-scaling sweep of a scenario, four when it allows: its own count
+// and the halvings of it that the loader accepts with the scenario's parallelism and batch (the
+// model's tensor x pipeline GPUs must fit, the batch must divide), then doublings above it (up to
+// 8x) for the points still missing; comma-separated, ascending. "1,2,4,8" when the scenario
+// itself does not load (the sweep then says why).
+QString suggested_node_sweep(const QString& scenario_file, const QStringList& overrides = {});
+
 class ScalingView : public QWidget {
   Q_OBJECT
 
@@ -47,8 +54,11 @@ class ScalingView : public QWidget {
   explicit ScalingView(QWidget* parent = nullptr);
   ~ScalingView() override;
 
-  // The scenario to sweep and the --set overrides the user's run has.
+  // The scenario to sweep and the --set overrides the user's run has. The cluster.nodes values
+  // offered become suggested_node_sweep()'s for it (unless the user typed others).
   void set_scenario(const QString& path, const QStringList& overrides);
+  // The values field as it stands.
+  QString sweep_values() const;
   // The dtsim program to run; by default "dtsim" beside the application, else on PATH.
   void set_dtsim(const QString& dtsim_program);
   // Reads and analyses a results file of dtsim sweep, and shows it (see the contract).
@@ -84,6 +94,7 @@ class ScalingView : public QWidget {
 
   QString scenario_;
   QStringList overrides_;
+  QString node_values_;  // suggested_node_sweep() for the scenario; "" until one loads
   QString dtsim_;
   std::optional<driver::ScalingAnalysis> analysis_;
   QString error_;

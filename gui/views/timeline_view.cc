@@ -172,8 +172,8 @@ void TimelineView::paintEvent(QPaintEvent*) {
   if (!trace_) {
     painter.setPen(palette().color(QPalette::PlaceholderText));
     painter.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap,
-                     "No trace: run a simulation with a trace (dtsim simulate --trace), or open "
-                     "a trace file");
+                     "No trace: run a simulation with a trace (dtsim simulate --trace; in "
+                     "dtsim-gui, tick \"Trace for the Timeline\"), or open a trace file");
     last_frame_rects_ = 0;
     return;
   }

@@ -55,6 +55,32 @@ TEST(Plot, ScalingChartsAreSpeedupEfficiencyAndBreakdown) {
   EXPECT_EQ(breakdown.layers.size(), 3u);  // causes that are zero everywhere are left out
 }
 
+// Under 8x the GPU axis is linear and labelled at the counts swept (16, 24, 32 GPUs), not at
+// evenly spaced values between them (14.08, 27.04 before); 8x and more stays logarithmic.
+TEST(Plot, LinearGpuAxisIsLabelledAtTheSweptCounts) {
+  std::vector<driver::ScalingPoint> points;
+  for (double gpus : {16.0, 24.0, 32.0}) {
+    driver::ScalingPoint p;
+    p.config = "cluster.nodes=" + std::to_string(static_cast<int>(gpus / 8));
+    p.x = p.gpus = gpus;
+    p.global_batch_size = 768;
+    p.samples_per_s = 10 * gpus / (1 + gpus / 400);
+    p.step_time_s = 768 / p.samples_per_s;
+    p.compute_s = p.step_time_s;
+    points.push_back(p);
+  }
+  const auto charts = scaling_charts(driver::analyze_points(points, "config.gpus"));
+  for (int i : {0, 1}) {
+    const auto& chart = std::get<LineChart>(charts[static_cast<size_t>(i)]);
+    EXPECT_FALSE(chart.log_x);
+    EXPECT_EQ(chart.x_ticks, (std::vector<double>{16, 24, 32}));
+  }
+  const std::string svg = render_charts(charts, ImageFormat::kSvg);
+  EXPECT_NE(svg.find(">24<"), std::string::npos);
+  EXPECT_EQ(svg.find(">14.08<"), std::string::npos);
+  EXPECT_TRUE(std::get<LineChart>(scaling_charts(sample_analysis())[0]).x_ticks.empty());
+}
+
 TEST(Plot, WritesSvg) {
   const std::string svg = render_charts(scaling_charts(sample_analysis()), ImageFormat::kSvg);
   const auto path = write("scaling.svg", svg);

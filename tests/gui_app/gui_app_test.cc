@@ -26,9 +26,12 @@
 #include "gui/app/summary_view.h"
 #include "gui/views/timeline_view.h"
 #include "gui/views/trace_model.h"
+#include "tests/gui_app/gui_test_support.h"
 
 using namespace dtsim;
 using namespace dtsim::gui;
+using dtsim::gui::testing::options;
+using dtsim::gui::testing::run_to_end;
 
 namespace {
 
@@ -63,20 +66,6 @@ int distinct_colours(const QImage& image) {
   for (int y = 0; y < image.height(); y += 2)
     for (int x = 0; x < image.width(); x += 2) colours.insert(image.pixel(x, y));
   return static_cast<int>(colours.size());
-}
-
-MainWindow::Options options(const QString& engine = {}) {
-  return MainWindow::Options{qEnvironmentVariable("DTSIM"), engine};
-}
-
-// Runs the window's scenario and waits until its results are on screen.
-RunRecord run_to_end(MainWindow& window, int timeout_ms = 120000) {
-  QSignalSpy finished(&window, &MainWindow::run_finished);
-  QSignalSpy shown(&window, &MainWindow::run_shown);
-  QString why;
-  if (!window.run_simulation(&why)) qWarning() << why;
-  if (!shown.wait(timeout_ms)) return RunRecord{};
-  return finished.isEmpty() ? RunRecord{} : qvariant_cast<RunRecord>(finished.first().first());
 }
 
 }  // namespace

@@ -506,7 +506,16 @@ TEST(ScalingView, LoadsAResultsFileAndShowsTheAmdahlFitOfTheAnalysis) {
   EXPECT_DOUBLE_EQ(view.analysis()->amdahl.interval_high, expected.amdahl.interval_high);
   const QString f = QString::number(expected.amdahl.serial_fraction, 'g', 4);
   EXPECT_TRUE(view.fit_text().contains("Amdahl: f = " + f)) << view.fit_text().toStdString();
-  EXPECT_TRUE(view.fit_text().contains("speedup limit 1/f")) << view.fit_text().toStdString();
+  // Amdahl's 1/f, the batch ceiling (512 samples over the baseline's 8 replicas: 64x) and the
+  // smaller of the two as the limit, as dtsim analyze reports them.
+  ASSERT_TRUE(expected.batch_ceiling.has_value());
+  EXPECT_TRUE(view.fit_text().contains("1/f = ")) << view.fit_text().toStdString();
+  EXPECT_TRUE(view.fit_text().contains(
+      QString("Batch ceiling %1x").arg(*expected.batch_ceiling, 0, 'g', 4)))
+      << view.fit_text().toStdString();
+  EXPECT_TRUE(view.fit_text().contains(
+      QString("Speedup limit: %1x").arg(*expected.speedup_limit(), 0, 'f', 1)))
+      << view.fit_text().toStdString();
   EXPECT_EQ(view.chart_count(), 3);
   EXPECT_GT(distinct_colors(paint(view)), 10);
 
