@@ -405,7 +405,9 @@ int run_compare(const CompareOptions& o, std::ostream& out) {
                         {"metrics", rows(c.metrics)},
                         {"by_kind", rows(c.by_kind)},
                         {"worst_metric_error_fraction", c.worst_metric_error()},
-                        {"warnings", c.warnings}};
+                        {"warnings", c.warnings},
+                        {"disturbed", c.disturbed},
+                        {"conditions", c.conditions}};
     if (gated) {
       j["max_error_fraction"] = o.max_error_percent / 100;
       j["within_limit"] = !beyond;
@@ -424,6 +426,8 @@ int run_compare(const CompareOptions& o, std::ostream& out) {
          "larger\n";
   for (const auto& w : c.warnings)
     out << "  warning: the two results are of different jobs: " << printable(w, 300) << "\n";
+  for (const auto& d : c.disturbed) out << "  warning: " << printable(d, 600) << "\n";
+  for (const auto& d : c.conditions) out << "  " << printable(d, 600) << "\n";
   out << "\n";
   char buf[256];
   const auto table = [&](const char* title, const std::vector<driver::ComparedValue>& vs) {

@@ -118,6 +118,20 @@ Comparison compare_results(const std::string& predicted_file, const std::string&
       c.warnings.push_back(std::string(key) + " differs: " + a->dump() + " in the prediction, " +
                            b->dump() + " in the measurement");
   }
+  // A measurement taken on a disturbed machine (dtsim real's measurement_conditions) varies by
+  // itself as much as the errors below may show.
+  for (const auto& [j, which] : {std::pair{&m, "measurement"}, std::pair{&p, "prediction's file"}})
+    if (const json* cond = at_path(*j, "measurement_conditions"); cond && cond->is_object()) {
+      const json* disturbed = at_path(*cond, "disturbed");
+      const json* summary = at_path(*cond, "summary");
+      if (disturbed && disturbed->is_boolean() && disturbed->get<bool>() && summary &&
+          summary->is_string())
+        c.disturbed.push_back("the " + std::string(which) +
+                              " was taken on a disturbed machine: " + summary->get<std::string>());
+      else if (summary && summary->is_string())
+        c.conditions.push_back("the " + std::string(which) +
+                               " was taken undisturbed: " + summary->get<std::string>());
+    }
   // Op kinds: the union of both files' kinds.
   std::map<std::string, std::pair<double, double>> kinds;
   for (const auto& [j, file, second] :

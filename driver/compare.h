@@ -35,6 +35,10 @@ struct Comparison {
   // What makes the comparison doubtful: the two results are of different configurations (the
   // scenario's name, the GPU count or type, the parallel sizes, the batch), named key by key.
   std::vector<std::string> warnings;
+  // What dtsim real said of how it measured (measurement_conditions): a measurement taken on a
+  // disturbed machine, whose own steps varied as much as the errors may show, and the figures of
+  // an undisturbed one.
+  std::vector<std::string> disturbed, conditions;
   // The largest |error| over the metrics (not the op kinds); 0 when none is defined.
   double worst_metric_error() const;
 };

@@ -46,6 +46,13 @@ struct Measurement {
 Measurement measure(const std::string& scenario_path, const std::vector<std::string>& overrides,
                     const MeasureOptions& options);
 
+// A measured receive runs from when it was posted until its message is in: the wait for the
+// sender and the transfer. measure() starts each receive at its send's start when that is later
+// (the same sender, receiver, tag and step, matched in program order), so that, as in a
+// simulated timeline, the wait is idle time and a receive's busy time is its transfer. Returns how
+// many receives it moved.
+int start_receives_at_their_sends(const Job& job, Trace& trace);
+
 struct CalibrateRequest {
   real::Backend backend = real::Backend::kCpu;
   real::CalibrateOptions options;

@@ -163,6 +163,22 @@ struct StepTimeInterval {
   std::string basis;    // which runs (GPU, parallelism family, scale), or why none
 };
 
+// How undisturbed a measurement was (real mode; driver/measurement_conditions.h): the host's
+// load and the CPU time its hypervisor took during the run, and how much the same compute op's
+// time varied from one timed step to the next. A prediction compared with a disturbed
+// measurement can be off by as much as the measurement varied.
+struct MeasurementConditions {
+  int cpus = 0;                  // online CPUs of rank 0's host
+  double load_before = -1;       // 1-minute load average before the run (-1: unknown)
+  double load_after = -1;        // and after it
+  double steal_fraction = -1;    // CPU time the hypervisor took during the run (-1: unknown)
+  int compute_ops_compared = 0;  // compute ops timed in two or more steps (at least 50 us each)
+  double spread_median = 0;      // their (slowest - fastest) / fastest time across steps: median
+  double spread_p90 = 0;         // and 90th percentile
+  bool disturbed = false;        // beyond the thresholds of driver/measurement_conditions.h
+  std::string summary;           // one sentence for people
+};
+
 struct Results {
   std::string engine;
   std::string source = "predicted";  // "measured" for real mode (docs/design.md section 5)
@@ -170,6 +186,8 @@ struct Results {
   double step_time_s = 0;
   // Predictions only (measured results have none); set by the driver after the engine runs.
   std::optional<StepTimeInterval> step_time_interval;
+  // Measurements only (dtsim real): how disturbed the machine was while it measured.
+  std::optional<MeasurementConditions> measurement_conditions;
   double samples_per_s = 0;
   double tokens_per_s = 0;
   double model_tflops_per_gpu = 0;

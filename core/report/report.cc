@@ -268,6 +268,19 @@ nlohmann::json results_to_json(const Results& r) {
                            {"this_job_alone_step_time_s", b.this_job_alone_step_time_s},
                            {"this_job_slowdown", b.this_job_slowdown}};
   }
+  if (const auto& m = r.measurement_conditions) {
+    nlohmann::json c = {{"cpus", m->cpus},
+                        {"compute_ops_compared", m->compute_ops_compared},
+                        {"step_to_step_spread_median", m->spread_median},
+                        {"step_to_step_spread_p90", m->spread_p90},
+                        {"disturbed", m->disturbed},
+                        {"summary", m->summary}};
+    // Unknown figures (no /proc on this host) are left out rather than written as -1.
+    if (m->load_before >= 0) c["load_average_before"] = m->load_before;
+    if (m->load_after >= 0) c["load_average_after"] = m->load_after;
+    if (m->steal_fraction >= 0) c["steal_fraction"] = m->steal_fraction;
+    j["measurement_conditions"] = c;
+  }
   j["notes"] = r.notes;  // an empty list when the engine made no approximation it must state
   tidy(j["step_time_s"], r.step_time_s);
   tidy(j["breakdown_s"], r.step_time_s);
@@ -494,6 +507,9 @@ std::string render_summary(const Results& r) {
                 format_duration(Seconds(b.this_job_alone_step_time_s)) +
                     " per step; shared: " + format_number("%.3f", b.this_job_slowdown) + "x");
   }
+  if (const auto& m = r.measurement_conditions)
+    out += "\n  measured " + std::string(m->disturbed ? "on a DISTURBED machine" : "undisturbed") +
+           ": " + m->summary + "\n";
   if (!r.notes.empty()) {
     out += "\n  notes (approximations of the " + r.engine +
            " engine, settings set aside, figures assumed)\n";

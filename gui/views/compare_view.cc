@@ -101,6 +101,13 @@ void CompareView::set_files(const QString& predicted_json, const QString& measur
                             QString::fromStdString(comparison_.measured_file),
                             QString::fromStdString(comparison_.measured_source),
                             QString::fromStdString(comparison_.measured_engine)));
+  // What dtsim real said of the machine it measured on, and results of different jobs.
+  QStringList said;
+  for (const auto& w : comparison_.warnings)
+    said << "warning: the two results are of different jobs: " + QString::fromStdString(w);
+  for (const auto& d : comparison_.disturbed) said << "warning: " + QString::fromStdString(d);
+  for (const auto& d : comparison_.conditions) said << QString::fromStdString(d);
+  if (!said.isEmpty()) header_->setText(header_->text() + "\n" + said.join('\n'));
   fill_table();
 
   if (predicted_trace.isEmpty() || measured_trace.isEmpty()) return;

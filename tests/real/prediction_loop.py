@@ -122,8 +122,20 @@ def loop(a, env, mpi):
         jsonschema.validate(result, schema)
         if result["source"] != "measured":
             sys.exit(f"FAIL: the measurement says source {result['source']!r}")
+        # How disturbed the machine was: three timed steps give every compute op a spread.
+        cond = result.get("measurement_conditions")
+        if not cond or cond["compute_ops_compared"] < 1:
+            sys.exit(f"FAIL: the measurement does not say how disturbed it was: {cond!r}")
+        print(f"measurement conditions: {cond['summary']}")
         report = run([a.dtsim, "compare", predicted, measured], env=env)
         print(report.stdout)
+        said = ("was taken on a disturbed machine" if cond["disturbed"]
+                else "was taken undisturbed")
+        if said not in report.stdout:
+            sys.exit(f"FAIL: dtsim compare does not say the measurement {said}")
+        if "recv" in result.get("time_by_kind_s", {}) and not any(
+                "receives start when their send was posted" in n for n in result["notes"]):
+            sys.exit("FAIL: a measurement with receives does not say they start at their sends")
         print_op_differences(predicted_trace, measured_trace)
         cmp = json.loads(run([a.dtsim, "compare", predicted, measured, "--json"], env=env).stdout)
     step = next(m for m in cmp["metrics"] if m["name"] == "step time")
