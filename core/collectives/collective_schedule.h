@@ -35,6 +35,7 @@
 //   barrier is a zero-byte all-reduce.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <variant>
 #include <vector>
@@ -220,7 +221,9 @@ struct TreePlan {
     int depth = 0;        // the child's depth, 1 below the root
     bool across = false;  // between nodes
   };
-  std::vector<std::vector<Edge>> trees;  // channels x 2 trees
+  // channels x 2 trees; shared with every plan of the same group (its shape does not depend on
+  // the bytes or the protocol)
+  std::vector<std::shared_ptr<const std::vector<Edge>>> trees;
   int channels = 1;
   int height = 0;       // h
   int chunks = 1;       // K

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 
 #include "core/collectives/collective_schedule.h"
 #include "core/collectives/nccl_model.h"
@@ -13,6 +12,16 @@
 namespace dtsim {
 
 namespace {
+
+// The number of nodes a group's ranks are on, counted without a tree of them (data parallelism
+// over a million GPUs asks for it once per bucket size and protocol).
+size_t distinct_nodes(const std::vector<Rank>& ranks, const Cluster& cluster) {
+  std::vector<int> node_ids;
+  node_ids.reserve(ranks.size());
+  for (Rank r : ranks) node_ids.push_back(cluster.node_of(r));
+  std::sort(node_ids.begin(), node_ids.end());
+  return static_cast<size_t>(std::unique(node_ids.begin(), node_ids.end()) - node_ids.begin());
+}
 
 // The share of a node's network ports a group with `ranks_per_node` ranks on each node gets:
 // groups of the same shape on the node's other GPUs run at the same time and share the ports.
@@ -116,17 +125,15 @@ Seconds torus_all_reduce_time(Bytes bytes, const std::vector<Rank>& ranks, const
 }
 
 RingHops ring_hops(const std::vector<Rank>& ranks, const Cluster& cluster) {
-  std::set<int> nodes;
-  for (Rank r : ranks) nodes.insert(cluster.node_of(r));
+  const size_t node_count = distinct_nodes(ranks, cluster);
   RingHops hops{{cluster.intra_node.latency, cluster.usable_fabric_bandwidth()}, {}};
   const NvlinkMesh* mesh = cluster_mesh(cluster);
-  if (mesh && ranks.size() / nodes.size() > 1) hops.intra = mesh_ring_intra(*mesh, ranks, cluster);
-  if (nodes.size() <= 1) return hops;
+  if (mesh && ranks.size() / node_count > 1) hops.intra = mesh_ring_intra(*mesh, ranks, cluster);
+  if (node_count <= 1) return hops;
   // A ring that crosses nodes leaves each node once per channel. Summed over NCCL's channels,
   // a node sends as many bytes out as one rank sends in total, spread over its NICs, of which a
   // group with g ranks per node gets g / gpus_per_node (node_port_share).
-  const double ranks_per_node =
-      static_cast<double>(ranks.size()) / static_cast<double>(nodes.size());
+  const double ranks_per_node = static_cast<double>(ranks.size()) / static_cast<double>(node_count);
   // On a torus a ring leaves each node over one cable (its next node's), whatever nics_per_node.
   const NetworkTopology& topology = network_topology(cluster);
   const bool cabled = topology.cabled_nodes(cluster);
@@ -167,10 +174,9 @@ Seconds ring_path_latency(const std::vector<Rank>& ranks, int steps, const Clust
                           CollectiveProtocol protocol) {
   if (ranks.size() < 2 || steps <= 0) return Seconds(0);
   const auto channels = ring_channels(ranks, cluster);
-  std::set<int> node_set;
-  for (Rank r : ranks) node_set.insert(cluster.node_of(r));
-  const bool multi_node = node_set.size() > 1;
-  const bool one_per_node = node_set.size() == ranks.size();
+  const size_t node_count = distinct_nodes(ranks, cluster);
+  const bool multi_node = node_count > 1;
+  const bool one_per_node = node_count == ranks.size();
   const bool nccl =
       protocol != CollectiveProtocol::kAuto && protocol != CollectiveProtocol::kFastest;
   const ProtocolEffect intra_effect = protocol_effect(protocol, false, cluster.gpus_on_pcie());

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -70,13 +71,26 @@ Seconds TreePlan::time() const {
   return total + widest * static_cast<double>(chunks - 1);
 }
 
-TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes,
-                            CollectiveProtocol protocol, BytesPerSecond bus_cap, Bytes chunk_size) {
-  TreePlan plan;
-  const auto nodes = ranks_by_node(ranks, cluster);
-  if (nodes.empty() || ranks.size() < 2) return plan;
+namespace {
+
+// What a tree plan takes from its group and its cluster alone, whatever the bytes and the
+// protocol: the edges of every channel's two trees, each kind of hop's busiest link in seconds
+// per byte on the wire, and which kinds of hop each of the 2h pipeline stages has. Large groups
+// build it once for all their bucket sizes and protocols (tree_shape's cache).
+struct TreeShape {
+  int channels = 1, height = 0;
+  std::vector<std::shared_ptr<const std::vector<TreePlan::Edge>>> trees;
+  double intra_load = 0, net_load = 0;       // busiest link's flows x seconds per byte
+  std::vector<char> stage_intra, stage_net;  // by stage: has a hop inside / across nodes
+  size_t edges = 0;
+};
+
+std::shared_ptr<const TreeShape> build_tree_shape(const std::vector<std::vector<Rank>>& nodes,
+                                                  const std::vector<Rank>& ranks,
+                                                  const Cluster& cluster) {
+  auto shape = std::make_shared<TreeShape>();
   const int m = static_cast<int>(nodes.size()), g = static_cast<int>(nodes.front().size());
-  plan.channels = m == 1 ? 1 : g;
+  shape->channels = m == 1 ? 1 : g;
   const auto parents = dtree_parents(m);
   int node_height = 0;
   std::array<std::vector<int>, 2> node_depth;
@@ -85,7 +99,143 @@ TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& clust
       node_depth[static_cast<size_t>(t)].push_back(depth_in(parents[static_cast<size_t>(t)], x));
       node_height = std::max(node_height, node_depth[static_cast<size_t>(t)].back());
     }
-  plan.height = node_height + g - 1;
+  shape->height = node_height + g - 1;
+
+  // The edges of every channel's two trees.
+  std::vector<std::vector<TreePlan::Edge>> trees;
+  for (int c = 0; c < shape->channels; ++c) {
+    auto at = [&](int node, int j) {
+      return nodes[static_cast<size_t>(node)][static_cast<size_t>((c + j) % g)];
+    };
+    for (int t = 0; t < 2; ++t) {
+      std::vector<TreePlan::Edge> edges;
+      edges.reserve(static_cast<size_t>(m) * static_cast<size_t>(g));
+      for (int x = 0; x < m; ++x) {
+        const int dn = node_depth[static_cast<size_t>(t)][static_cast<size_t>(x)];
+        const int up = parents[static_cast<size_t>(t)][static_cast<size_t>(x)];
+        if (up >= 0) edges.push_back(TreePlan::Edge{at(up, 0), at(x, 0), dn, false});
+        for (int j = 1; j < g; ++j)
+          edges.push_back(TreePlan::Edge{at(x, j - 1), at(x, j), dn + j, false});
+      }
+      trees.push_back(std::move(edges));
+    }
+  }
+
+  // Links as the SimGrid platform builds them (sim/platform.cc): a GPU's fabric link (both ways)
+  // for flows inside a node, the GPU's NIC (by GPU-NIC affinity) across nodes, and on PCIe nodes
+  // the GPU's link as well. Every edge carries one flow each way per chunk, all in flight at once
+  // in steady state; other GPUs' groups of the same shape share the NICs, as for the ring.
+  const bool pcie = cluster.gpus_on_pcie();
+  const double gpu_bw = cluster.usable_fabric_bandwidth().value();
+  const double nic_bw = cluster.usable_nic_bandwidth().value();
+  int64_t top = 0;  // the largest GPU rank or NIC index
+  for (Rank r : ranks) top = std::max({top, int64_t{r}, int64_t{cluster.nic_of(r)}});
+  std::vector<int> group_on_nic(static_cast<size_t>(top + 1), 0);
+  for (Rank r : ranks) ++group_on_nic[static_cast<size_t>(cluster.nic_of(r))];
+  const double gpus_per_nic =
+      std::max(1.0, static_cast<double>(cluster.gpus_per_node) / cluster.nics());
+  // Link id: 4 x (GPU rank or NIC) + 2 x (NIC?) + (incoming?); at most 4 links per route.
+  struct Route {
+    std::array<std::pair<size_t, double>, 4> links;  // (id, seconds per byte per flow)
+    size_t count = 0;
+    void add(int64_t id, double per_byte) { links[count++] = {static_cast<size_t>(id), per_byte}; }
+    auto begin() const { return links.begin(); }
+    auto end() const { return links.begin() + static_cast<std::ptrdiff_t>(count); }
+  };
+  auto links = [&](Rank src, Rank dst) {
+    Route out;
+    const bool across = cluster.node_of(src) != cluster.node_of(dst);
+    if (!across || pcie) {
+      out.add(4 * int64_t{src}, 1 / gpu_bw);
+      out.add(4 * int64_t{dst} + 1, 1 / gpu_bw);
+    }
+    if (across) {
+      const int a = cluster.nic_of(src), b = cluster.nic_of(dst);
+      out.add(4 * int64_t{a} + 2, gpus_per_nic / group_on_nic[static_cast<size_t>(a)] / nic_bw);
+      out.add(4 * int64_t{b} + 3, gpus_per_nic / group_on_nic[static_cast<size_t>(b)] / nic_bw);
+    }
+    return out;
+  };
+  std::vector<int> flows_on(static_cast<size_t>(4 * (top + 1)), 0);
+  for (const auto& edges : trees)
+    for (const auto& e : edges) {
+      for (const auto& l : links(e.child, e.parent)) ++flows_on[l.first];
+      for (const auto& l : links(e.parent, e.child)) ++flows_on[l.first];
+    }
+  auto load = [&](Rank src, Rank dst) {
+    double worst = 0;
+    for (const auto& [id, per_byte] : links(src, dst))
+      worst = std::max(worst, flows_on[id] * per_byte);
+    return worst;
+  };
+  const auto stages = static_cast<size_t>(2 * shape->height);
+  shape->stage_intra.assign(stages, 0);
+  shape->stage_net.assign(stages, 0);
+  for (auto& edges : trees) {
+    for (auto& e : edges) {
+      e.across = cluster.node_of(e.child) != cluster.node_of(e.parent);
+      double& worst = e.across ? shape->net_load : shape->intra_load;
+      worst = std::max({worst, load(e.child, e.parent), load(e.parent, e.child)});
+      auto& has = e.across ? shape->stage_net : shape->stage_intra;
+      has[static_cast<size_t>(shape->height - e.depth)] = 1;
+      has[static_cast<size_t>(shape->height + e.depth - 1)] = 1;
+    }
+    shape->edges += edges.size();
+    shape->trees.push_back(std::make_shared<const std::vector<TreePlan::Edge>>(std::move(edges)));
+  }
+  return shape;
+}
+
+// The shape of the tree over `ranks` on `cluster`, built once: the analytic lowering asks for
+// the same group's tree at every bucket size and under every protocol, and a group of a million
+// ranks has tens of millions of edges. The cache key holds everything the shape reads (the
+// ranks, the node and NIC layout, the link rates); it keeps at most kCachedEdges edges.
+std::shared_ptr<const TreeShape> tree_shape(const std::vector<std::vector<Rank>>& nodes,
+                                            const std::vector<Rank>& ranks,
+                                            const Cluster& cluster) {
+  struct Key {
+    std::vector<Rank> ranks;
+    int gpus_per_node = 0, nics = 0;
+    double gpu_bw = 0, nic_bw = 0;
+    bool pcie = false;
+    bool operator==(const Key&) const = default;
+  };
+  constexpr size_t kCachedEdges = size_t{1} << 25;  // 32 M edges, 512 MiB
+  thread_local std::vector<std::pair<Key, std::shared_ptr<const TreeShape>>> cache;
+  Key key{ranks,
+          cluster.gpus_per_node,
+          cluster.nics(),
+          cluster.usable_fabric_bandwidth().value(),
+          cluster.usable_nic_bandwidth().value(),
+          cluster.gpus_on_pcie()};
+  for (size_t i = 0; i < cache.size(); ++i)
+    if (cache[i].first == key) {
+      auto hit = cache[i].second;
+      std::rotate(cache.begin(), cache.begin() + static_cast<std::ptrdiff_t>(i),
+                  cache.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+      return hit;
+    }
+  auto shape = build_tree_shape(nodes, ranks, cluster);
+  cache.insert(cache.begin(), {std::move(key), shape});
+  size_t held = 0, keep = 0;
+  while (keep < cache.size() && keep < 16 && held + cache[keep].second->edges <= kCachedEdges)
+    held += cache[keep++].second->edges;
+  cache.resize(std::max<size_t>(keep, 1));
+  return shape;
+}
+
+}  // namespace
+
+TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes,
+                            CollectiveProtocol protocol, BytesPerSecond bus_cap, Bytes chunk_size) {
+  TreePlan plan;
+  const auto nodes = ranks_by_node(ranks, cluster);
+  if (nodes.empty() || ranks.size() < 2) return plan;
+  const int m = static_cast<int>(nodes.size());
+  const std::shared_ptr<const TreeShape> shape = tree_shape(nodes, ranks, cluster);
+  plan.channels = shape->channels;
+  plan.height = shape->height;
+  plan.trees = shape->trees;
 
   // Chunks: NCCL's Simple tree chunk is one 512 KiB step of its 4 MiB buffer, halved while the
   // operation has fewer than 8, 4 and 1 chunks per channel per level of the tree
@@ -125,78 +275,11 @@ TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& clust
   plan.chunk = Bytes(per_tree / plan.chunks);
   plan.wire_chunk = plan.chunk * wire;
 
-  // The edges of every channel's two trees.
-  for (int c = 0; c < plan.channels; ++c) {
-    auto at = [&](int node, int j) {
-      return nodes[static_cast<size_t>(node)][static_cast<size_t>((c + j) % g)];
-    };
-    for (int t = 0; t < 2; ++t) {
-      std::vector<TreePlan::Edge> edges;
-      for (int x = 0; x < m; ++x) {
-        const int dn = node_depth[static_cast<size_t>(t)][static_cast<size_t>(x)];
-        const int up = parents[static_cast<size_t>(t)][static_cast<size_t>(x)];
-        if (up >= 0) edges.push_back(TreePlan::Edge{at(up, 0), at(x, 0), dn, false});
-        for (int j = 1; j < g; ++j)
-          edges.push_back(TreePlan::Edge{at(x, j - 1), at(x, j), dn + j, false});
-      }
-      plan.trees.push_back(std::move(edges));
-    }
-  }
-
-  // Links as the SimGrid platform builds them (sim/platform.cc): a GPU's fabric link (both ways)
-  // for flows inside a node, the GPU's NIC (by GPU-NIC affinity) across nodes, and on PCIe nodes
-  // the GPU's link as well. Every edge carries one flow each way per chunk, all in flight at once
-  // in steady state; other GPUs' groups of the same shape share the NICs, as for the ring.
-  const double gpu_bw = cluster.usable_fabric_bandwidth().value();
-  const double nic_bw = cluster.usable_nic_bandwidth().value();
-  int64_t top = 0;  // the largest GPU rank or NIC index
-  for (Rank r : ranks) top = std::max({top, int64_t{r}, int64_t{cluster.nic_of(r)}});
-  std::vector<int> group_on_nic(static_cast<size_t>(top + 1), 0);
-  for (Rank r : ranks) ++group_on_nic[static_cast<size_t>(cluster.nic_of(r))];
-  const double gpus_per_nic =
-      std::max(1.0, static_cast<double>(cluster.gpus_per_node) / cluster.nics());
-  // Link id: 4 x (GPU rank or NIC) + 2 x (NIC?) + (incoming?); at most 4 links per route.
-  struct Route {
-    std::array<std::pair<size_t, double>, 4> links;  // (id, seconds per byte per flow)
-    size_t count = 0;
-    void add(int64_t id, double per_byte) { links[count++] = {static_cast<size_t>(id), per_byte}; }
-    auto begin() const { return links.begin(); }
-    auto end() const { return links.begin() + static_cast<std::ptrdiff_t>(count); }
-  };
-  auto links = [&](Rank src, Rank dst) {
-    Route out;
-    const bool across = cluster.node_of(src) != cluster.node_of(dst);
-    if (!across || pcie) {
-      out.add(4 * int64_t{src}, 1 / gpu_bw);
-      out.add(4 * int64_t{dst} + 1, 1 / gpu_bw);
-    }
-    if (across) {
-      const int a = cluster.nic_of(src), b = cluster.nic_of(dst);
-      out.add(4 * int64_t{a} + 2, gpus_per_nic / group_on_nic[static_cast<size_t>(a)] / nic_bw);
-      out.add(4 * int64_t{b} + 3, gpus_per_nic / group_on_nic[static_cast<size_t>(b)] / nic_bw);
-    }
-    return out;
-  };
-  std::vector<int> flows_on(static_cast<size_t>(4 * (top + 1)), 0);
-  for (const auto& edges : plan.trees)
-    for (const auto& e : edges) {
-      for (const auto& l : links(e.child, e.parent)) ++flows_on[l.first];
-      for (const auto& l : links(e.parent, e.child)) ++flows_on[l.first];
-    }
-  auto busy = [&](Rank src, Rank dst) {
-    double worst = 0;
-    for (const auto& [id, per_byte] : links(src, dst))
-      worst = std::max(worst, flows_on[id] * per_byte);
-    return Seconds(worst * plan.wire_chunk.value());
-  };
+  // A hop's busy time per chunk: its busiest link's load times the chunk on the wire.
+  plan.intra_busy = Seconds(shape->intra_load * plan.wire_chunk.value());
+  plan.net_busy = Seconds(shape->net_load * plan.wire_chunk.value());
   const Seconds intra_alpha = cluster.intra_node.latency * intra_scale;
   const Seconds net_alpha = cluster.gpu_network_latency() * net_scale;
-  for (auto& edges : plan.trees)
-    for (auto& e : edges) {
-      e.across = cluster.node_of(e.child) != cluster.node_of(e.parent);
-      Seconds& worst = e.across ? plan.net_busy : plan.intra_busy;
-      worst = std::max({worst, busy(e.child, e.parent), busy(e.parent, e.child)});
-    }
   plan.net_alpha = net_alpha;
   plan.intra_alpha = intra_alpha;
   plan.net_route_alpha = cluster.gpu_network_latency();
@@ -205,13 +288,16 @@ TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& clust
   const auto stages = static_cast<size_t>(2 * plan.height);
   std::vector<Seconds> stage_alpha(stages, Seconds(0));
   plan.stage_gap.assign(stages, Seconds(0));
-  for (const auto& edges : plan.trees)
-    for (const auto& e : edges)
-      for (size_t p : {static_cast<size_t>(plan.height - e.depth),
-                       static_cast<size_t>(plan.height + e.depth - 1)}) {
-        stage_alpha[p] = std::max(stage_alpha[p], e.across ? net_alpha : intra_alpha);
-        plan.stage_gap[p] = std::max(plan.stage_gap[p], e.across ? plan.net_busy : plan.intra_busy);
-      }
+  for (size_t p = 0; p < stages; ++p) {
+    if (shape->stage_net[p]) {
+      stage_alpha[p] = std::max(stage_alpha[p], net_alpha);
+      plan.stage_gap[p] = std::max(plan.stage_gap[p], plan.net_busy);
+    }
+    if (shape->stage_intra[p]) {
+      stage_alpha[p] = std::max(stage_alpha[p], intra_alpha);
+      plan.stage_gap[p] = std::max(plan.stage_gap[p], plan.intra_busy);
+    }
+  }
   // NCCL's cap on the tree's bus bandwidth B (algBw B / 2): the 2 S = 4 channels K c the busiest
   // link moves take at least that long, so no stage takes a chunk faster than 4 channels c / B.
   if (bus_cap.value() > 0)
@@ -243,7 +329,7 @@ void tree_flows(const TreePlan& plan, Fidelity fidelity, bool merge_pairs, Colle
     Seconds bulk{0};
     std::vector<Flow> chains;
     for (const auto& edges : plan.trees)
-      for (const auto& e : edges) {
+      for (const auto& e : *edges) {
         auto& into = e.across ? s.flows : chains;
         into.push_back(Flow::between(e.child, e.parent, all));
         into.push_back(Flow::between(e.parent, e.child, all));
@@ -271,7 +357,7 @@ void tree_flows(const TreePlan& plan, Fidelity fidelity, bool merge_pairs, Colle
   std::vector<std::vector<std::tuple<size_t, size_t, bool>>> at_stage(static_cast<size_t>(stages));
   size_t edges_in_all = 0;
   for (size_t t = 0; t < plan.trees.size(); ++t) {
-    const auto& edges = plan.trees[t];
+    const auto& edges = *plan.trees[t];
     edges_in_all += edges.size();
     std::map<Rank, int> number;
     std::map<Rank, std::vector<int>> children;  // numbered, in edge order
@@ -322,7 +408,7 @@ void tree_flows(const TreePlan& plan, Fidelity fidelity, bool merge_pairs, Colle
       gap_prev[up] = static_cast<int>(s.flows.size());
       s.flows.push_back(Flow::delay_of(plan.stage_gap[up], clock));
       for (const auto& [t, k, going_up] : at_stage[up]) {
-        const auto& e = plan.trees[t][k];
+        const auto& e = (*plan.trees[t])[k];
         const EdgeWaits& w = waits[t][k];
         // Its waits: the clock's, then the flows that bring it its data (one allocation).
         std::vector<int> after;
