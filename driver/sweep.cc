@@ -44,9 +44,12 @@ std::string trim(const std::string& s) {
   return s.substr(a, b - a + 1);
 }
 
-// A number as a value text: whole numbers without a decimal point.
+// A number as a value text: whole numbers without a decimal point while a double holds them
+// exactly (below 2^53); larger ones, which a 64-bit integer may not hold, in exponent form.
 std::string number_text(double v) {
-  if (std::fabs(v - std::round(v)) < 1e-9 * std::max(1.0, std::fabs(v)))
+  constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
+  if (std::fabs(v) < kExactIntegers &&
+      std::fabs(v - std::round(v)) < 1e-9 * std::max(1.0, std::fabs(v)))
     return std::to_string(static_cast<long long>(std::llround(v)));
   std::ostringstream s;
   s.precision(12);

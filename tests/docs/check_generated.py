@@ -7,8 +7,9 @@ A generated passage sits between two HTML comments:
     ... table rows, lines of a fenced block, prose lines the program prints ...
     <!-- end generated -->
 
-PROGRAM is a path under the build tree (tests/validation/validation_test); ENV=VALUE pairs after
-a `;` are set for it. Every non-blank line of the passage except fence lines (```) must be a line
+PROGRAM is a path in the build tree, written as from the repository root with the build folder
+named build (build/tests/validation/validation_test; --build names the real one); ENV=VALUE
+pairs after a `;` are set for it. Every non-blank line of the passage except fence lines (```) must be a line
 of the program's output, in the same order (runs of whitespace count as one space; a Markdown
 table's header rule is left out, since no program prints it), so a figure
 the docs quote that the program no longer prints fails the check, naming the file and line. Each
@@ -61,7 +62,8 @@ def run(spec, build, timeout):
     argv = shlex.split(program_part)
     if not argv:
         raise ValueError("no program named")
-    argv[0] = os.path.join(build, argv[0])
+    program = argv[0][len("build/"):] if argv[0].startswith("build/") else argv[0]
+    argv[0] = os.path.join(build, program)
     env = dict(os.environ)
     for pair in shlex.split(env_part):
         key, eq, value = pair.partition("=")

@@ -2,7 +2,7 @@
 # docs/validation.md, changes one time in it (5123.6 -> 5123.7 us) and expects exit status 1
 # naming that line; the passage as it stands must pass. Inputs: CHECKER, PYTHON, SOURCE (the
 # repository), BUILD (the build tree), WORK (a scratch folder of this test's own).
-set(begin_marker "<!-- generated: tests/sim/sim_test --gtest_filter=NcclAgreement.* -->")
+set(begin_marker "<!-- generated: build/tests/sim/sim_test --gtest_filter=NcclAgreement.* -->")
 file(READ ${SOURCE}/docs/validation.md text)
 string(FIND "${text}" "${begin_marker}" begin)
 if(begin EQUAL -1)
