@@ -402,6 +402,10 @@ Verb add_plan(CLI::App& app) {
   plan->add_option("-j,--jobs", o->jobs, "simulations at once (default 2)")
       ->check(CLI::Range(1, 4096));
   plan->add_option("--timeout", o->timeout, "stop a simulation after this long, e.g. 10min");
+  plan->add_option("--max-search-time", o->max_search_time,
+                   "refuse a search estimated to take longer than this (default 2h; 0: no "
+                   "limit): each configuration costs about 2 us per GPU of the cluster, so a "
+                   "search over 100,000 GPUs needs --constraint to narrow it");
   plan->add_flag("--json", o->json, "print the search and the ranking as JSON");
   plan->add_flag("--analytic-only", o->analytic_only,
                  "list the best --top by the analytic engine's step time (what `dtsim simulate "

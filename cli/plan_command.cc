@@ -249,6 +249,15 @@ int run_plan(const PlanOptions& o, std::ostream& out) {
           "expected a duration such as 60s or 5min, found '" + printable(o.timeout, 60) + "'"});
     req.child_timeout_s = t.value->value();
   }
+  {
+    const auto t = parse_duration(o.max_search_time);
+    if (!t || !(t.value->value() >= 0))
+      throw InputError(Diagnostic{SourceLocation{}, "--max-search-time",
+                                  "expected a duration such as 30min or 2h (0 for no limit), "
+                                  "found '" +
+                                      printable(o.max_search_time, 60) + "'"});
+    req.max_search_s = t.value->value();
+  }
   driver::PlanReport rep;
   {
     driver::KillChildrenOnInterrupt guard;

@@ -13,7 +13,8 @@ struct PlanOptions {
   std::vector<std::string> constraints;  // --constraint
   int top = 5;
   int jobs = 2;
-  std::string timeout;  // --timeout per simulation, e.g. 10min; empty: none
+  std::string timeout;                 // --timeout per simulation, e.g. 10min; empty: none
+  std::string max_search_time = "2h";  // --max-search-time: refuse a longer estimated search
   bool json = false;
   bool analytic_only = false;    // --analytic-only: rank without SimGrid runs
   std::string rank_by = "step";  // --rank-by step|high

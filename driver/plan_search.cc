@@ -18,6 +18,7 @@
 #include "driver/child_process.h"
 #include "driver/predict.h"
 #include "driver/prediction_interval.h"
+#include "driver/progress.h"
 #include "driver/sweep_results.h"
 #include "models/scenario_model.h"
 
@@ -645,6 +646,21 @@ PlanReport plan_search(const PlanRequest& req) {
   if (rep.enumerated == 0)
     throw InputError(Diagnostic{SourceLocation{}, "--constraint",
                                 "no configuration satisfies the constraints; loosen them"});
+  // A search over a very large cluster is refused before it starts rather than run for days.
+  if (const double estimate = plan_search_estimate_s(static_cast<double>(rep.enumerated), rep.gpus);
+      req.max_search_s > 0 && estimate > req.max_search_s)
+    throw InputError(Diagnostic{
+        SourceLocation{}, "--max-search-time",
+        "searching " + std::to_string(rep.enumerated) + " configurations over " +
+            std::to_string(rep.gpus) + " GPUs would take at least " +
+            CountedProgress::duration_text(estimate) +
+            " (each configuration builds the groups of every GPU, about " +
+            format_number("%.0f", kSearchSecondsPerGpu * 1e6) +
+            " us per GPU), more than the limit of " +
+            CountedProgress::duration_text(req.max_search_s) +
+            ". Narrow the search with --constraint (e.g. parallelism.tensor=8, "
+            "parallelism.pipeline=8, training.micro_batch_size=1, training.recompute=none: each "
+            "pinned key divides the count), or raise --max-search-time"});
 
   auto [fitting, misses] = evaluate_candidates(req, text, by_zero_group, rep);
   rep.fits = fitting.size();

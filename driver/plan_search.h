@@ -139,8 +139,20 @@ struct PlanRequest {
   // ops are about 5 s on the 2-core development VM (2e7 took 12.4 s of CPU, 287 ZeRO-3
   // configurations of GPT-3 1.3B on 16 H100; bench/results/plan-speed.md).
   double engine_budget_ops = 8e6;
+  // A search whose estimated evaluation time (plan_search_estimate_s) exceeds this is refused
+  // before it starts, with what narrows it (--max-search-time; 0: no limit).
+  double max_search_s = 2 * 3600;
   PlanProgress* progress = nullptr;
 };
+
+// A lower bound on the time a search's evaluations take on the development VM, in seconds:
+// every configuration builds the groups of the whole world and resolves collectives over them,
+// about kSearchSecondsPerGpu per GPU per configuration (bench/results/plan-speed.md, "Searches
+// over large clusters": 2.3 us at 16,384 GPUs, 5.0 us at 131,072), whatever the checks refuse.
+inline constexpr double kSearchSecondsPerGpu = 2e-6;
+inline double plan_search_estimate_s(double configurations, double gpus) {
+  return configurations * gpus * kSearchSecondsPerGpu;
+}
 
 // One ranked configuration.
 struct PlanRow {
