@@ -177,6 +177,10 @@ struct TrainingConfig {
   Located<int64_t> micro_batch_size{1};
   DType precision = DType::kBf16;
   Recompute recompute = Recompute::kNone;
+  // training.recompute_layers under recompute full: the first N transformer layers of each
+  // pipeline chunk are recomputed, the others keep their activations (Megatron-core's
+  // recompute_method block); -1: every layer.
+  int recompute_layers = -1;
   Optimizer optimizer = Optimizer::kAdam;
   Bytes gradient_bucket{25.0 * 1024 * 1024};
   Bytes first_gradient_bucket{1.0 * 1024 * 1024};

@@ -119,6 +119,19 @@ void bind_training(const Reader& r, const ParallelismConfig& par, TrainingConfig
       r.where("training.global_batch_size")};
   t.precision = kDTypeNames.from_valid(r.value<std::string>("training.precision"));
   t.recompute = kRecomputeNames.from_valid(r.value<std::string>("training.recompute"));
+  // Megatron-core's block method (--recompute-method block --recompute-num-layers N, with
+  // --recompute-granularity full): the first N layers of each pipeline stage, or of each virtual
+  // stage under interleaving, recompute; NVIDIA/NeMo docs/source/features/optimizations/
+  // activation_recomputation.rst. It means nothing without full recomputation.
+  if (const auto n = r.get<int64_t>("training.recompute_layers")) {
+    if (t.recompute == Recompute::kFull)
+      t.recompute_layers = static_cast<int>(*n);
+    else
+      sink.note(r.where("training.recompute_layers"), "training.recompute_layers",
+                "applies to recompute full only (the layers recomputed in full); set aside under "
+                "recompute " +
+                    std::string(to_string(t.recompute)));
+  }
   t.optimizer = kOptimizerNames.from_valid(r.value<std::string>("training.optimizer"));
   const std::string grad_dtype = r.value<std::string>("training.grad_dtype");
   t.grad_dtype_auto = grad_dtype == "auto";

@@ -389,6 +389,15 @@ SchemaNode build_schema() {
            "auto");
   moe_load_imbalance.min = 1;
   moe_load_imbalance.max = 100;
+  auto recompute_layers =
+      leaf("recompute_layers", ValueType::kCountOrAuto,
+           "with recompute full: recompute only the first N transformer layers of each pipeline "
+           "chunk (virtual stage with interleaving) and keep the others' activations, as "
+           "Megatron-core's recompute_method block with recompute_num_layers N; auto = every "
+           "layer. Set aside, with a note, under recompute none or selective",
+           "auto");
+  recompute_layers.min = 0;
+  recompute_layers.max = 1e6;
   SchemaNode training = section(
       "training", "the optimisation step",
       {choice("framework", kFrameworkNames.names(),
@@ -406,6 +415,7 @@ SchemaNode build_schema() {
               std::string(to_string(DType::kBf16))),
        choice("recompute", kRecomputeNames.names(), "activation recomputation",
               std::string(to_string(Recompute::kNone))),
+       recompute_layers,
        leaf("runtime_reserve", ValueType::kBytes,
             "device memory held outside the modelled tensors: CUDA context, cuBLAS and NCCL "
             "workspaces, caching-allocator slack (an assumption until dtsim calibrate measures "

@@ -149,6 +149,15 @@ StepBuilder::StepBuilder(const ModelGraph& model, const Scenario& sc)
   job_.world_size = sc.cluster.total_gpus();
   for (const auto& l : model.layers)
     tied_parameters_ = std::max(tied_parameters_, l.tied_parameters);
+  layer_recompute_.assign(model.layers.size(), sc.training.recompute);
+  if (sc.training.recompute == Recompute::kFull && sc.training.recompute_layers >= 0)
+    for (const auto& chunk : chunks_) {
+      int recomputable = 0;
+      for (int i = chunk.first; i <= chunk.last; ++i)
+        if (model.layers[static_cast<size_t>(i)].recomputable &&
+            recomputable++ >= sc.training.recompute_layers)
+          layer_recompute_[static_cast<size_t>(i)] = Recompute::kNone;
+    }
   // Pipeline send/recv: one hidden-state tensor per micro-batch (b·s·h elements), its
   // sequence shard under sequence parallelism (docs/reference.md, communication volume) and its
   // context shard under context parallelism.
@@ -460,7 +469,6 @@ StepBuilder::RankModelState StepBuilder::place_model_state(RankState& r,
 // The stage's forward and backward units in its schedule's order, and what runs after the last.
 void StepBuilder::run_schedule(RankState& r, int s, const RankModelState& state,
                                const RankGroups& groups) {
-  const auto& tr = sc_.training;
   const Schedule schedule = sc_.parallelism.schedule;
   const auto units = schedule_for_stage(schedule, p_, s, v_, m_);
   // PipeDream: the previous step's micro-batches still in flight hold their stashed
@@ -470,7 +478,8 @@ void StepBuilder::run_schedule(RankState& r, int s, const RankModelState& state,
   Bytes stage_activations{0};
   for (int i = chunks_[static_cast<size_t>(s)].first; i <= chunks_[static_cast<size_t>(s)].last;
        ++i)
-    stage_activations += stashed_activations(model_.layers[static_cast<size_t>(i)], tr.recompute);
+    stage_activations += stashed_activations(model_.layers[static_cast<size_t>(i)],
+                                             layer_recompute_[static_cast<size_t>(i)]);
   if (carried > 0)
     memory(r, MemoryCategory::kActivations, stage_activations * carried,
            "activations_in_flight_from_previous_step", -1, -1, Phase::kPipeline);

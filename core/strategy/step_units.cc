@@ -212,7 +212,6 @@ void StepBuilder::gather_boundary(RankState& r, int layer, int mb, Phase phase) 
 }
 
 void StepBuilder::forward_layers(RankState& r, const ChunkRange& range, int mb) {
-  const auto& tr = sc_.training;
   for (int i = range.first; i <= range.last; ++i) {
     const Layer& l = model_.layers[static_cast<size_t>(i)];
     const bool sharded = gather_layer(r, l, i, mb, Phase::kForward);
@@ -233,7 +232,8 @@ void StepBuilder::forward_layers(RankState& r, const ChunkRange& range, int mb) 
           Label{l.name + ".fp8_weight_cast_transpose", i, mb, Phase::kForward});
     kernels(r, l.forward, i, mb, Phase::kForward, l);
     attach_waits(r, before);
-    memory(r, MemoryCategory::kActivations, stashed_activations(l, tr.recompute),
+    memory(r, MemoryCategory::kActivations,
+           stashed_activations(l, layer_recompute_[static_cast<size_t>(i)]),
            l.name + ".activations", i, mb, Phase::kForward);
     if (sharded) {
       release_layer(r, l, i, mb, Phase::kForward);
@@ -272,10 +272,11 @@ void StepBuilder::backward_layers(RankState& r, int chunk_global, int mb, bool l
     const bool sharded = gather_layer(r, l, i, mb, Phase::kBackward);
     const size_t before = r.p.streams[static_cast<size_t>(r.compute)].ops.size();
     Bytes transient{0};
-    if (l.recomputable && tr.recompute == Recompute::kFull) {
+    const Recompute recompute = layer_recompute_[static_cast<size_t>(i)];
+    if (l.recomputable && recompute == Recompute::kFull) {
       kernels(r, l.forward, i, mb, Phase::kRecompute, l);
       transient = l.activation_bytes - l.activation_bytes_full;
-    } else if (l.recomputable && tr.recompute == Recompute::kSelective) {
+    } else if (l.recomputable && recompute == Recompute::kSelective) {
       kernels(r, l.selective_recompute, i, mb, Phase::kRecompute, l);
       transient = l.activation_bytes - l.activation_bytes_selective;
     }
@@ -285,7 +286,7 @@ void StepBuilder::backward_layers(RankState& r, int chunk_global, int mb, bool l
     attach_waits(r, before);
     if (i == fp8_blocks(range).first)
       fp8_amax_reduction(r, fp8_gemms(range), 2, "backward", i, mb, Phase::kBackward);
-    memory(r, MemoryCategory::kActivations, -(stashed_activations(l, tr.recompute) + transient),
+    memory(r, MemoryCategory::kActivations, -(stashed_activations(l, recompute) + transient),
            l.name + ".activations_freed", i, mb, Phase::kBackward);
     if (sharded) {
       release_layer(r, l, i, mb, Phase::kBackward);

@@ -303,6 +303,9 @@ class StepBuilder {
   DType grad_dtype_;     // training.grad_dtype, resolved
   double weight_bytes_;  // per parameter, stored and gathered (weight_bytes_per_parameter)
   std::vector<ChunkRange> chunks_;
+  // Each layer's recomputation: training.recompute, except that under recompute full with
+  // training.recompute_layers N only the first N recomputable layers of each chunk recompute.
+  std::vector<Recompute> layer_recompute_;
   CompressionConfig compression_;
   std::vector<LayerMatrices> layer_matrices_;  // PowerSGD only, by layer
   double tied_parameters_ = 0;                 // the largest layer's tied (shared) parameters
