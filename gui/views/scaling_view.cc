@@ -1,5 +1,9 @@
 #include "gui/views/scaling_view.h"
 
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
 #include <QComboBox>
 #include <QCoreApplication>
 #include <QDir>
@@ -209,10 +213,13 @@ ScalingView::ScalingView(QWidget* parent) : QWidget(parent) {
 
 ScalingView::~ScalingView() {
   if (process_ && process_->state() != QProcess::NotRunning) {
-    // The view is going away: end the sweep (it kills its own children) and do not report.
+    // The view is going away: end the sweep and every process under it, and do not report.
     process_->disconnect(this);
+    const auto group = static_cast<pid_t>(process_->processId());
+    if (group > 0) ::kill(-group, SIGTERM);
     process_->terminate();
     if (!process_->waitForFinished(kKillAfter_ms)) {
+      if (group > 0) ::kill(-group, SIGKILL);
       process_->kill();
       process_->waitForFinished(kKillAfter_ms);
     }
@@ -306,6 +313,13 @@ void ScalingView::start_sweep(const QString& key, const QString& values, const Q
   process_->setArguments(arguments);
   process_->setProcessChannelMode(QProcess::SeparateChannels);
   process_->setStandardOutputFile(QProcess::nullDevice());
+  process_->setChildProcessModifier([] {
+    // Between fork and exec: only async-signal-safe calls. A process group of its own, so that
+    // Cancel reaches every process the sweep started (its children, and theirs); SIGKILL when
+    // the GUI dies, so that none outlives it.
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+  });
   connect(process_, &QProcess::readyReadStandardError, this, &ScalingView::read_stderr);
   connect(process_, &QProcess::finished, this, &ScalingView::process_finished);
   connect(process_, &QProcess::errorOccurred, this, &ScalingView::process_failed);
@@ -328,9 +342,14 @@ void ScalingView::cancel_sweep() {
   if (!sweep_running()) return;
   cancelled_ = true;
   status_->setText("Cancelling the sweep");
+  // The whole group: dtsim sweep and every process under it (a child that ignores SIGTERM, or a
+  // grandchild its parent did not wait for, gets SIGKILL after kKillAfter_ms).
+  const auto group = static_cast<pid_t>(process_->processId());
+  if (group > 0) ::kill(-group, SIGTERM);
   process_->terminate();
   QPointer<QProcess> process = process_;
-  QTimer::singleShot(kKillAfter_ms, this, [process] {
+  QTimer::singleShot(kKillAfter_ms, this, [process, group] {
+    if (group > 0) ::kill(-group, SIGKILL);
     if (process && process->state() != QProcess::NotRunning) process->kill();
   });
 }
