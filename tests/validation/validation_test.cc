@@ -105,6 +105,10 @@ struct Outcome {
   // whether it holds the published figure; no interval where no comparable runs exist.
   std::optional<StepTimeInterval> interval;
   bool covered = false;
+  // Where the predicted step goes (breakdown_s), for the error budget of docs/validation.md.
+  double step_s = 0;
+  Breakdown breakdown;
+  double optimizer_s = 0;  // busy time of optimizer kernels (time_by_kind_s), inside compute
 };
 
 double mape(const std::vector<const Outcome*>& outcomes) {
@@ -246,6 +250,30 @@ void print_markdown(const std::vector<Outcome>& outcomes) {
                 coverage(members).c_str());
   std::printf("| overall | %zu | %.1f%% | %+.1f%% | %d | %s |\n\n", all.size(), mape(all),
               mean_signed_error(all), optimistic(all), coverage(all).c_str());
+  // The error budget's predicted side: where each run's simulated step goes, beside its error.
+  // The step time the published figure implies is predicted / (1 + error); what is missing
+  // (error < 0) is time dtsim does not put in any of these parts.
+  std::printf(
+      "| run | error | predicted step | compute | of which optimizer | exposed communication | "
+      "pipeline bubble | other | missing (published - predicted) |\n"
+      "|---|---|---|---|---|---|---|---|---|\n");
+  for (const Outcome* o : all) {
+    const double step = o->step_s > 0 ? o->step_s : 1;
+    const auto share = [&](double part) { return 100.0 * part / step; };
+    const double implied = o->run.metric == "step_time_s" ? o->run.published : 0;
+    std::printf(
+        "| `%s` | %+.1f%% | %.4g s | %.1f%% | %.1f%% | %.1f%% | %.1f%% | %.1f%% | %s |\n",
+        o->run.file.c_str(), o->error_pct, o->step_s, share(o->breakdown.compute),
+        share(o->optimizer_s), share(o->breakdown.exposed_communication),
+        share(o->breakdown.pipeline_bubble),
+        share(o->breakdown.other + o->breakdown.straggler_wait),
+        implied > 0
+            ? (std::to_string(static_cast<int>(std::lround(100.0 * (implied - o->step_s) / step))) +
+               "% of the predicted step")
+                  .c_str()
+            : "-");
+  }
+  std::printf("\n");
 }
 
 TEST(PublicValidationSet, ManifestListsEveryScenarioOnce) {
@@ -282,6 +310,10 @@ TEST(PublicValidationSet, NoErrorGrowsBeyondItsRecordedOne) {
       // The fields the intervals group by must describe the scenario, and its name must be the
       // file's stem so that a prediction of a published run leaves that run out.
       const Results& r = prediction.results;
+      o.step_s = r.step_time_s;
+      o.breakdown = r.breakdown_s;
+      if (const auto it = r.time_by_kind_s.find("optimizer"); it != r.time_by_kind_s.end())
+        o.optimizer_s = it->second;
       EXPECT_EQ(run.gpus, r.gpus) << run.file << ": published.yaml gpus";
       EXPECT_EQ(run.family, driver::parallelism_family(r.tp, r.pp, r.ep, r.zero_stage))
           << run.file << ": published.yaml family";
