@@ -18,8 +18,9 @@ trap 'rm -rf "$tmp"' EXIT
 
 echo "| scenario | ranked | compared (every ${stride}th) | largest step-time difference (relative) | largest peak-memory difference (relative) |"
 echo "|---|---|---|---|---|"
-for scenario in scenarios/gpt3-175b-tp8-pp8-interleaved-1024-a100.yaml \
-                scenarios/llama3-70b-zero1-512-h100.yaml; do
+# SCENARIOS (space-separated) replaces the two searches, e.g. to run one of them alone.
+for scenario in ${SCENARIOS:-scenarios/gpt3-175b-tp8-pp8-interleaved-1024-a100.yaml \
+                scenarios/llama3-70b-zero1-512-h100.yaml}; do
   "$dtsim" plan "$scenario" --analytic-only --top 1000000 --json >"$tmp/plan.json" 2>/dev/null
   python3 - "$dtsim" "$scenario" "$stride" "$tmp/plan.json" <<'PY'
 import json, os, subprocess, sys
