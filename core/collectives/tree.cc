@@ -78,6 +78,7 @@ namespace {
 // per byte on the wire, and which kinds of hop each of the 2h pipeline stages has. Large groups
 // build it once for all their bucket sizes and protocols (tree_shape's cache).
 struct TreeShape {
+  int nodes = 0;  // the group's nodes; 0 when its nodes hold different numbers of its ranks
   int channels = 1, height = 0;
   std::vector<std::shared_ptr<const std::vector<TreePlan::Edge>>> trees;
   double intra_load = 0, net_load = 0;       // busiest link's flows x seconds per byte
@@ -89,7 +90,9 @@ std::shared_ptr<const TreeShape> build_tree_shape(const std::vector<std::vector<
                                                   const std::vector<Rank>& ranks,
                                                   const Cluster& cluster) {
   auto shape = std::make_shared<TreeShape>();
+  if (nodes.empty()) return shape;  // no tree: the group is not the same on every node
   const int m = static_cast<int>(nodes.size()), g = static_cast<int>(nodes.front().size());
+  shape->nodes = m;
   shape->channels = m == 1 ? 1 : g;
   const auto parents = dtree_parents(m);
   int node_height = 0;
@@ -190,8 +193,7 @@ std::shared_ptr<const TreeShape> build_tree_shape(const std::vector<std::vector<
 // the same group's tree at every bucket size and under every protocol, and a group of a million
 // ranks has tens of millions of edges. The cache key holds everything the shape reads (the
 // ranks, the node and NIC layout, the link rates); it keeps at most kCachedEdges edges.
-std::shared_ptr<const TreeShape> tree_shape(const std::vector<std::vector<Rank>>& nodes,
-                                            const std::vector<Rank>& ranks,
+std::shared_ptr<const TreeShape> tree_shape(const std::vector<Rank>& ranks,
                                             const Cluster& cluster) {
   struct Key {
     std::vector<Rank> ranks;
@@ -215,7 +217,8 @@ std::shared_ptr<const TreeShape> tree_shape(const std::vector<std::vector<Rank>>
                   cache.begin() + static_cast<std::ptrdiff_t>(i) + 1);
       return hit;
     }
-  auto shape = build_tree_shape(nodes, ranks, cluster);
+  // Grouping the ranks by node is itself O(ranks): done on a miss only.
+  auto shape = build_tree_shape(ranks_by_node(ranks, cluster), ranks, cluster);
   cache.insert(cache.begin(), {std::move(key), shape});
   size_t held = 0, keep = 0;
   while (keep < cache.size() && keep < 16 && held + cache[keep].second->edges <= kCachedEdges)
@@ -229,10 +232,10 @@ std::shared_ptr<const TreeShape> tree_shape(const std::vector<std::vector<Rank>>
 TreePlan double_binary_tree(const std::vector<Rank>& ranks, const Cluster& cluster, Bytes bytes,
                             CollectiveProtocol protocol, BytesPerSecond bus_cap, Bytes chunk_size) {
   TreePlan plan;
-  const auto nodes = ranks_by_node(ranks, cluster);
-  if (nodes.empty() || ranks.size() < 2) return plan;
-  const int m = static_cast<int>(nodes.size());
-  const std::shared_ptr<const TreeShape> shape = tree_shape(nodes, ranks, cluster);
+  if (ranks.size() < 2) return plan;
+  const std::shared_ptr<const TreeShape> shape = tree_shape(ranks, cluster);
+  if (shape->nodes == 0) return plan;
+  const int m = shape->nodes;
   plan.channels = shape->channels;
   plan.height = shape->height;
   plan.trees = shape->trees;
