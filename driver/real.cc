@@ -39,8 +39,8 @@ real::Backend default_backend(const Scenario& sc) {
 }  // namespace
 
 int start_receives_at_their_sends(const Job& job, Trace& trace) {
-  using Key = std::tuple<Rank, Rank, int, int>;  // sender, receiver, tag, iteration
-  std::map<Key, std::vector<Seconds>> sends;
+  using Key = std::tuple<Rank, Rank, int, int>;                  // sender, receiver, tag, iteration
+  std::map<Key, std::vector<std::pair<size_t, Seconds>>> sends;  // (op index, posted)
   std::vector<std::pair<Key, Span*>> receives;
   for (Span& span : trace.spans) {
     if (span.kind != SpanKind::kSend && span.kind != SpanKind::kRecv) continue;
@@ -48,22 +48,23 @@ int start_receives_at_their_sends(const Job& job, Trace& trace) {
     if (!p) continue;
     const Op& op = p->streams[static_cast<size_t>(span.stream)].ops[span.op_index];
     if (const auto* x = std::get_if<SendOp>(&op.body))
-      sends[{span.rank, x->peer, x->tag, span.iteration}].push_back(span.start);
+      sends[{span.rank, x->peer, x->tag, span.iteration}].emplace_back(span.op_index, span.start);
     else if (const auto* x = std::get_if<RecvOp>(&op.body))
       receives.emplace_back(Key{x->peer, span.rank, x->tag, span.iteration}, &span);
   }
-  // Program order within a (sender, receiver, tag, step): spans come per stream in op order.
+  // Messages of one (sender, receiver, tag, step) match in the order they were posted, which is
+  // program order on each side (MPI's and NCCL's point-to-point calls do not overtake).
   std::stable_sort(receives.begin(), receives.end(), [](const auto& a, const auto& b) {
     return std::tie(a.first, a.second->op_index) < std::tie(b.first, b.second->op_index);
   });
-  for (auto& [key, starts] : sends) std::sort(starts.begin(), starts.end());
+  for (auto& [key, posted] : sends) std::sort(posted.begin(), posted.end());
   std::map<Key, size_t> taken;
   int moved = 0;
   for (auto& [key, span] : receives) {
     const auto it = sends.find(key);
     size_t& n = taken[key];
     if (it == sends.end() || n >= it->second.size()) continue;
-    const Seconds posted = it->second[n++];
+    const Seconds posted = it->second[n++].second;
     if (posted > span->start && posted < span->end) {
       span->start = posted;
       ++moved;
