@@ -4,8 +4,8 @@
 //
 // Contract:
 // - Sections are tabs: General (name, description), Cluster, Model, Parallelism, Training,
-//   Failures (stragglers, failures and checkpoints), Simulate. Enums and booleans are pick-lists whose
-//   first entry is the default (the key left out); catalog names (GPUs, intra-node fabrics,
+//   Failures (stragglers, failures and checkpoints), Simulate. Enums and booleans are pick-lists
+//   whose first entry is the default (the key left out); catalog names (GPUs, intra-node fabrics,
 //   networks, model presets) are editable pick-lists; everything else is a line of text, in the
 //   scenario's own syntax with units ("80GiB", "400Gbps"), so the loader checks it as it checks
 //   a file.
