@@ -7,8 +7,10 @@
 # configurations ranked, how many were compared, and the largest relative differences.
 # STRIDE 1 compares them all: about 2 s of CPU per GPT-3 configuration (4451 of them) and 0.4 s
 # per Llama one, so about 3 hours of CPU; JOBS simulations run at once (default: the cores).
+# FIRST=N starts at the N-th ranked configuration (0-based), to finish a run that was stopped.
 #   bench/run_plan_equality.sh [BUILD_DIR] [STRIDE]
 #   JOBS=2 bench/run_plan_equality.sh build 1
+#   FIRST=2700 JOBS=1 SCENARIOS=scenarios/gpt3-175b-tp8-pp8-interleaved-1024-a100.yaml bench/run_plan_equality.sh build 1
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 dtsim=${1:-build}/cli/dtsim
@@ -16,16 +18,17 @@ stride=${2:-25}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-echo "| scenario | ranked | compared (every ${stride}th) | largest step-time difference (relative) | largest peak-memory difference (relative) |"
+first=${FIRST:-0}
+echo "| scenario | ranked | compared (every ${stride}th from the ${first}th) | largest step-time difference (relative) | largest peak-memory difference (relative) |"
 echo "|---|---|---|---|---|"
 # SCENARIOS (space-separated) replaces the two searches, e.g. to run one of them alone.
 for scenario in ${SCENARIOS:-scenarios/gpt3-175b-tp8-pp8-interleaved-1024-a100.yaml \
                 scenarios/llama3-70b-zero1-512-h100.yaml}; do
   "$dtsim" plan "$scenario" --analytic-only --top 1000000 --json >"$tmp/plan.json" 2>/dev/null
-  python3 - "$dtsim" "$scenario" "$stride" "$tmp/plan.json" <<'PY'
+  python3 - "$dtsim" "$scenario" "$stride" "$tmp/plan.json" "$first" <<'PY'
 import json, os, subprocess, sys
 from concurrent.futures import ThreadPoolExecutor
-dtsim, scenario, stride, plan = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+dtsim, scenario, stride, plan, first = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
 rows = json.load(open(plan))["ranked"]
 jobs = int(os.environ.get("JOBS", os.cpu_count() or 1))
 
@@ -37,7 +40,7 @@ def simulate(row):
     t, m = out["step_time_s"], out["memory"]["peak_bytes_per_gpu"]
     return abs(row["analytic_step_time_s"] - t) / t, abs(row["peak_bytes_per_gpu"] - m) / m
 
-chosen = rows[::stride]
+chosen = rows[first::stride]
 worst_t = worst_m = 0.0
 with ThreadPoolExecutor(max_workers=jobs) as pool:
     for k, (dt, dm) in enumerate(pool.map(simulate, chosen), 1):

@@ -414,6 +414,16 @@ Verb add_plan(CLI::App& app) {
                    "what ranks the configurations: step (the predicted step time, the default) "
                    "or high (the upper end of its 80 % interval from comparable published runs, "
                    "which charges a parallelism family dtsim has been too fast on)");
+  plan->add_option("--objective", o->objective,
+                   "what the ranking minimises over the whole run (training.tokens or "
+                   "training.steps): time (to train, the default), cost (GPU-hours x "
+                   "cluster.price_per_gpu_hour) or energy");
+  plan->add_option("--deadline", o->deadline,
+                   "keep only configurations that train within this time, e.g. 30d (needs the "
+                   "run's size: training.tokens or training.steps)");
+  plan->add_option("--budget", o->budget,
+                   "keep only configurations whose run costs at most this, e.g. 2MUSD (needs "
+                   "cluster.price_per_gpu_hour, in the same currency)");
 
   return {plan, [o](std::ostream& out) { return run_plan(*o, out); }};
 }

@@ -78,7 +78,16 @@ nlohmann::json row_json(const driver::PlanRow& r) {
   } else if (!r.error.empty()) {
     j["error"] = r.error;
     if (r.over_memory) j["over_memory"] = true;
+    if (r.misses_goal) j["misses_goal"] = true;
   }
+  nlohmann::json run = {{"steps", r.run.steps},
+                        {"time_to_train_s", r.run.time_to_train_s},
+                        {"gpu_hours", r.run.gpu_hours},
+                        {"from_simulation", r.run_from_simulation}};
+  if (r.run.cost) run["cost"] = *r.run.cost;
+  if (r.run.energy_j) run["energy_j"] = *r.run.energy_j;
+  j["run"] = run;
+  j["pareto"] = r.pareto;
   return j;
 }
 
@@ -119,9 +128,49 @@ nlohmann::json report_json(const driver::PlanReport& rep) {
       {"closest_misses", misses},
       {"warnings", rep.warnings},
       {"rank_by", std::string(driver::kRankByNames.to_string(rep.rank_by))},
+      {"objective", std::string(driver::kObjectiveNames.to_string(rep.goal.objective))},
+      {"run_steps", rep.steps},
+      {"miss_goal", rep.miss_goal},
       {"ranked", ranked}};
+  if (rep.goal.deadline_s) j["deadline_s"] = *rep.goal.deadline_s;
+  if (rep.goal.budget) j["budget"] = rep.goal.budget->amount;
+  if (rep.price) {
+    j["price_per_gpu_hour"] = rep.price->amount;
+    j["currency"] = rep.price->currency;
+  }
   whole_numbers_as_integers(j);
   return j;
+}
+
+// The whole run of each ranked configuration, side by side: time, GPU-hours, cost and energy, and
+// the rows on the Pareto front of time and cost.
+void render_runs(const driver::PlanReport& rep, std::ostream& out) {
+  out << "\n  whole run: " << rep.steps << " steps";
+  if (rep.goal.deadline_s)
+    out << ", deadline "
+        << (*rep.goal.deadline_s >= 2 * 86400
+                ? format_number("%.1f days", *rep.goal.deadline_s / 86400)
+                : format_number("%.1f h", *rep.goal.deadline_s / 3600));
+  if (rep.goal.budget) out << ", budget " << format_money(*rep.goal.budget);
+  out << " (SimGrid's run where simulated; * on the Pareto front of time and cost)\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-2s  %16s %12s %16s %14s  %s\n", "#", "time to train",
+                "GPU-hours", "cost", "energy", "front");
+  out << line;
+  int rank = 0;
+  for (const auto& r : rep.ranked) {
+    ++rank;
+    const std::string cost =
+        r.run.cost && rep.price ? format_money(Money{*r.run.cost, rep.price->currency}) : "-";
+    const std::string energy = r.run.energy_j ? format_energy(Joules(*r.run.energy_j)) : "-";
+    std::snprintf(line, sizeof line, "  %-2d  %16s %12.0f %16s %14s  %s\n", rank,
+                  (r.run.time_to_train_s >= 2 * 86400
+                       ? format_number("%.2f days", r.run.time_to_train_s / 86400)
+                       : format_number("%.1f h", r.run.time_to_train_s / 3600))
+                      .c_str(),
+                  r.run.gpu_hours, cost.c_str(), energy.c_str(), r.pareto ? "*" : "");
+    out << line;
+  }
 }
 
 void render(const driver::PlanReport& rep, const std::string& scenario,
@@ -160,8 +209,15 @@ void render(const driver::PlanReport& rep, const std::string& scenario,
         << format_number("%.3g", rep.engine_budget_ops)
         << " ops ran out, the same on every run; pin them with --constraint "
            "parallelism.zero_stage=3 to rank them)";
-  out << "\n  fit          " << rep.fits << ", ranked by the analytic step time"
-      << (rep.rank_by == driver::RankBy::kHigh ? "'s 80 % interval's upper end (--rank-by high)"
+  if (rep.miss_goal > 0)
+    out << "\n  miss goal    " << rep.miss_goal << " (past the deadline or over the budget)";
+  const char* objective = rep.goal.objective == driver::Objective::kCost     ? "the run's cost"
+                          : rep.goal.objective == driver::Objective::kEnergy ? "the run's energy"
+                          : rep.run_sized                                    ? "the time to train"
+                                          : "the analytic step time";
+  out << "\n  fit          " << rep.fits << ", ranked by " << objective
+      << (rep.rank_by == driver::RankBy::kHigh ? " at the step's 80 % interval's upper end "
+                                                 "(--rank-by high)"
                                                : "")
       << "; ";
   if (!rep.ranked.empty() && !rep.ranked.front().simulated && rep.ranked.front().error.empty())
@@ -210,6 +266,7 @@ void render(const driver::PlanReport& rep, const std::string& scenario,
                   gib(r.capacity_bytes - r.peak_bytes).c_str(), why.c_str());
     out << line;
   }
+  if (rep.run_sized) render_runs(rep, out);
   for (const auto& w : rep.warnings) out << "\nwarning: " << w << "\n";
   if (!rep.ranked.empty() && (rep.ranked.front().simulated || rep.ranked.front().error.empty())) {
     const auto& best = rep.ranked.front();
@@ -239,6 +296,30 @@ int run_plan(const PlanOptions& o, std::ostream& out) {
                    "expected one of " + choices + ", found '" + printable(o.rank_by, 60) + "'"});
   }
   req.rank_by = *rank_by;
+  const auto objective = driver::kObjectiveNames.parse(o.objective);
+  if (!objective) {
+    std::string choices;
+    for (const auto& n : driver::kObjectiveNames.names())
+      choices += (choices.empty() ? "" : ", ") + n;
+    throw InputError(
+        Diagnostic{SourceLocation{}, "--objective",
+                   "expected one of " + choices + ", found '" + printable(o.objective, 60) + "'"});
+  }
+  req.goal.objective = *objective;
+  if (!o.deadline.empty()) {
+    const auto t = parse_duration(o.deadline);
+    if (!t || t.value->value() <= 0)
+      throw InputError(Diagnostic{SourceLocation{}, "--deadline",
+                                  "expected a duration such as 30d or 720h, found '" +
+                                      printable(o.deadline, 60) + "'" +
+                                      (t ? std::string() : ": " + t.error)});
+    req.goal.deadline_s = t.value->value();
+  }
+  if (!o.budget.empty()) {
+    const auto b = parse_money(o.budget);
+    if (!b) throw InputError(Diagnostic{SourceLocation{}, "--budget", b.error});
+    req.goal.budget = *b.value;
+  }
   req.jobs = o.jobs;
   req.dtsim = o.dtsim.empty() ? driver::self_executable() : o.dtsim;
   if (!o.timeout.empty()) {

@@ -53,6 +53,11 @@ const std::vector<Field<GpuSpec>>& gpu_fields() {
       {"source", nullptr, "", [](const GpuSpec& g) { return json(g.source); }},
       {"efficiency_source", nullptr, "",
        [](const GpuSpec& g) { return json(g.efficiency_source); }},
+      {"max_power_w", "max_power", "W", [](const GpuSpec& g) { return json(g.max_power.value()); }},
+      {"idle_power_w", "idle_power", "W",
+       [](const GpuSpec& g) { return json(g.idle_power.value()); }},
+      {"host_power_w", nullptr, "", [](const GpuSpec& g) { return json(g.host_power.value()); }},
+      {"power_source", nullptr, "", [](const GpuSpec& g) { return json(g.power_source); }},
   };
   return fields;
 }
@@ -84,6 +89,9 @@ const std::vector<Field<NetworkSpec>>& network_fields() {
       {"protocol_efficiency", "protocol_efficiency", "",
        [](const N& n) { return json(n.protocol_efficiency); }},
       {"source", nullptr, "", [](const N& n) { return json(n.source); }},
+      {"switch_port_power_w", "switch_port_power", "W",
+       [](const N& n) { return json(n.switch_port_power.value()); }},
+      {"power_source", nullptr, "", [](const N& n) { return json(n.power_source); }},
   };
   return fields;
 }
@@ -146,6 +154,8 @@ const char* unit_of(ValueType type) {
       return "s";
     case ValueType::kFlopRate:
       return "flops_per_s";
+    case ValueType::kPower:
+      return "w";
     default:
       return nullptr;
   }

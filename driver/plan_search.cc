@@ -19,6 +19,7 @@
 #include "driver/predict.h"
 #include "driver/prediction_interval.h"
 #include "driver/progress.h"
+#include "driver/reliability.h"
 #include "driver/sweep_results.h"
 #include "models/scenario_model.h"
 
@@ -224,7 +225,7 @@ struct StepEvaluator::Impl {
 StepEvaluator::StepEvaluator() : impl_(std::make_unique<Impl>()) {}
 StepEvaluator::~StepEvaluator() = default;
 
-AnalyticEstimate StepEvaluator::evaluate(const Scenario& sc, double capacity_bytes) {
+AnalyticEstimate StepEvaluator::evaluate(const Scenario& sc, double capacity_bytes, bool energy) {
   const Step step = build_step(sc, impl_->shard(sc), kDefaultMaxMemoryBytes, true);
   AnalyticEstimate out;
   for (const auto& program : step.job.programs) out.ops += static_cast<double>(program.op_count());
@@ -239,6 +240,11 @@ AnalyticEstimate StepEvaluator::evaluate(const Scenario& sc, double capacity_byt
   out.step_time_s = e.step_time_s;
   out.peak_bytes = e.peak_bytes;
   out.at_peak = e.at_peak;
+  if (energy)
+    if (const StepEnergy s =
+            step_energy(step.job, Seconds(e.step_time_s), power_inputs(sc.cluster));
+        s.modelled)
+      out.energy_per_step_j = s.energy_per_step_j;
   return out;
 }
 
@@ -417,6 +423,8 @@ Evaluated evaluate_candidates(const PlanRequest& req, const std::string& text,
   const auto wall0 = std::chrono::steady_clock::now();
   const double cpu0 = cpu_seconds();
   StepEvaluator evaluator;
+  // The run's energy, shown beside its time and cost (about 1 % more CPU: segments summed once).
+  const bool energy = rep.run_sized || req.goal.objective == Objective::kEnergy;
   Evaluated out;
   std::vector<std::pair<Scenario, PlanConfig>> deferred;
   auto refuse = [&](const InputError& e, size_t n) {
@@ -476,7 +484,7 @@ Evaluated evaluate_candidates(const PlanRequest& req, const std::string& text,
         ++done;
         try {
           const double t0 = cpu_seconds();
-          c.estimate = evaluator.evaluate(sc, rep.capacity_bytes);
+          c.estimate = evaluator.evaluate(sc, rep.capacity_bytes, energy);
           rep.step_level_cpu_s += cpu_seconds() - t0;
           ++rep.step_level_evaluations;
         } catch (const InputError& e) {
@@ -498,7 +506,7 @@ Evaluated evaluate_candidates(const PlanRequest& req, const std::string& text,
     Candidate c;
     c.config = config;
     try {
-      c.estimate = evaluator.evaluate(sc, rep.capacity_bytes);
+      c.estimate = evaluator.evaluate(sc, rep.capacity_bytes, energy);
       engine_ops += c.estimate.ops;
       ++rep.engine_evaluations;
     } catch (const InputError& e) {
@@ -570,6 +578,15 @@ void read_simulated(const ChildOutcome& outcome, PlanRow& row) {
     row.capacity_bytes = j.at("memory").at("capacity_bytes").get<double>();
     row.limiter = plan_limiter(row.compute_s, row.exposed_communication_s, row.pipeline_bubble_s,
                                row.peak_bytes, row.capacity_bytes);
+    // The whole run as the child simulated it (with failures, when the scenario has them).
+    if (const auto run = j.find("run"); run != j.end()) {
+      row.run.steps = run->at("steps").get<int64_t>();
+      row.run.time_to_train_s = run->at("time_to_train_s").get<double>();
+      row.run.gpu_hours = run->at("gpu_hours").get<double>();
+      if (run->contains("cost")) row.run.cost = run->at("cost").get<double>();
+      if (run->contains("energy_j")) row.run.energy_j = run->at("energy_j").get<double>();
+      row.run_from_simulation = true;
+    }
     // The search ranked it as fitting; a simulated peak over the GPU's memory means the
     // estimate was wrong, and such a configuration is never the answer.
     if (row.capacity_bytes > 0 && row.peak_bytes > row.capacity_bytes) {
@@ -613,6 +630,30 @@ void simulate_rows(const PlanRequest& req, std::vector<PlanRow>& rows) {
   }
 }
 
+// Drops the candidates whose run misses the deadline or the budget, counting them; none left is
+// an InputError that names the closest miss.
+template <class RunOf>
+void drop_goal_misses(const RunGoal& goal, std::vector<Candidate>& fitting, PlanReport& rep,
+                      const RunOf& run_of) {
+  std::optional<std::pair<double, std::string>> closest;
+  std::erase_if(fitting, [&](const Candidate& c) {
+    const RunFigures run = run_of(c.estimate, c.estimate.step_time_s);
+    const auto why = goal_miss(goal, run, rep.price);
+    if (!why) return false;
+    ++rep.miss_goal;
+    const double key = objective_value(goal.objective, run);
+    if (!closest || key < closest->first) closest = {key, c.config.describe() + " " + *why};
+    return true;
+  });
+  if (fitting.empty())
+    throw InputError(Diagnostic{
+        SourceLocation{}, goal.deadline_s ? "--deadline" : "--budget",
+        "none of the " + std::to_string(rep.fits) +
+            " configurations that fit meets the goal; the closest, " + closest->second +
+            " (the analytic engine's step, without failures). Allow more time or money, or "
+            "more GPUs"});
+}
+
 }  // namespace
 
 PlanReport plan_search(const PlanRequest& req) {
@@ -640,6 +681,12 @@ PlanReport plan_search(const PlanRequest& req) {
   rep.gpu = base.cluster.gpu.name;
   rep.capacity_bytes = base.cluster.gpu.memory.value();
   rep.engine_budget_ops = req.engine_budget_ops;
+  check_goal(req.goal, base);
+  rep.goal = req.goal;
+  rep.price = base.cluster.cost.price_per_gpu_hour;
+  rep.run_sized = base.reliability.tokens.has_value() || base.reliability.steps.value > 1;
+  if (rep.run_sized)
+    rep.steps = run_steps(base, rep.global_batch_size, models::spec_from_scenario(base).seq_length);
 
   const auto by_zero_group =
       enumerate_shapes(req, models::spec_from_scenario(base), base.cluster.gpus_per_node, rep);
@@ -686,38 +733,61 @@ PlanReport plan_search(const PlanRequest& req) {
     r.ep = c.ep;
     return step_time_interval(step_s, interval_query(r, model_family, sync), published_residuals());
   };
-  // The ranking's key: the step time, or its interval's upper end (the step time where no
-  // comparable runs give an interval).
-  const auto rank_key = [&](const PlanConfig& c, double step_s) {
-    if (req.rank_by == RankBy::kStep) return step_s;
-    const StepTimeInterval i = interval_of(c, step_s);
-    return i.runs > 0 ? i.high_s : step_s;
+  // The run a step time makes (its energy scaled with the step from the analytic one's).
+  const auto run_of = [&](const AnalyticEstimate& e, double step_s) {
+    const double energy = e.energy_per_step_j < 0 || e.step_time_s <= 0
+                              ? -1
+                              : e.energy_per_step_j * step_s / e.step_time_s;
+    return run_figures(rep.steps, step_s, rep.gpus, rep.price, energy);
   };
+  // The ranking's key: the objective at the step time, or at its interval's upper end (the step
+  // time where no comparable runs give an interval).
+  const auto rank_key = [&](const PlanConfig& c, const AnalyticEstimate& e, double step_s) {
+    double s = step_s;
+    if (req.rank_by == RankBy::kHigh)
+      if (const StepTimeInterval i = interval_of(c, step_s); i.runs > 0) s = i.high_s;
+    return objective_value(req.goal.objective, run_of(e, s));
+  };
+  drop_goal_misses(req.goal, fitting, rep, run_of);
   std::vector<std::pair<double, size_t>> order;
   for (size_t i = 0; i < fitting.size(); ++i)
-    order.emplace_back(rank_key(fitting[i].config, fitting[i].estimate.step_time_s), i);
+    order.emplace_back(
+        rank_key(fitting[i].config, fitting[i].estimate, fitting[i].estimate.step_time_s), i);
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   const size_t top = std::min(fitting.size(), static_cast<size_t>(req.top));
   for (size_t i = 0; i < top; ++i) {
     PlanRow row = row_of(fitting[order[i].second], rep.capacity_bytes);
     row.interval = interval_of(row.config, row.analytic.step_time_s);
+    row.run = run_of(row.analytic, row.analytic.step_time_s);
     rep.analytic_top.push_back(std::move(row));
   }
 
   if (!req.simulate) {
     rep.ranked = rep.analytic_top;
+    mark_pareto(rep.ranked);
     return rep;
   }
   std::vector<PlanRow> rows = rep.analytic_top;
   simulate_rows(req, rows);
-  for (PlanRow& row : rows)
-    if (row.simulated) row.interval = interval_of(row.config, row.step_time_s);
+  for (PlanRow& row : rows) {
+    if (!row.simulated) continue;
+    row.interval = interval_of(row.config, row.step_time_s);
+    if (!row.run_from_simulation) row.run = run_of(row.analytic, row.step_time_s);
+    // Simulated (with failures, when the scenario has them), it may miss what the search met.
+    if (auto why = goal_miss(req.goal, row.run, rep.price)) {
+      row.simulated = false;
+      row.misses_goal = true;
+      row.error = "misses the goal when simulated: " + *why;
+    }
+  }
   std::stable_sort(rows.begin(), rows.end(), [&](const PlanRow& a, const PlanRow& b) {
     if (a.simulated != b.simulated) return a.simulated;
-    return rank_key(a.config, a.step_time_s) < rank_key(b.config, b.step_time_s);
+    return rank_key(a.config, a.analytic, a.step_time_s) <
+           rank_key(b.config, b.analytic, b.step_time_s);
   });
   rep.ranked = std::move(rows);
+  mark_pareto(rep.ranked);
   if (!rep.ranked.empty() && rep.ranked.front().simulated)
     if (auto w = mfu_warning(rep.gpu, base.training.precision, rep.ranked.front().mfu))
       rep.warnings.push_back(*std::move(w));

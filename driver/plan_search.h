@@ -42,6 +42,7 @@
 #include "core/ir/model_graph.h"
 #include "core/report/metrics.h"
 #include "core/scenario/scenario.h"
+#include "driver/plan_objective.h"
 
 namespace dtsim::driver {
 
@@ -79,6 +80,7 @@ struct AnalyticEstimate {
   double peak_bytes = 0;  // per GPU, the worst simulated rank
   std::array<double, kMemoryCategories> at_peak{};
   double ops = 0;  // ops of the Job's Programs as built (a segment counts as its ops once)
+  double energy_per_step_j = -1;  // the facility's energy of one step; -1: not asked for
 };
 
 // The analytic engine's step time and peak memory for the configurations of one search: the
@@ -96,8 +98,10 @@ class StepEvaluator {
   // Scenarios of one model section (a search's candidates). One whose peak memory per GPU is over
   // `capacity_bytes` is not timed (step_time_s NaN): a search drops it, and its peak comes from
   // the Programs alone (core/exec/analytic_executor.h, peak_in_program_order).
+  // With `energy`, also the step's energy (core/report/energy.h) when the GPU has power figures.
   AnalyticEstimate evaluate(const Scenario& scenario,
-                            double capacity_bytes = std::numeric_limits<double>::infinity());
+                            double capacity_bytes = std::numeric_limits<double>::infinity(),
+                            bool energy = false);
 
  private:
   struct Impl;
@@ -128,6 +132,9 @@ struct PlanRequest {
   std::vector<PlanConstraint> constraints;
   int top = 5;  // simulated with SimGrid
   RankBy rank_by = RankBy::kStep;
+  // What the ranking optimises (time to train, cost or energy) and the deadline and budget every
+  // returned configuration meets (driver/plan_objective.h).
+  RunGoal goal;
   // false: `ranked` is the best `top` by the analytic engine, none simulated (rows with no error).
   bool simulate = true;
   std::string dtsim;           // the dtsim binary the children run
@@ -172,6 +179,11 @@ struct PlanRow {
   // SimGrid ran it, but its peak is over the GPU's memory: not ranked as simulated (the search's
   // estimate said it fits).
   bool over_memory = false;
+  // The whole run (driver/plan_objective.h): SimGrid's when simulated, else the analytic step's.
+  RunFigures run;
+  bool run_from_simulation = false;  // run is the SimGrid child's `run` section
+  bool misses_goal = false;          // simulated, it misses the deadline or the budget: not ranked
+  bool pareto = false;               // no other ranked row is both as fast and as cheap
 };
 
 struct PlanReport {
@@ -199,9 +211,18 @@ struct PlanReport {
   std::vector<PlanRow> analytic_top;               // the best by analytic step time, best first
   std::vector<std::string> warnings;               // about the pick (mfu_warning)
   RankBy rank_by = RankBy::kStep;                  // what ranked them (PlanRequest::rank_by)
+  RunGoal goal;                                    // the request's
+  int64_t steps = 1;                               // the run's (1 when the scenario gives none)
+  bool run_sized = false;                          // training.steps or training.tokens given
+  std::optional<Money> price;                      // cluster.price_per_gpu_hour
+  std::size_t miss_goal = 0;                       // fitting, but past the deadline or budget
 };
 
 PlanReport plan_search(const PlanRequest& request);
+
+// Marks the rows no other row (without an error) beats on both time to train and cost, on time
+// alone without a price: the offers worth weighing against each other (driver/plan_objective.cc).
+void mark_pareto(std::vector<PlanRow>& rows);
 
 // A warning when `mfu` is above the best model-FLOPs utilisation published for this GPU's
 // generation in 16-bit training (A100; H100 and H200), with that figure and its source; none for

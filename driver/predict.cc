@@ -238,6 +238,15 @@ Prediction predict(Plan plan, const PredictOptions& options) {
   if (plan.scenario.reliability.whole_run()) {
     if (options.progress) options.progress->phase("simulating the whole run step by step");
     results.reliability = run_whole(plan.scenario, plan.cluster, results, trace);
+    const reliability::RunReport& rel = *results.reliability;
+    RunInputs run;
+    run.steps = rel.steps;
+    run.time_to_train_s = rel.outcome.time_to_train.value();
+    run.busy_s = (rel.outcome.useful + rel.outcome.lost.rework + rel.outcome.lost.elastic).value();
+    run.gpus = results.gpus;
+    run.price_per_gpu_hour = plan.scenario.cluster.cost.price_per_gpu_hour;
+    run.carbon_g_per_kwh = plan.scenario.cluster.cost.carbon_g_per_kwh;
+    results.run = run_totals(run, results.energy, results.step_time_s);
   }
   return Prediction{std::move(plan.scenario), std::move(plan.model), std::move(plan.cluster),
                     std::move(plan.job),      std::move(trace),      std::move(results)};

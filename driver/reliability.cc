@@ -31,6 +31,25 @@ std::array<int64_t, reliability::kComponentClasses> component_counts(const Clust
 
 }  // namespace
 
+int64_t run_steps(const Scenario& scenario, int64_t global_batch_size, int64_t seq_length) {
+  const ReliabilityConfig& rel = scenario.reliability;
+  if (!rel.tokens) return rel.steps.value;
+  const double per_step = static_cast<double>(global_batch_size) *
+                          static_cast<double>(std::max<int64_t>(1, seq_length));
+  const double steps = std::ceil(rel.tokens->value / per_step);
+  // The bound training.steps has in the schema.
+  const double max_steps = find_schema_node(scenario_schema(), "training.steps")->max;
+  if (steps > max_steps)
+    throw InputError(Diagnostic{
+        rel.tokens->where, "training.tokens",
+        format_number("%g tokens", rel.tokens->value) + " at " + format_number("%.0f", per_step) +
+            " a step (global_batch_size x seq_length) make " + format_number("%g", steps) +
+            " steps, more than the " + format_number("%g", max_steps) +
+            " a run may have (training.steps' bound); check the "
+            "tokens' suffix (300B, 15T)"});
+  return std::max<int64_t>(1, static_cast<int64_t>(steps));
+}
+
 reliability::RunReport run_whole(const Scenario& scenario, const Cluster& cluster,
                                  const Results& results, const Trace& trace) {
   const ReliabilityConfig& rel = scenario.reliability;
@@ -38,23 +57,7 @@ reliability::RunReport run_whole(const Scenario& scenario, const Cluster& cluste
   rep.step_time = Seconds(results.step_time_s);
   if (!(rep.step_time.value() > 0))
     throw RuntimeError("the step simulation gave no step time, so the whole run cannot be timed");
-  rep.steps = rel.steps.value;
-  if (rel.tokens) {
-    const double per_step =
-        static_cast<double>(results.global_batch_size) * static_cast<double>(results.seq_length);
-    const double steps = std::ceil(rel.tokens->value / per_step);
-    // The bound training.steps has in the schema.
-    const double max_steps = find_schema_node(scenario_schema(), "training.steps")->max;
-    if (steps > max_steps)
-      throw InputError(Diagnostic{
-          rel.tokens->where, "training.tokens",
-          format_number("%g tokens", rel.tokens->value) + " at " + format_number("%.0f", per_step) +
-              " a step (global_batch_size x seq_length) make " + format_number("%g", steps) +
-              " steps, more than the " + format_number("%g", max_steps) +
-              " a run may have (training.steps' bound); check the "
-              "tokens' suffix (300B, 15T)"});
-    rep.steps = std::max<int64_t>(1, static_cast<int64_t>(steps));
-  }
+  rep.steps = run_steps(scenario, results.global_batch_size, results.seq_length);
 
   // The failure processes, one per *_mtbf given, over the cluster's parts.
   rep.components = component_counts(cluster);

@@ -30,6 +30,10 @@
 
 namespace dtsim::driver {
 
+// The run's steps: training.steps, or training.tokens over the tokens a step trains (global batch
+// x tokens per sample), rounded up; InputError when that exceeds training.steps' bound.
+int64_t run_steps(const Scenario& scenario, int64_t global_batch_size, int64_t seq_length);
+
 reliability::RunReport run_whole(const Scenario& scenario, const Cluster& cluster,
                                  const Results& results, const Trace& trace);
 

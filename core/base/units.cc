@@ -1,5 +1,6 @@
 #include "core/base/units.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
@@ -91,7 +92,7 @@ constexpr std::array kBitUnits{
 constexpr std::array kDurationUnits{
     UnitEntry{"ns", 1e-9}, UnitEntry{"us", 1e-6}, UnitEntry{"\xC2\xB5s", 1e-6},
     UnitEntry{"ms", 1e-3}, UnitEntry{"s", 1},     UnitEntry{"min", 60},
-    UnitEntry{"h", 3600}};
+    UnitEntry{"h", 3600},  UnitEntry{"d", 86400}};
 
 constexpr std::array kFlopPrefixes{UnitEntry{"", 1},    UnitEntry{"k", 1e3},  UnitEntry{"M", 1e6},
                                    UnitEntry{"G", 1e9}, UnitEntry{"T", 1e12}, UnitEntry{"P", 1e15},
@@ -183,18 +184,26 @@ Parsed<BytesPerSecond> parse_bandwidth(std::string_view text) {
   return out;
 }
 
-Parsed<Seconds> parse_duration(std::string_view text) {
-  Parsed<Seconds> out;
+namespace {
+// A number and one of `units` (each a factor to Q's base unit).
+template <class Q>
+Parsed<Q> parse_with_units(std::string_view text, std::string_view what, const auto& units) {
+  Parsed<Q> out;
   Lexed lx;
-  constexpr std::string_view what = "a duration with a unit (ns, us, ms, s, min, h)";
   if (!lex_number(text, what, lx, out)) return out;
-  if (const auto* u = find_unit(lx.unit, kDurationUnits)) {
-    out.value = Seconds(lx.number * u->factor);
+  if (const auto* u = find_unit(lx.unit, units)) {
+    out.value = Q(lx.number * u->factor);
     return out;
   }
   out.error = "expected " + std::string(what) + ", found unknown unit " + quoted(lx.unit) + " in " +
               quoted(trim(text));
   return out;
+}
+}  // namespace
+
+Parsed<Seconds> parse_duration(std::string_view text) {
+  return parse_with_units<Seconds>(text, "a duration with a unit (ns, us, ms, s, min, h, d)",
+                                   kDurationUnits);
 }
 
 namespace {
@@ -236,6 +245,46 @@ Parsed<Flops> parse_flops(std::string_view text) {
   return parse_flop_quantity<Flops>(text, false);
 }
 
+Parsed<Watts> parse_power(std::string_view text) {
+  constexpr std::array kPowerUnits{UnitEntry{"W", 1}, UnitEntry{"kW", 1e3}, UnitEntry{"MW", 1e6}};
+  return parse_with_units<Watts>(text, "a power with a unit (W, kW, MW), such as 700W",
+                                 kPowerUnits);
+}
+
+Parsed<Money> parse_money(std::string_view text) {
+  Parsed<Money> out;
+  Lexed lx;
+  constexpr std::string_view what =
+      "an amount and a currency code, such as 2.49USD or 2M USD (ISO 4217: USD, EUR, ...)";
+  if (!lex_number(text, what, lx, out)) return out;
+  std::string_view unit = lx.unit;
+  double factor = 1;
+  // An SI suffix on the amount, separated from the code by a space or not: "2MUSD", "2M USD".
+  constexpr std::array kMoneyPrefixes{UnitEntry{"k", 1e3}, UnitEntry{"K", 1e3}, UnitEntry{"M", 1e6},
+                                      UnitEntry{"B", 1e9}};
+  if (unit.size() > 3) {
+    std::string_view head = trim(unit.substr(0, unit.size() - 3));
+    if (const auto* p = find_unit(head, kMoneyPrefixes)) {
+      factor = p->factor;
+      unit = unit.substr(unit.size() - 3);
+    }
+  }
+  const bool code = unit.size() == 3 && std::all_of(unit.begin(), unit.end(),
+                                                    [](char c) { return c >= 'A' && c <= 'Z'; });
+  if (!code) {
+    out.error = "expected " + std::string(what) + ", found " + quoted(trim(text)) +
+                ": the currency must be a three-letter code in capitals";
+    return out;
+  }
+  if (lx.number <= 0) {
+    out.error = "expected " + std::string(what) + ", found " + quoted(trim(text)) +
+                ": a price must be greater than zero";
+    return out;
+  }
+  out.value = Money{lx.number * factor, std::string(unit)};
+  return out;
+}
+
 namespace {
 std::string fixed(double v, int digits) {
   char buf[64];
@@ -275,6 +324,30 @@ std::string format_flops(Flops f) {
   if (v >= 1e15) return fixed(v / 1e15, 3) + " PFLOP";
   if (v >= 1e12) return fixed(v / 1e12, 3) + " TFLOP";
   return fixed(v / 1e9, 3) + " GFLOP";
+}
+
+std::string format_money(const Money& m) {
+  const double a = std::fabs(m.amount);
+  if (a >= 1e9) return fixed(m.amount / 1e9, 2) + " B " + m.currency;
+  if (a >= 1e6) return fixed(m.amount / 1e6, 2) + " M " + m.currency;
+  if (a >= 1e4) return fixed(m.amount / 1e3, 1) + " k " + m.currency;
+  return fixed(m.amount, 2) + " " + m.currency;
+}
+
+std::string format_power(Watts p) {
+  const double w = p.value();
+  if (std::fabs(w) >= 1e6) return fixed(w / 1e6, 2) + " MW";
+  if (std::fabs(w) >= 1e4) return fixed(w / 1e3, 1) + " kW";
+  return fixed(w, 0) + " W";
+}
+
+std::string format_energy(Joules e) {
+  const double kwh = e.value() / 3.6e6;
+  if (std::fabs(kwh) >= 1e6) return fixed(kwh / 1e6, 2) + " GWh";
+  if (std::fabs(kwh) >= 1e3) return fixed(kwh / 1e3, 2) + " MWh";
+  if (std::fabs(kwh) >= 1) return fixed(kwh, 2) + " kWh";
+  if (std::fabs(e.value()) >= 1e3) return fixed(e.value() / 1e3, 1) + " kJ";
+  return fixed(e.value(), 1) + " J";
 }
 
 std::string format_number(const char* printf_format, double value) {

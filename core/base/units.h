@@ -55,12 +55,16 @@ struct FlopsTag {};
 struct SecondsTag {};
 struct BytesPerSecondTag {};
 struct FlopsPerSecondTag {};
+struct WattsTag {};
+struct JoulesTag {};
 
 using Bytes = Quantity<BytesTag>;
 using Flops = Quantity<FlopsTag>;
 using Seconds = Quantity<SecondsTag>;
 using BytesPerSecond = Quantity<BytesPerSecondTag>;
 using FlopsPerSecond = Quantity<FlopsPerSecondTag>;
+using Watts = Quantity<WattsTag>;    // power, W
+using Joules = Quantity<JoulesTag>;  // energy, J
 
 // Cross-unit arithmetic: only the combinations that mean something.
 constexpr Seconds operator/(Bytes b, BytesPerSecond r) {
@@ -86,6 +90,16 @@ constexpr Flops operator*(FlopsPerSecond r, Seconds t) {
 }
 constexpr Flops operator*(Seconds t, FlopsPerSecond r) {
   return r * t;
+}
+
+constexpr Joules operator*(Watts p, Seconds t) {
+  return Joules(p.value() * t.value());
+}
+constexpr Joules operator*(Seconds t, Watts p) {
+  return p * t;
+}
+constexpr Watts operator/(Joules e, Seconds t) {
+  return Watts(e.value() / t.value());
 }
 
 namespace unit_literals {
@@ -151,6 +165,16 @@ Parsed<BytesPerSecond> parse_bandwidth(std::string_view text);
 Parsed<Seconds> parse_duration(std::string_view text);
 Parsed<FlopsPerSecond> parse_flop_rate(std::string_view text);
 Parsed<Flops> parse_flops(std::string_view text);
+Parsed<Watts> parse_power(std::string_view text);  // W, kW, MW
+
+// A price: an amount and an ISO 4217 currency code ("2.49 USD", "2.49USD"), optionally with an
+// SI suffix on the amount ("2M USD" is two million). The amount is positive.
+struct Money {
+  double amount = 0;
+  std::string currency;  // three capital letters
+};
+Parsed<Money> parse_money(std::string_view text);
+std::string format_money(const Money& m);  // "1.23 M USD", "2.49 USD"
 
 // Human-readable renderings with units, for tables and messages ("80 GiB", "1.50 us").
 std::string format_bytes(Bytes b);
@@ -160,5 +184,7 @@ std::string format_number(const char* printf_format, double value);
 std::string format_bandwidth(BytesPerSecond r);  // in GB/s (decimal), as nccl-tests does
 std::string format_flop_rate(FlopsPerSecond r);  // in TFLOP/s
 std::string format_flops(Flops f);
+std::string format_power(Watts p);    // "705 W", "1.20 MW"
+std::string format_energy(Joules e);  // in kWh, MWh or GWh
 
 }  // namespace dtsim

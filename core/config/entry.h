@@ -16,9 +16,10 @@ namespace dtsim {
 struct SchemaNode;  // core/scenario/schema.h: the key's declaration
 
 // A validated scalar. kCountOrAuto and kNumberOrAuto store "auto" as the string; kFreeform stores
-// the YAML text ("" when empty or null); kNameOrMap given as a name stores the name.
+// the YAML text ("" when empty or null); kNameOrMap given as a name stores the name; kMoney
+// stores its text (parse_money reads it).
 using Value = std::variant<bool, int64_t, double, std::string, Bytes, BytesPerSecond, Seconds,
-                           FlopsPerSecond, std::vector<int64_t>>;
+                           FlopsPerSecond, Watts, std::vector<int64_t>>;
 
 struct Entry {
   Value value;

@@ -930,10 +930,94 @@ FlopsPerSecond GpuSpec::peak_for(DType t) const {
       ->second;
 }
 
+namespace {
+
+// Idle power where no measurement of the board is at hand: the mean idle share of maximum power of
+// the two boards measured below (A100 SXM 80 GB 62.12 of 400 W = 0.155; H100 PCIe 79.7 of 350 W =
+// 0.228), an assumption stated in each entry that takes it.
+constexpr double kAssumedIdleShare = 0.19;
+constexpr const char* kAssumedIdle =
+    "idle: assumed, 0.19 of maximum (the mean idle share of the measured A100 SXM and H100 PCIe)";
+constexpr const char* kA100Idle =
+    "idle 62 W: measured on a DGX A100 80 GB board (nvidia-smi, github.com/chuyishang/"
+    "inference-energy results_paste.md, 'Idle power: 62.12 W')";
+constexpr const char* kDgxA100Host =
+    "host: DGX A100's 2x AMD EPYC 7742, 225 W TDP each (AMD EPYC 7742 product page)";
+constexpr const char* kDgxH100Host =
+    "host: DGX H100/H200's 2x Intel Xeon Platinum 8480C, 350 W TDP each (Intel ARK, Xeon "
+    "Platinum 8480+)";
+
+struct PowerRow {
+  const char* gpu;
+  double max_w, idle_w, host_w;  // idle_w < 0: kAssumedIdleShare of max_w
+  const char* max_source;
+  const char* idle_source;  // nullptr: kAssumedIdle
+  const char* host_source;  // nullptr: no reference server in the catalog (host 0)
+};
+
+// Each board's maximum power (its TDP or configured power limit), its idle power, and the CPUs of
+// its reference server (NICs are the network entry's; memory and fans are not charged).
+constexpr PowerRow kPowerRows[] = {
+    {"V100-SXM2-32GB", 300, -1, 270,
+     "max 300 W: Patterson et al. 2021, 'Carbon Emissions and Large Neural Network Training' "
+     "(arXiv 2104.10350), Table 4, V100 TDP",
+     nullptr, "host: DGX-1's 2x Intel Xeon E5-2698 v4, 135 W TDP each (Intel ARK)"},
+    {"A100-SXM-40GB", 400, 62.12, 450,
+     "max 400 W: A100 SXM4 power limit (nvidia-smi on AWS p4d; the Llama 2 model card's "
+     "'A100-80GB (TDP of 350-400W)')",
+     kA100Idle, kDgxA100Host},
+    {"A100-SXM-80GB", 400, 62.12, 450,
+     "max 400 W: the Llama 2 model card, 'A100-80GB (TDP of 350-400W)', and the A100 SXM4 power "
+     "limit",
+     kA100Idle, kDgxA100Host},
+    {"A100-PCIe-40GB", 250, -1, 0, "max 250 W: the A100 PCIe board's power limit", nullptr,
+     nullptr},
+    {"H100-SXM", 700, -1, 700, "max 700 W: the Llama 3 model card, 'H100-80GB (TDP of 700W)'",
+     nullptr, kDgxH100Host},
+    {"H100-PCIe", 350, 79.7, 0,
+     "max 350 W: NVIDIA H100 PCIe product brief PB-11133-001_v02 (Nov 2022), maximum TDP",
+     "idle 79.7 W: measured (nvidia-smi at 50 ms, github.com/GOATnote-Inc/robogoat "
+     "POWER_EFFICIENCY_MEASURED.md, Nov 2025)",
+     nullptr},
+    {"H200-SXM", 700, -1, 700,
+     "max 700 W: MLPerf Inference v4.1, NVIDIA H200-SXM-141GBx8 system notes, 'H200 TGP 700W'",
+     nullptr, kDgxH100Host},
+    {"B200-SXM", 1000, -1, 0,
+     "max 1000 W: MLPerf Inference v6.0, Nebius B200 system notes, 'B200 TGP 1000W'", nullptr,
+     nullptr},
+    {"L40S", 350, -1, 0, "max 350 W: NVIDIA L40S datasheet, maximum power consumption", nullptr,
+     nullptr},
+    {"MI250X", 560, -1, 0, "max 560 W: AMD Instinct MI250X specification, peak board power",
+     nullptr, nullptr},
+    {"MI300X", 750, -1, 0,
+     "max 750 W: MLPerf Inference v4.1, AMD 8xMI300X system, 'MI300X-NPS1-SPX-192GB-750W'", nullptr,
+     nullptr},
+};
+
+void attach_power(GpuSpec& gpu) {
+  for (const PowerRow& row : kPowerRows) {
+    if (gpu.name != row.gpu) continue;
+    gpu.max_power = Watts(row.max_w);
+    gpu.idle_power = Watts(row.idle_w >= 0 ? row.idle_w : kAssumedIdleShare * row.max_w);
+    gpu.host_power = Watts(row.host_w);
+    gpu.power_source = std::string(row.max_source) + "; " +
+                       (row.idle_source ? row.idle_source : kAssumedIdle) + "; " +
+                       (row.host_source ? row.host_source
+                                        : "host: no reference server in the catalog (0 W; set "
+                                          "cluster.node_power)");
+    return;
+  }
+}
+
+}  // namespace
+
 const std::vector<GpuSpec>& gpu_catalog() {
   static const std::vector<GpuSpec> catalog = [] {
     std::vector<GpuSpec> gpus = make_gpu_catalog();
-    for (GpuSpec& gpu : gpus) attach_published_rates(gpu);
+    for (GpuSpec& gpu : gpus) {
+      attach_published_rates(gpu);
+      attach_power(gpu);
+    }
     return gpus;
   }();
   return catalog;
@@ -944,8 +1028,30 @@ const std::vector<IntraNodeFabricSpec>& fabric_catalog() {
   return catalog;
 }
 
+namespace {
+// Switch port power: what a port's cable or transceiver draws (NVIDIA's figures); the switch's
+// ASIC and fans are left out.
+void attach_port_power(NetworkSpec& n) {
+  if (n.name == "ib-hdr") {
+    n.switch_port_power = Watts(6);
+    n.power_source =
+        "switch port 6 W: an HDR active cable's power per port (NVIDIA DGX SuperPOD cabling "
+        "guide, 'Port Power'); NIC power not in the catalog";
+  } else if (n.name == "ib-ndr") {
+    n.switch_port_power = Watts(9);
+    n.power_source =
+        "switch port 9 W: an NDR 400G OSFP transceiver (NVIDIA MMS4X00-NS400 specification, "
+        "'9 Watts maximum'); NIC power not in the catalog";
+  }
+}
+}  // namespace
+
 const std::vector<NetworkSpec>& network_catalog() {
-  static const std::vector<NetworkSpec> catalog = make_network_catalog();
+  static const std::vector<NetworkSpec> catalog = [] {
+    std::vector<NetworkSpec> networks = make_network_catalog();
+    for (NetworkSpec& n : networks) attach_port_power(n);
+    return networks;
+  }();
   return catalog;
 }
 

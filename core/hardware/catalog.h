@@ -47,6 +47,14 @@ struct GpuSpec {
   // unknown).
   int sm_count = 0;
 
+  // Power (core/report/energy.h): the board's maximum power (its TDP or power limit), what it
+  // draws idle, and the host's power per node of the GPU's reference server beyond its GPUs (the
+  // CPUs' TDP; NICs come from the network's entry). 0: not in the catalog (energy not modelled).
+  Watts max_power{0};
+  Watts idle_power{0};
+  Watts host_power{0};
+  std::string power_source{};
+
   // Measured figures (a hardware profile, core/hardware/profile.h; empty in every catalog entry).
   // Where a dtype has a GEMM table, GEMM kernels of that dtype run at the table's rate at their
   // shape instead of the roofline (core/exec/compute_cost.h).
@@ -131,6 +139,11 @@ struct NetworkSpec {
   Seconds latency{0};                // end-to-end small-message latency across one switch
   double protocol_efficiency = 1.0;  // usable fraction of line rate for bulk transfers
   std::string source;
+  // Power (core/report/energy.h): one NIC (adapter) and one switch port (the switch's power over
+  // its ports); 0 where not in the catalog.
+  Watts nic_power{0};
+  Watts switch_port_power{0};
+  std::string power_source{};
 };
 
 const std::vector<GpuSpec>& gpu_catalog();

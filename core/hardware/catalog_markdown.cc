@@ -101,6 +101,21 @@ std::string render_gpu_catalog_markdown() {
                 cell(gpu.efficiency_source)});
   }
   out +=
+      "\n### Power\n\n"
+      "The power model's figures (docs/models.md, \"Power and energy\"): each board's maximum "
+      "power (TDP or power limit), its idle power, and the CPUs of its reference server, charged "
+      "per node as `cluster.node_power`. \"-\": not in the catalog; set `cluster.gpu.max_power` "
+      "and `cluster.gpu.idle_power` to model energy on that GPU.\n\n";
+  out += header(
+      {"GPU", "Maximum power (W)", "Idle power (W)", "Host power per node (W)", "Power source"});
+  for (const GpuSpec& gpu : gpu_catalog()) {
+    const bool known = gpu.max_power.value() > 0;
+    out +=
+        row({cell(gpu.name), known ? number(gpu.max_power.value(), 0) : std::string("-"),
+             known ? number(gpu.idle_power.value(), 1) : std::string("-"),
+             known ? number(gpu.host_power.value(), 0) : std::string("-"), cell(gpu.power_source)});
+  }
+  out +=
       "\n### Memory traffic of the unfused attention core\n\n"
       "Kernels of Megatron-LM's unfused attention core (`training.flash_attention: false`) reach "
       "less of the memory bandwidth than the streaming kernel of the memory-efficiency column: "
@@ -197,6 +212,15 @@ std::string render_network_catalog_markdown() {
              microseconds(network.latency), number(network.protocol_efficiency, 3),
              gb_per_s(network.port_bandwidth * network.protocol_efficiency), cell(network.source)});
   }
+  out +=
+      "\nPower per switch port (`cluster.network.switch_port_power`; docs/models.md, \"Power and "
+      "energy\"): the port's cable or transceiver, the switch's ASIC and fans left out. \"-\": "
+      "not in the catalog (0 W unless the scenario sets it).\n\n";
+  out += header({"Network", "Switch port power (W)", "Power source"});
+  for (const NetworkSpec& network : network_catalog())
+    if (network.switch_port_power.value() > 0)
+      out += row({cell(network.name), number(network.switch_port_power.value(), 0),
+                  cell(network.power_source)});
   return out;
 }
 

@@ -3,6 +3,7 @@
 // catalog entries and overrides; the resolved view the cost models use is core/hardware/cluster.h.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,6 +54,19 @@ struct NetworkConfig {
   double background_fraction = 0.0;
   // The switches reduce in the network (SHARP; scenario key in_network_reduction): CollNet runs.
   bool in_network_reduction = false;
+  Watts nic_power{0};          // per NIC (from the preset; part of the node's power)
+  Watts switch_port_power{0};  // per switch port (cluster.network.switch_port_power)
+};
+
+// What running the cluster costs beyond its time (core/report/energy.h): power beyond the GPUs,
+// the facility's overhead, the price of a GPU-hour and the grid's carbon intensity.
+struct CostConfig {
+  Watts node_power{0};  // per node beyond its GPUs (cluster.node_power)
+  // Facility power over IT power (cluster.pue). Default 1.58: the Uptime Institute's industry
+  // average for 2023 (Global Data Center Survey; between 1.55 and 1.59 every year since 2020).
+  double pue = 1.58;
+  std::optional<Money> price_per_gpu_hour;  // cluster.price_per_gpu_hour
+  std::optional<double> carbon_g_per_kwh;   // cluster.carbon_intensity, g CO2e per kWh
 };
 
 struct ClusterConfig {
@@ -62,6 +76,7 @@ struct ClusterConfig {
   int gpus_per_node = 1;
   IntraNodeFabricSpec intra_node;
   NetworkConfig network;
+  CostConfig cost;
   // Fields the scenario set over the catalog GPU's and fabric's figures ("memory").
   std::vector<std::string> gpu_overridden, intra_node_overridden;
   // The hardware profile whose measured figures replaced the catalog's (cluster.profile,

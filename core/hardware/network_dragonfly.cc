@@ -15,6 +15,15 @@ class DragonflyNetwork final : public NetworkTopology {
   }
   bool shares_links_between_replicas() const override { return true; }
   bool fixes_node_count() const override { return true; }
+  // Every router: a port per NIC of its nodes, one per other router of its group (local links)
+  // and its global links.
+  double switch_ports(const Cluster& c) const override {
+    if (!c.is_dragonfly()) return NetworkTopology::switch_ports(c);
+    const DragonflyShape& d = c.network.dragonfly;
+    const double routers = static_cast<double>(d.groups) * d.routers_per_group;
+    return static_cast<double>(c.nodes) * c.network.nics_per_node +
+           routers * (d.routers_per_group - 1 + d.global_links_per_router);
+  }
 };
 
 }  // namespace

@@ -15,6 +15,10 @@ class RailOnlyNetwork final : public SwitchedNetwork {
   // as NCCL's PXN does: a relay of one node's traffic over other GPUs' links.
   bool relays_between_rails(const Cluster& c) const override { return c.is_rail_only(); }
   bool shares_links_between_replicas() const override { return true; }
+  // One rail switch port per NIC; no spine.
+  double switch_ports(const Cluster& c) const override {
+    return c.nodes <= 1 ? 0.0 : static_cast<double>(c.nodes) * c.network.nics_per_node;
+  }
 };
 
 }  // namespace

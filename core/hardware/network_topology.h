@@ -48,6 +48,12 @@ class NetworkTopology {
   // Whether the topology's own dimensions fix the node count, so that a second job cannot take a
   // share of the nodes (a torus's dimensions, a dragonfly's groups).
   virtual bool fixes_node_count() const { return false; }
+
+  // The switch ports the network's cables land on, for its power (core/report/energy.h). A
+  // switched network: one leaf port per NIC, and above the leaves an uplink and a port on the next
+  // level per NIC for each further level, thinned by the leaf oversubscription (a star has its
+  // one switch, a rail-only network no spine). None on a single node.
+  virtual double switch_ports(const Cluster& c) const;
 };
 
 // The implementation for this topology (static; never null).

@@ -22,6 +22,8 @@ class TorusNetwork final : public NetworkTopology {
   bool shares_links_between_replicas() const override { return true; }
   bool has_nic_links() const override { return false; }
   bool fixes_node_count() const override { return true; }
+  // Nodes cable to each other directly: no switches.
+  double switch_ports(const Cluster&) const override { return 0; }
 };
 
 }  // namespace

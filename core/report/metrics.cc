@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/hardware/cluster.h"
+#include "core/hardware/network_topology.h"
 #include "core/strategy/layout.h"
 #include "core/strategy/parameter_server.h"
 #include "core/strategy/strategy.h"
@@ -472,6 +473,7 @@ Results compute_results(const Scenario& sc, const ModelGraph& model, const Job& 
   count_flops(sc, model, job, r);
   fill_breakdown(sc, job, trace, r);
   fill_memory(sc, trace, r);
+  r.energy = step_energy(job, Seconds(r.step_time_s), power_inputs(sc.cluster));
   return r;
 }
 

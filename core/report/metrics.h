@@ -38,6 +38,7 @@
 #include "core/ir/model_graph.h"
 #include "core/ir/program.h"
 #include "core/ir/trace.h"
+#include "core/report/energy.h"
 #include "core/reliability/timeline.h"
 
 namespace dtsim {
@@ -258,6 +259,11 @@ struct Results {
   std::optional<ParameterServerResults> parameter_server;
   // Only when a second job shares the cluster (background.scenario).
   std::optional<BackgroundJob> background_job;
+  // Power and energy per step (core/report/energy.h); not modelled without the GPU's power.
+  StepEnergy energy;
+  // The whole run, when the scenario gives its size (training.steps or training.tokens): set by
+  // the driver after the whole-run model.
+  std::optional<RunTotals> run;
 };
 
 Results compute_results(const Scenario& scenario, const ModelGraph& model, const Job& job,

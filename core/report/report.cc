@@ -157,6 +157,44 @@ nlohmann::json config_json(const Results& r) {
   return c;
 }
 
+namespace {
+
+nlohmann::json energy_json(const StepEnergy& e) {
+  if (!e.modelled) return {{"modelled", false}, {"why_not", e.not_modelled}};
+  return {{"modelled", true},
+          {"gpu_utilisation", e.gpu_utilisation},
+          {"gpu_power_w", e.gpu_power_w},
+          {"node_power_w", e.node_power_w},
+          {"network_power_w", e.network_power_w},
+          {"it_power_w", e.it_power_w},
+          {"pue", e.pue},
+          {"facility_power_w", e.facility_power_w},
+          {"energy_per_step_j", e.energy_per_step_j},
+          {"approximation", kEnergyApproximation}};
+}
+
+nlohmann::json run_json(const RunTotals& t) {
+  nlohmann::json j = {
+      {"steps", t.steps}, {"time_to_train_s", t.time_to_train_s}, {"gpu_hours", t.gpu_hours}};
+  if (t.price_per_gpu_hour) {
+    j["price_per_gpu_hour"] = t.price_per_gpu_hour->amount;
+    j["currency"] = t.price_per_gpu_hour->currency;
+    j["cost"] = *t.cost;
+  }
+  if (t.energy_modelled) {
+    j["energy_j"] = t.energy_j;
+    j["energy_kwh"] = t.energy_j / 3.6e6;
+    j["average_power_w"] = t.average_power_w;
+  }
+  if (t.carbon_g_per_kwh) {
+    j["carbon_intensity_g_per_kwh"] = *t.carbon_g_per_kwh;
+    if (t.emissions_kg) j["emissions_kg_co2e"] = *t.emissions_kg;
+  }
+  return j;
+}
+
+}  // namespace
+
 nlohmann::json results_to_json(const Results& r) {
   using nlohmann::json;
   json j;
@@ -223,6 +261,8 @@ nlohmann::json results_to_json(const Results& r) {
                         {"size_bytes", r.communication_size_bytes},
                         {"bus_bytes", r.communication_bus_bytes}};
   j["reliability"] = reliability_json(r.reliability);
+  j["energy"] = energy_json(r.energy);
+  if (r.run) j["run"] = run_json(*r.run);
   j["config"] = config_json(r);
   j["time_by_kind_s"] = r.time_by_kind_s;
   tidy(j["time_by_kind_s"], r.step_time_s);
@@ -321,9 +361,9 @@ std::string describe_layers(const LayerCounts& c) {
 
 namespace {
 std::string line(const char* label, const std::string& value) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "  %-28s %s\n", label, value.c_str());
-  return buf;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "  %-28s ", label);
+  return buf + value + "\n";  // the value whole, however long
 }
 std::string pct(double part, double whole) {
   char buf[32];
@@ -383,6 +423,39 @@ std::string render_reliability(const reliability::RunReport& rel) {
   out += line("  step time p50 / p90 / p99", format_duration(o.step_time_p50) + " / " +
                                                  format_duration(o.step_time_p90) + " / " +
                                                  format_duration(o.step_time_p99));
+  return out;
+}
+
+// Power per step, and the whole run's time, GPU-hours, cost, energy and emissions.
+std::string render_energy(const Results& r) {
+  const StepEnergy& e = r.energy;
+  std::string out = "\n  power and energy\n";
+  if (!e.modelled) return out + line("  not modelled", e.not_modelled);
+  out += line("  per GPU", format_power(Watts(e.gpu_power_w)) + " mean  (utilisation " +
+                               format_number("%.1f %%", 100 * e.gpu_utilisation) + ")");
+  out += line("  cluster", format_power(Watts(e.facility_power_w)) + " at the facility  (IT " +
+                               format_power(Watts(e.it_power_w)) + " x PUE " +
+                               format_number("%.2f", e.pue) + "; nodes " +
+                               format_power(Watts(e.node_power_w)) + " each, network " +
+                               format_power(Watts(e.network_power_w)) + ")");
+  out += line("  energy per step", format_energy(Joules(e.energy_per_step_j)));
+  out += line("  left out", kEnergyApproximation);
+  if (!r.run) return out;
+  const RunTotals& t = *r.run;
+  out += "\n  whole run (" + std::to_string(t.steps) + " steps)\n";
+  out += line("  time to train", long_duration(Seconds(t.time_to_train_s)));
+  out += line("  GPU-hours", format_number("%.0f", t.gpu_hours));
+  if (t.cost)
+    out += line("  cost", format_money(Money{*t.cost, t.price_per_gpu_hour->currency}) + "  (" +
+                              format_money(*t.price_per_gpu_hour) + " per GPU-hour)");
+  if (t.energy_modelled)
+    out += line("  energy", format_energy(Joules(t.energy_j)) + "  (mean " +
+                                format_power(Watts(t.average_power_w)) + ")");
+  if (t.emissions_kg)
+    out += line("  emissions",
+                (*t.emissions_kg >= 1e3 ? format_number("%.1f t CO2e", *t.emissions_kg / 1e3)
+                                        : format_number("%.2f kg CO2e", *t.emissions_kg)) +
+                    "  (" + format_number("%g g CO2e/kWh", *t.carbon_g_per_kwh) + ")");
   return out;
 }
 
@@ -470,6 +543,7 @@ std::string render_summary(const Results& r) {
   out += line("model parameters", format_count(r.parameters));
   out += line("model FLOPs per step", format_flops(Flops(r.model_flops_per_step)));
   if (r.reliability) out += render_reliability(*r.reliability);
+  out += render_energy(r);
   if (r.background) {
     const BackgroundShare& b = *r.background;
     out += "\n  network shared with other jobs (background.link_fraction)\n";

@@ -101,6 +101,13 @@ GpuSpec resolve_gpu(const Reader& r, const std::string& file, std::vector<std::s
   if (was_set("gemm_efficiency")) spec.gemm_curve.clear();
   if (was_set("attention_efficiency")) spec.attention_curve.clear();
   override_field<int64_t>(r, path, "sm_count", spec.sm_count, set);
+  override_field<Watts>(r, path, "max_power", spec.max_power, set);
+  override_field<Watts>(r, path, "idle_power", spec.idle_power, set);
+  if (spec.idle_power > spec.max_power && spec.max_power.value() > 0)
+    sink.add(r.where(r.find(path + ".idle_power") ? path + ".idle_power" : path + ".max_power"),
+             path + ".idle_power",
+             "idle power " + format_power(spec.idle_power) + " is above the maximum power " +
+                 format_power(spec.max_power));
   if (!from_catalog) {
     spec.source = "inline spec in " + file;
     // The figures an inline GPU did not set come from the schema's defaults: say which, and what.
@@ -268,6 +275,9 @@ NetworkConfig resolve_network(const Reader& r, DiagnosticSink& sink) {
   override_field<BytesPerSecond>(r, p, "nic_bandwidth", n.nic_bandwidth, n.overridden);
   override_field<Seconds>(r, p, "latency", n.latency, n.overridden);
   override_field<double>(r, p, "protocol_efficiency", n.protocol_efficiency, n.overridden);
+  n.nic_power = spec->nic_power;
+  n.switch_port_power = spec->switch_port_power;
+  override_field<Watts>(r, p, "switch_port_power", n.switch_port_power, n.overridden);
   n.oversubscription = r.value<double>(p + ".oversubscription");
   n.in_network_reduction = r.value<bool>(p + ".in_network_reduction");
   if (n.in_network_reduction && n.kind != NetworkKind::kInfiniBand)
@@ -439,6 +449,22 @@ void apply_cluster_profile(const Reader& r, const std::string& file, ClusterConf
   }
 }
 
+// Power beyond the GPUs, the facility, the price and the grid (core/report/energy.h).
+void bind_cost(const Reader& r, ClusterConfig& c, DiagnosticSink& sink) {
+  CostConfig& cost = c.cost;
+  cost.node_power = r.get_or<Watts>(
+      "cluster.node_power", c.gpu.host_power + c.network.nic_power * c.network.nics_per_node);
+  cost.pue = r.value<double>("cluster.pue");
+  if (auto text = r.get<std::string>("cluster.price_per_gpu_hour")) {
+    const Parsed<Money> price = parse_money(*text);
+    if (price)
+      cost.price_per_gpu_hour = *price.value;
+    else  // the schema checked it; kept for a caller that bypasses it
+      sink.add(r.where("cluster.price_per_gpu_hour"), "cluster.price_per_gpu_hour", price.error);
+  }
+  if (auto g = r.get<double>("cluster.carbon_intensity")) cost.carbon_g_per_kwh = *g;
+}
+
 }  // namespace
 
 void bind_cluster(const Reader& r, const std::string& file, ClusterConfig& c,
@@ -466,6 +492,7 @@ void bind_cluster(const Reader& r, const std::string& file, ClusterConfig& c,
     resolve(r, c, c.network.topology == topology, sink);
   apply_cluster_profile(r, file, c, sink);
   note_overrides_without_effect(r, c, sink);
+  bind_cost(r, c, sink);
 }
 
 }  // namespace dtsim::scenario_binding

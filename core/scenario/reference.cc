@@ -45,7 +45,8 @@ std::string render_scenario_reference_markdown() {
       "this file differs, so it is always the truth. Sizes, rates and times need units: sizes "
       "take B, KB, MB, GB (powers of 1000) or KiB, MiB, GiB (powers of 1024); bandwidths take "
       "bits (`400Gbps`, `400Gb/s`) or bytes (`50GBps`, `50GB/s`) per second; times take ns, us, "
-      "ms, s, min or h; compute rates take FLOPS with an SI prefix (`312TFLOPS`). Any key can "
+      "ms, s, min, h or d; compute rates take FLOPS with an SI prefix (`312TFLOPS`); powers take "
+      "W, kW or MW; prices take an amount and a currency code (`2.49USD`). Any key can "
       "be overridden from the command line with `--set key.path=value`.\n\n"
       "| Key | Type | Meaning | Default |\n|---|---|---|---|\n";
   rows(scenario_schema(), "", out);

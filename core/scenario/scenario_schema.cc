@@ -63,6 +63,8 @@ constexpr double kMinMemoryBandwidth = 1e9;    // 1 GB/s
 constexpr double kMinLinkBandwidth = 1e9 / 8;  // 1 Gb/s
 constexpr double kMinEfficiency = 0.01;        // 1% of peak
 constexpr double kMaxLatency = 1;              // 1 s for one message or one kernel launch
+constexpr double kMaxGpuPower = 1e5;           // 100 kW for one device or one switch port
+constexpr double kMaxNodePower = 1e6;          // 1 MW for one node's host
 
 SchemaNode build_schema() {
   // Limits that catch absurd input (1e30 GPUs) while leaving room for any real cluster.
@@ -111,6 +113,14 @@ SchemaNode build_schema() {
             kMaxLatency),
         count("sm_count", "streaming multiprocessors, for GEMM wave quantization (0: off)",
               "from base, else 0", 0, 1e5),
+        at_most(leaf("max_power", ValueType::kPower,
+                     "the board's maximum power (TDP or power limit), e.g. 700W; with idle_power "
+                     "it models energy (docs/models.md, Power and energy)",
+                     "from base, else none"),
+                kMaxGpuPower),
+        at_most(leaf("idle_power", ValueType::kPower,
+                     "what the GPU draws with no kernel running, e.g. 70W", "from base, else none"),
+                kMaxGpuPower),
     };
   }
 
@@ -230,7 +240,12 @@ SchemaNode build_schema() {
             "the InfiniBand switches reduce in the network (NVIDIA SHARP), so that NCCL can run "
             "all-reduce as CollNet: algorithm auto considers it, and dtsim collective --algorithm "
             "collnet runs it; InfiniBand only",
-            "false")});
+            "false"),
+       at_most(leaf("switch_port_power", ValueType::kPower,
+                    "power of one switch port (a switch's power over its ports), charged for "
+                    "every port the topology uses",
+                    "from preset"),
+               kMaxGpuPower)});
 
   SchemaNode profile = leaf(
       "profile", ValueType::kString,
@@ -240,11 +255,28 @@ SchemaNode build_schema() {
       "cluster.intra_node, after any fields set here; a relative path is taken from the scenario "
       "file's directory, or from the current directory with --set",
       "none");
-  SchemaNode cluster =
-      section("cluster", "the machines",
-              {gpu, count("nodes", "number of nodes", "1", 1, kMaxNodes),
-               count("gpus_per_node", "GPUs in each node", "8", 1, kMaxGpusPerNode), intra, network,
-               profile});
+  SchemaNode cluster = section(
+      "cluster", "the machines",
+      {gpu, count("nodes", "number of nodes", "1", 1, kMaxNodes),
+       count("gpus_per_node", "GPUs in each node", "8", 1, kMaxGpusPerNode), intra, network,
+       profile,
+       at_most(leaf("node_power", ValueType::kPower,
+                    "power of each node beyond its GPUs (CPUs and NICs), e.g. 1.2kW",
+                    "the GPU's reference server: its CPUs' TDP + NICs x the network's NIC power"),
+               kMaxNodePower),
+       physical(leaf("pue", ValueType::kNumber,
+                     "power usage effectiveness: the facility's power over the IT "
+                     "equipment's, at least 1 (Uptime Institute, 2023 industry average: 1.58)",
+                     "1.58"),
+                1, 3),
+       leaf("price_per_gpu_hour", ValueType::kMoney,
+            "what one GPU costs per hour, with a currency code, e.g. 2.49USD; gives the run's cost",
+            "none"),
+       at_most(leaf("carbon_intensity", ValueType::kNumber,
+                    "the grid's carbon intensity in g CO2e per kWh, e.g. 429; gives the run's "
+                    "emissions",
+                    "none"),
+               2000)});
 
   auto tp = count("tensor", "tensor-parallel size t (Megatron-LM: divides the heads and the node)",
                   "1", 1, kMaxDegree);

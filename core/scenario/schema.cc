@@ -54,6 +54,9 @@ std::string describe_amount(Seconds t) {
 std::string describe_amount(FlopsPerSecond r) {
   return dtsim::format_number("%g GFLOPS", r.value() / 1e9);
 }
+std::string describe_amount(Watts p) {
+  return dtsim::format_number("%g W", p.value());
+}
 
 std::string join(const std::vector<std::string>& words, const std::string& sep) {
   std::string out;
@@ -229,6 +232,17 @@ struct Validator {
         return quantity(n, s, path, parse_duration(text));
       case ValueType::kFlopRate:
         return quantity(n, s, path, parse_flop_rate(text));
+      case ValueType::kPower:
+        return quantity(n, s, path, parse_power(text));
+      case ValueType::kMoney: {
+        const Parsed<Money> price = parse_money(text);
+        if (!price) {
+          error(n, path, price.error);
+          return;
+        }
+        store(n, s, path, text);
+        return;
+      }
       default:
         error(n, path, "internal: unexpected schema type");
         return;
@@ -453,6 +467,10 @@ std::string describe(const SchemaNode& s) {
       return "a duration such as 2us or 30min";
     case ValueType::kFlopRate:
       return "a compute rate such as 312TFLOPS";
+    case ValueType::kPower:
+      return "a power such as 700W or 10.2kW";
+    case ValueType::kMoney:
+      return "an amount and a currency code such as 2.49USD";
     case ValueType::kCountList:
       return "a list of whole numbers such as [12, 12, 8]";
     case ValueType::kFreeform:

@@ -44,6 +44,8 @@ enum class ValueType {
   kBandwidth,     // bits/s or bytes/s
   kDuration,      // a time with a unit
   kFlopRate,      // FLOP/s
+  kPower,         // W, kW, MW
+  kMoney,         // an amount and a currency code ("2.49 USD"), kept as its text
   kCountList,     // a list of whole numbers
   kFreeform,      // a list or map kept as YAML text, for features defined by later work
   kNameOrMap,     // a catalog name (choices) or an inline map (children)
@@ -62,6 +64,8 @@ inline constexpr auto kValueTypeNames =
                                 {ValueType::kBandwidth, "bandwidth"},
                                 {ValueType::kDuration, "duration"},
                                 {ValueType::kFlopRate, "flop-rate"},
+                                {ValueType::kPower, "power"},
+                                {ValueType::kMoney, "money"},
                                 {ValueType::kCountList, "count-list"},
                                 {ValueType::kFreeform, "freeform"},
                                 {ValueType::kNameOrMap, "name-or-map"}});
@@ -90,7 +94,6 @@ struct SchemaNode {
   // that names registered at run time, such as engines, are included).
   std::vector<std::string> all_choices() const;
 };
-
 
 // Validates `node` (the document root, or the value of one --set override) against `schema`
 // at `path`, adding values to `out` and problems to `sink`. `file` names the source in

@@ -188,6 +188,11 @@ const std::map<std::string, Case>& cases() {
         "true", kFatTree, [](auto& c) { return double(c.network.in_network_reduction); }, 1};
     t["network.protocol_efficiency"] = {"0.3", kFatTree,
                                         [](auto& c) { return c.network.protocol_efficiency; }, 0.3};
+    // Power moves the energy, not the step.
+    t["gpu.max_power"] = {"500W", kFatTree, [](auto& c) { return c.gpu.max_power.value(); }, 500};
+    t["gpu.idle_power"] = {"50W", kFatTree, [](auto& c) { return c.gpu.idle_power.value(); }, 50};
+    t["network.switch_port_power"] = {
+        "20W", kFatTree, [](auto& c) { return c.network.switch_port_power.value(); }, 20};
     return t;
   }();
   return table;
@@ -254,9 +259,10 @@ TEST_P(OverrideField, ReachesTheClusterAndTheResult) {
   EXPECT_DOUBLE_EQ(c.field(sc.cluster), c.expected);
   const nlohmann::json after = simulate_json(file, overrides);
   const bool moved = before["step_time_s"] != after["step_time_s"] ||
-                     before["memory"]["capacity_bytes"] != after["memory"]["capacity_bytes"];
+                     before["memory"]["capacity_bytes"] != after["memory"]["capacity_bytes"] ||
+                     before["energy"] != after["energy"];
   EXPECT_TRUE(moved) << "cluster." << GetParam() << "=" << c.value
-                     << " left the step time and the memory capacity unchanged";
+                     << " left the step time, the memory capacity and the energy unchanged";
   std::filesystem::remove(file);
 }
 

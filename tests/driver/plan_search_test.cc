@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -488,6 +489,104 @@ TEST(PlanSearch, StartsFromTheModelClusterAndBatchAlone) {
   EXPECT_EQ(rep.gpus, 32);
   for (const PlanRow& row : rep.ranked)
     EXPECT_EQ(48 % (row.config.dp * row.config.micro_batch_size), 0) << row.config.describe();
+}
+
+}  // namespace
+}  // namespace dtsim::driver
+
+namespace dtsim::driver {
+namespace {
+
+// The small case over a whole run: 2000 steps, at a price, on GPUs with power figures.
+PlanRequest run_request(int top) {
+  PlanRequest r = small_request(top);
+  r.overrides.push_back("training.steps=2000");
+  r.overrides.push_back("cluster.price_per_gpu_hour=2USD");
+  return r;
+}
+
+// With a deadline, no configuration returned misses it, simulated or not; with --objective cost
+// the first is the cheapest of those that meet it, each simulated with SimGrid.
+TEST(PlanGoal, ADeadlineDropsWhatMissesItAndCostRanksTheCheapestFirst) {
+  // Every configuration that fits, simulated: the reference.
+  const PlanReport all = plan_search(run_request(1000));
+  ASSERT_GE(all.fits, 10u);
+  std::vector<double> times;
+  for (const PlanRow& row : all.ranked) {
+    ASSERT_TRUE(row.simulated) << row.error;
+    ASSERT_TRUE(row.run_from_simulation);
+    EXPECT_EQ(row.run.steps, 2000);
+    times.push_back(row.run.time_to_train_s);
+  }
+  std::sort(times.begin(), times.end());
+  // A deadline between the fastest and the slowest leaves some out.
+  const double deadline = times[times.size() / 2];
+  PlanRequest req = run_request(1000);
+  req.goal.objective = Objective::kCost;
+  req.goal.deadline_s = deadline;
+  const PlanReport met = plan_search(req);
+  ASSERT_FALSE(met.ranked.empty());
+  EXPECT_GT(met.miss_goal, 0u);
+  double cheapest = std::numeric_limits<double>::infinity();
+  for (const PlanRow& row : all.ranked)
+    if (row.run.time_to_train_s <= deadline) cheapest = std::min(cheapest, *row.run.cost);
+  for (const PlanRow& row : met.ranked) {
+    SCOPED_TRACE(row.config.describe());
+    if (!row.simulated) {
+      EXPECT_TRUE(row.misses_goal) << row.error;  // only a simulated miss is left unranked
+      continue;
+    }
+    EXPECT_LE(row.run.time_to_train_s, deadline);
+    EXPECT_NEAR(*row.run.cost, row.run.gpu_hours * 2, 1e-9 * *row.run.cost);
+  }
+  ASSERT_TRUE(met.ranked.front().simulated);
+  EXPECT_DOUBLE_EQ(*met.ranked.front().run.cost, cheapest);
+  // One cluster: the cheapest run is the fastest, on the front of time and cost.
+  EXPECT_TRUE(met.ranked.front().pareto);
+}
+
+TEST(PlanGoal, EnergyRanksByTheRunsEnergy) {
+  PlanRequest req = run_request(1000);
+  req.simulate = false;
+  req.goal.objective = Objective::kEnergy;
+  const PlanReport rep = plan_search(req);
+  ASSERT_GE(rep.ranked.size(), 2u);
+  for (size_t i = 0; i + 1 < rep.ranked.size(); ++i) {
+    ASSERT_TRUE(rep.ranked[i].run.energy_j);
+    EXPECT_LE(*rep.ranked[i].run.energy_j, *rep.ranked[i + 1].run.energy_j);
+  }
+  // The search's energy is simulate's: the same step model and power model.
+  const PlanRow& best = rep.ranked.front();
+  std::vector<std::string> overrides = req.overrides;
+  for (auto& o : best.config.overrides()) overrides.push_back(o);
+  overrides.push_back("simulate.engine=analytic");
+  const Prediction p = predict(load(req.scenario, overrides));
+  ASSERT_TRUE(p.results.run);
+  EXPECT_NEAR(*best.run.energy_j, p.results.run->energy_j, 1e-9 * p.results.run->energy_j);
+}
+
+TEST(PlanGoal, AGoalTheScenarioCannotAnswerNamesTheFlag) {
+  auto flag_of = [](const PlanRequest& r) -> std::string {
+    try {
+      plan_search(r);
+    } catch (const InputError& e) {
+      return e.diagnostics().front().key_path + ": " + e.diagnostics().front().message;
+    }
+    return "accepted";
+  };
+  PlanRequest r = small_request(1);  // no run size
+  r.goal.deadline_s = 86400;
+  EXPECT_EQ(flag_of(r).rfind("--deadline: ", 0), 0u) << flag_of(r);
+  r = small_request(1);
+  r.overrides.push_back("training.steps=100");
+  r.goal.objective = Objective::kCost;  // no price
+  EXPECT_NE(flag_of(r).find("cluster.price_per_gpu_hour"), std::string::npos) << flag_of(r);
+  r = run_request(1);
+  r.goal.budget = Money{1e6, "EUR"};  // the price is in USD
+  EXPECT_NE(flag_of(r).find("one search takes one currency"), std::string::npos) << flag_of(r);
+  r = run_request(1);
+  r.goal.deadline_s = 1;  // one second for 2000 steps
+  EXPECT_EQ(flag_of(r).rfind("--deadline: none of the", 0), 0u) << flag_of(r);
 }
 
 }  // namespace
