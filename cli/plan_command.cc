@@ -146,11 +146,7 @@ nlohmann::json report_json(const driver::PlanReport& rep) {
 // the rows on the Pareto front of time and cost.
 void render_runs(const driver::PlanReport& rep, std::ostream& out) {
   out << "\n  whole run: " << rep.steps << " steps";
-  if (rep.goal.deadline_s)
-    out << ", deadline "
-        << (*rep.goal.deadline_s >= 2 * 86400
-                ? format_number("%.1f days", *rep.goal.deadline_s / 86400)
-                : format_number("%.1f h", *rep.goal.deadline_s / 3600));
+  if (rep.goal.deadline_s) out << ", deadline " << driver::run_time_text(*rep.goal.deadline_s);
   if (rep.goal.budget) out << ", budget " << format_money(*rep.goal.budget);
   out << " (SimGrid's run where simulated; * on the Pareto front of time and cost)\n";
   char line[256];
@@ -164,11 +160,8 @@ void render_runs(const driver::PlanReport& rep, std::ostream& out) {
         r.run.cost && rep.price ? format_money(Money{*r.run.cost, rep.price->currency}) : "-";
     const std::string energy = r.run.energy_j ? format_energy(Joules(*r.run.energy_j)) : "-";
     std::snprintf(line, sizeof line, "  %-2d  %16s %12.0f %16s %14s  %s\n", rank,
-                  (r.run.time_to_train_s >= 2 * 86400
-                       ? format_number("%.2f days", r.run.time_to_train_s / 86400)
-                       : format_number("%.1f h", r.run.time_to_train_s / 3600))
-                      .c_str(),
-                  r.run.gpu_hours, cost.c_str(), energy.c_str(), r.pareto ? "*" : "");
+                  driver::run_time_text(r.run.time_to_train_s).c_str(), r.run.gpu_hours,
+                  cost.c_str(), energy.c_str(), r.pareto ? "*" : "");
     out << line;
   }
 }

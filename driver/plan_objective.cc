@@ -3,25 +3,33 @@
 #include <limits>
 
 #include "core/base/error.h"
+#include "core/report/energy.h"
 #include "driver/plan_search.h"
 
 namespace dtsim::driver {
-namespace {
-
-std::string days(double s) {
-  return s >= 86400 ? format_number("%.1f days", s / 86400) : format_number("%.1f h", s / 3600);
+std::string run_time_text(double s) {
+  return s >= 2 * 86400 ? format_number("%.1f days", s / 86400) : format_number("%.1f h", s / 3600);
 }
-
-}  // namespace
 
 RunFigures run_figures(int64_t steps, double step_s, int gpus, const std::optional<Money>& price,
                        double energy_per_step_j) {
+  // The run's closed forms are core's (core/report/energy.h), for a run without stalls.
+  RunInputs in;
+  in.steps = steps;
+  in.time_to_train_s = static_cast<double>(steps) * step_s;
+  in.busy_s = in.time_to_train_s;
+  in.gpus = gpus;
+  in.price_per_gpu_hour = price;
+  StepEnergy step;
+  step.modelled = energy_per_step_j >= 0;
+  step.energy_per_step_j = energy_per_step_j;
+  const RunTotals t = run_totals(in, step, step_s);
   RunFigures r;
   r.steps = steps;
-  r.time_to_train_s = static_cast<double>(steps) * step_s;
-  r.gpu_hours = static_cast<double>(gpus) * r.time_to_train_s / 3600;
-  if (price) r.cost = r.gpu_hours * price->amount;
-  if (energy_per_step_j >= 0) r.energy_j = static_cast<double>(steps) * energy_per_step_j;
+  r.time_to_train_s = t.time_to_train_s;
+  r.gpu_hours = t.gpu_hours;
+  r.cost = t.cost;
+  if (t.energy_modelled) r.energy_j = t.energy_j;
   return r;
 }
 
@@ -41,8 +49,8 @@ double objective_value(Objective objective, const RunFigures& run) {
 std::optional<std::string> goal_miss(const RunGoal& goal, const RunFigures& run,
                                      const std::optional<Money>& price) {
   if (goal.deadline_s && run.time_to_train_s > *goal.deadline_s)
-    return "takes " + days(run.time_to_train_s) + ", past the deadline of " +
-           days(*goal.deadline_s);
+    return "takes " + run_time_text(run.time_to_train_s) + ", past the deadline of " +
+           run_time_text(*goal.deadline_s);
   if (goal.budget && run.cost && *run.cost > goal.budget->amount)
     return "costs " + format_money(Money{*run.cost, price ? price->currency : ""}) +
            ", over the budget of " + format_money(*goal.budget);

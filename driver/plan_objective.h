@@ -47,6 +47,9 @@ struct RunFigures {
 RunFigures run_figures(int64_t steps, double step_s, int gpus, const std::optional<Money>& price,
                        double energy_per_step_j);
 
+// A run's length for people: hours below two days, days above ("11.9 h", "41.2 days").
+std::string run_time_text(double seconds);
+
 // What the ranking sorts by (smaller is better): time to train, cost or energy.
 double objective_value(Objective objective, const RunFigures& run);
 

@@ -38,8 +38,8 @@
 #include "core/ir/model_graph.h"
 #include "core/ir/program.h"
 #include "core/ir/trace.h"
-#include "core/report/energy.h"
 #include "core/reliability/timeline.h"
+#include "core/report/energy.h"
 
 namespace dtsim {
 
